@@ -1,0 +1,96 @@
+// Package app builds Homing's shared dependencies from a parsed
+// configuration: database, Redis connection, secret box, HTTP sender and
+// dispatcher. Commands call Open once, then hand the parts to the services.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/hibiken/asynq"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/retry"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/store"
+)
+
+// Version is Homing's version, sent in the User-Agent header.
+var Version = "0.1.0"
+
+// UserAgent is the User-Agent of every request Homing sends.
+func UserAgent() string { return "Homing/" + Version }
+
+// App is the set of dependencies a Homing process runs on.
+type App struct {
+	Config     config.Config
+	Log        *slog.Logger
+	Clock      clock.Clock
+	DB         *gorm.DB
+	Redis      asynq.RedisConnOpt
+	Box        *secretbox.Box
+	Sender     *delivery.Sender
+	Dispatcher *dispatch.Dispatcher
+}
+
+// Options adjusts Open for tests and embedded use.
+type Options struct {
+	// Clock replaces the wall clock.
+	Clock clock.Clock
+}
+
+// Open connects to the database (applying migrations when
+// database.auto_migrate is set) and prepares everything else.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options) (*App, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	redisOpt, err := RedisOpt(cfg.Redis.URL)
+	if err != nil {
+		return nil, err
+	}
+	box, err := secretbox.New(cfg.Secrets.Key)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(cfg.Database.URL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Database.AutoMigrate {
+		if _, err := store.Migrate(ctx, db); err != nil {
+			_ = store.Close(db)
+			return nil, fmt.Errorf("migrate database: %w", err)
+		}
+	}
+	sender := delivery.NewSender(delivery.SenderConfig{UserAgent: UserAgent(), Now: opts.Clock.Now})
+	d := dispatch.New(db, sender, box, dispatch.Config{
+		Schedule: retry.Schedule(cfg.Retry.Schedule),
+		Logger:   log,
+		Clock:    opts.Clock,
+	})
+	return &App{
+		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,
+		Box: box, Sender: sender, Dispatcher: d,
+	}, nil
+}
+
+// Close releases the database pool and idle connections.
+func (a *App) Close() error {
+	a.Sender.Close()
+	return store.Close(a.DB)
+}
+
+// RedisOpt parses redis.url into asynq's connection options.
+func RedisOpt(rawURL string) (asynq.RedisConnOpt, error) {
+	opt, err := asynq.ParseRedisURI(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis.url: %w", err)
+	}
+	return opt, nil
+}

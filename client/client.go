@@ -1,0 +1,181 @@
+// Package client publishes document events to Homing from any Go service.
+// Ordinary events need only Redis: Publish enqueues one asynq task carrying
+// the document snapshot. workflow_transition events are delivered
+// synchronously in the caller and need the database too.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/uuid"
+	"github.com/hibiken/asynq"
+
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/retry"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/store"
+	"github.com/homingdev/homing/tasks"
+
+	"gorm.io/gorm"
+)
+
+// Version is sent as part of the User-Agent of synchronous deliveries.
+const Version = "0.1.0"
+
+// ErrInvalidEvent marks an event Homing refuses; the message says what to fix.
+var ErrInvalidEvent = dispatch.ErrInvalidEvent
+
+// ErrNeedsDatabase is returned for a workflow_transition event on a client
+// built without a database URL.
+var ErrNeedsDatabase = errors.New("workflow_transition events are delivered synchronously and need the database: set database.url")
+
+// SyncError is returned by Publish when a workflow_transition event could not
+// be delivered to one or more webhooks; it names each of them.
+type SyncError = dispatch.SyncError
+
+// Event is one document event. ID is the caller's idempotency key: publishing
+// the same ID twice never yields two deliveries to one webhook. An empty ID
+// is filled with a new UUIDv7.
+type Event struct {
+	ID      string
+	DocType string
+	DocName string
+	Event   string
+	Doc     map[string]any
+}
+
+// Config is what a publisher needs.
+type Config struct {
+	// RedisURL is where the worker's queues live (redis://host:port/db).
+	RedisURL string
+	// DatabaseURL is needed only to publish workflow_transition events.
+	DatabaseURL string
+	// SecretsKey opens webhook secrets to sign synchronous deliveries.
+	SecretsKey string
+	// MaxPayloadBytes refuses larger documents (default 1 MiB).
+	MaxPayloadBytes int
+	Logger          *slog.Logger
+}
+
+// FromConfig takes a publisher's settings from Homing's configuration.
+func FromConfig(c config.Config) Config {
+	return Config{
+		RedisURL:        c.Redis.URL,
+		DatabaseURL:     c.Database.URL,
+		SecretsKey:      c.Secrets.Key,
+		MaxPayloadBytes: c.Delivery.MaxPayloadBytes,
+	}
+}
+
+// Client publishes events. It is safe for concurrent use; make one per
+// process and Close it on shutdown.
+type Client struct {
+	cfg    Config
+	queue  *asynq.Client
+	db     *gorm.DB
+	sender *delivery.Sender
+	disp   *dispatch.Dispatcher
+}
+
+// New connects a publisher.
+func New(cfg Config) (*Client, error) {
+	if cfg.MaxPayloadBytes <= 0 {
+		cfg.MaxPayloadBytes = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	opt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis.url: %w", err)
+	}
+	c := &Client{cfg: cfg, queue: asynq.NewClient(opt)}
+	if cfg.DatabaseURL != "" {
+		box, err := secretbox.New(cfg.SecretsKey)
+		if err != nil {
+			_ = c.queue.Close()
+			return nil, err
+		}
+		c.db, err = store.Open(cfg.DatabaseURL)
+		if err != nil {
+			_ = c.queue.Close()
+			return nil, err
+		}
+		c.sender = delivery.NewSender(delivery.SenderConfig{UserAgent: "Homing/" + Version})
+		c.disp = dispatch.New(c.db, c.sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger})
+	}
+	return c, nil
+}
+
+// Close releases the Redis and database connections.
+func (c *Client) Close() error {
+	err := c.queue.Close()
+	if c.db != nil {
+		c.sender.Close()
+		err = errors.Join(err, store.Close(c.db))
+	}
+	return err
+}
+
+// Publish hands ev to Homing and returns its event ID. For ordinary events it
+// returns once the event is queued in Redis; a repeated ID still queued is
+// accepted without a second task, and one already fanned out creates no new
+// delivery. For workflow_transition it delivers now, one attempt per
+// matching webhook, and returns a *SyncError naming each webhook that
+// failed.
+func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
+	dev, err := c.prepare(ev)
+	if err != nil {
+		return "", err
+	}
+	if dev.Event == models.EventWorkflowTransition {
+		if c.disp == nil {
+			return dev.ID, ErrNeedsDatabase
+		}
+		_, err := c.disp.DeliverNow(ctx, dev)
+		return dev.ID, err
+	}
+	task, err := tasks.NewEventTask(dev)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.queue.EnqueueContext(ctx, task); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return dev.ID, fmt.Errorf("queue event %s in Redis: %w", dev.ID, err)
+	}
+	return dev.ID, nil
+}
+
+// prepare fills the ID, checks the event and the document's size, and gives
+// the document the shape the worker will see after decoding it from Redis,
+// so the synchronous path renders exactly what the queued path would.
+func (c *Client) prepare(ev Event) (dispatch.Event, error) {
+	if ev.ID == "" {
+		ev.ID = uuid.Must(uuid.NewV7()).String()
+	}
+	if ev.Doc == nil {
+		return dispatch.Event{}, fmt.Errorf("%w: doc is missing (give the document as a JSON object)", ErrInvalidEvent)
+	}
+	b, err := json.Marshal(ev.Doc)
+	if err != nil {
+		return dispatch.Event{}, fmt.Errorf("%w: doc cannot be encoded as JSON: %v", ErrInvalidEvent, err)
+	}
+	if len(b) > c.cfg.MaxPayloadBytes {
+		return dispatch.Event{}, fmt.Errorf("%w: doc is %d bytes, more than delivery.max_payload_bytes (%d)", ErrInvalidEvent, len(b), c.cfg.MaxPayloadBytes)
+	}
+	doc, err := dispatch.DecodeDoc(b)
+	if err != nil {
+		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
+	}
+	out := dispatch.Event{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: doc}
+	if err := out.Validate(); err != nil {
+		return dispatch.Event{}, err
+	}
+	return out, nil
+}

@@ -1,0 +1,307 @@
+package delivery
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrUnbuildable marks a request that can never be built: a bad template,
+// a rendered body that is not JSON, a field the template needs that the
+// document lacks, a bad form field, a bad URL. Retrying cannot help, so
+// callers record such deliveries as Exhausted without sending. Every error
+// from Build, ValidateTemplate, CompileCondition and Condition.Match wraps
+// it and says in one line what was wrong.
+var ErrUnbuildable = errors.New("request cannot be built")
+
+// Request body structures, as a webhook stores them.
+const (
+	StructureJSON = "json"
+	StructureForm = "form"
+)
+
+const (
+	contentTypeJSON = "application/json"
+	contentTypeForm = "application/x-www-form-urlencoded"
+)
+
+// maxDocDepth bounds how deeply Build follows nested maps and lists, so a
+// document that contains itself fails instead of overflowing the stack.
+const maxDocDepth = 1000
+
+// Spec says how to turn a document into a request body. It mirrors
+// Frappe's webhook settings: a JSON body is either a Jinja template or a
+// list of fields, a form body is always a list of fields.
+type Spec struct {
+	// Structure is StructureJSON (the default when empty) or StructureForm.
+	Structure string
+	// Template is a Jinja template rendered with the document as `doc`.
+	// It is used only for JSON bodies, and wins over Fields there; a form
+	// body ignores it, as Frappe does. A blank template counts as none.
+	Template string
+	// Fields picks document fields and the keys they are sent under.
+	Fields []Field
+}
+
+// Build renders the body for doc and returns it with its Content-Type.
+//
+// A JSON body comes from Template when there is one, else from Fields as an
+// object in list order (a field the document lacks is null), else from the
+// whole document. A form body holds the listed fields in list order, or
+// every top-level field in sorted order when none are listed. Build is safe
+// for concurrent use, never panics, and every error it returns wraps
+// ErrUnbuildable.
+func Build(spec Spec, doc map[string]any) (body []byte, contentType string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			body, contentType = nil, ""
+			err = unbuildable("build body: %v", r)
+		}
+	}()
+
+	switch spec.Structure {
+	case "", StructureJSON:
+		switch {
+		case strings.TrimSpace(spec.Template) != "":
+			body, err = renderTemplate(spec.Template, doc)
+		case len(spec.Fields) > 0:
+			body, err = fieldsJSON(spec.Fields, doc)
+		default:
+			body, err = documentJSON(doc)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return body, contentTypeJSON, nil
+	case StructureForm:
+		body, err = formBody(spec.Fields, doc)
+		if err != nil {
+			return nil, "", err
+		}
+		return body, contentTypeForm, nil
+	default:
+		return nil, "", unbuildable("structure %q is neither %q nor %q", spec.Structure, StructureJSON, StructureForm)
+	}
+}
+
+// fieldsJSON writes the object by hand because a Go map would lose the
+// order the webhook lists its fields in.
+func fieldsJSON(fields []Field, doc map[string]any) ([]byte, error) {
+	var buf bytes.Buffer
+	seen := make(map[string]bool, len(fields))
+	buf.WriteByte('{')
+	for i, f := range fields {
+		name, key, err := f.resolve()
+		if err != nil {
+			return nil, err
+		}
+		if seen[key] {
+			return nil, unbuildable("fields: key %q is used twice", key)
+		}
+		seen[key] = true
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		encodedKey, err := encodeJSON(key)
+		if err != nil {
+			return nil, unbuildable("field %q: key cannot be encoded: %w", key, err)
+		}
+		buf.Write(encodedKey)
+		buf.WriteByte(':')
+		value, err := encodeJSON(doc[name])
+		if err != nil {
+			return nil, unbuildable("field %q: value cannot be encoded as JSON: %w", name, err)
+		}
+		buf.Write(value)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+func documentJSON(doc map[string]any) ([]byte, error) {
+	if doc == nil {
+		return []byte("{}"), nil
+	}
+	body, err := encodeJSON(doc)
+	if err != nil {
+		return nil, unbuildable("document cannot be encoded as JSON: %w", err)
+	}
+	return body, nil
+}
+
+// formBody builds the string by hand because url.Values.Encode sorts keys.
+func formBody(fields []Field, doc map[string]any) ([]byte, error) {
+	if len(fields) == 0 {
+		for _, name := range slices.Sorted(maps.Keys(doc)) {
+			fields = append(fields, Field{Fieldname: name, Key: name})
+		}
+	}
+	var buf bytes.Buffer
+	for i, f := range fields {
+		name, key, err := f.resolve()
+		if err != nil {
+			return nil, err
+		}
+		value, err := formValue(doc[name])
+		if err != nil {
+			return nil, unbuildable("field %q: %w", name, err)
+		}
+		if i > 0 {
+			buf.WriteByte('&')
+		}
+		buf.WriteString(url.QueryEscape(key))
+		buf.WriteByte('=')
+		buf.WriteString(url.QueryEscape(value))
+	}
+	return buf.Bytes(), nil
+}
+
+// formValue writes a value the way a person would type it into a form:
+// strings as they are, integral numbers without an exponent, nested values
+// as JSON.
+func formValue(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case json.Number:
+		return x.String(), nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case float64:
+		return formatFloat(x), nil
+	case float32:
+		return formatFloat(float64(x)), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprint(x), nil
+	default:
+		encoded, err := encodeJSON(x)
+		if err != nil {
+			return "", fmt.Errorf("value cannot be encoded: %w", err)
+		}
+		return string(encoded), nil
+	}
+}
+
+func formatFloat(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	if f == math.Trunc(f) {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	encoded, err := json.Marshal(f)
+	if err != nil {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return string(encoded)
+}
+
+// encodeJSON is json.Marshal without HTML escaping: a receiver should get
+// "<b>" in a description, not "\u003cb\u003e".
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// normalizeDoc copies doc for a template. The copy keeps gonja's dict
+// methods (doc.update and friends) away from the caller's map, and turns
+// integral numbers into ints: decoded JSON holds every number as float64,
+// and gonja would print an item index 3 as "3.0".
+func normalizeDoc(doc map[string]any) (map[string]any, error) {
+	out, err := normalizeValue(doc, 0)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := out.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+func normalizeValue(v any, depth int) (any, error) {
+	if depth > maxDocDepth {
+		return nil, unbuildable("document nests deeper than %d levels", maxDocDepth)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x, nil
+		}
+		out := make(map[string]any, len(x))
+		for k, item := range x {
+			n, err := normalizeValue(item, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	case []any:
+		if x == nil {
+			return x, nil
+		}
+		out := make([]any, len(x))
+		for i, item := range x {
+			n, err := normalizeValue(item, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case float64:
+		return normalizeFloat(x), nil
+	case float32:
+		return normalizeFloat(float64(x)), nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i), nil
+		}
+		if f, err := x.Float64(); err == nil {
+			return normalizeFloat(f), nil
+		}
+		return x.String(), nil
+	default:
+		return v, nil
+	}
+}
+
+// normalizeFloat turns f into an int when that loses nothing.
+func normalizeFloat(f float64) any {
+	const exact = 1 << 53
+	if f == math.Trunc(f) && f >= -exact && f <= exact {
+		return int(f)
+	}
+	return f
+}
+
+// unbuildableError carries a one-line reason and matches ErrUnbuildable
+// without prefixing its text to every message.
+type unbuildableError struct{ err error }
+
+func (e *unbuildableError) Error() string { return e.err.Error() }
+
+func (e *unbuildableError) Unwrap() []error { return []error{ErrUnbuildable, e.err} }
+
+// unbuildable formats a reason like fmt.Errorf (so %w keeps causes
+// reachable) and marks it as ErrUnbuildable.
+func unbuildable(format string, args ...any) error {
+	return &unbuildableError{err: fmt.Errorf(format, args...)}
+}

@@ -1,0 +1,64 @@
+package delivery
+
+import (
+	"strings"
+)
+
+// reservedHeaders are the headers the HTTP client owns: letting a webhook
+// set them would break framing or the connection, or send the request to
+// a different virtual host than the URL names. The value is how error
+// messages spell them.
+var reservedHeaders = map[string]string{
+	"host":              "Host",
+	"content-length":    "Content-Length",
+	"transfer-encoding": "Transfer-Encoding",
+	"connection":        "Connection",
+	"keep-alive":        "Keep-Alive",
+	"upgrade":           "Upgrade",
+	"te":                "TE",
+	"trailer":           "Trailer",
+	"proxy-connection":  "Proxy-Connection",
+}
+
+// ParseHeader parses a webhook's "Name: Value" header line. It refuses
+// anything that could smuggle a second header or body (CR, LF and other
+// control characters), names that are not HTTP tokens, and the headers
+// the client must own.
+func ParseHeader(s string) (name, value string, err error) {
+	if strings.ContainsAny(s, "\r\n") {
+		return "", "", unbuildable("header %q: line breaks are not allowed", s)
+	}
+	rawName, rawValue, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", "", unbuildable("header %q: expected \"Name: Value\"", s)
+	}
+	name, value = strings.TrimSpace(rawName), strings.Trim(rawValue, " \t")
+	if name == "" {
+		return "", "", unbuildable("header %q: name is empty", s)
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return "", "", unbuildable("header %q: name contains %q, which is not allowed in a header name", s, name[i])
+		}
+	}
+	if spelled, reserved := reservedHeaders[strings.ToLower(name)]; reserved {
+		return "", "", unbuildable("header %q: %s cannot be overridden", s, spelled)
+	}
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return "", "", unbuildable("header %q: value contains the control character %q", s, c)
+		}
+	}
+	return name, value, nil
+}
+
+// isTokenChar reports whether c may appear in an HTTP token (RFC 9110
+// section 5.6.2).
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	default:
+		return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+	}
+}

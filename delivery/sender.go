@@ -1,0 +1,273 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"syscall"
+	"time"
+)
+
+const (
+	// MaxResponseBytes is how much of a receiver's answer is kept for the
+	// attempt record; receivers sometimes answer with whole HTML pages.
+	MaxResponseBytes = 64 << 10
+
+	// drainBytes is how much more of a response is read and thrown away so
+	// the connection can go back to the pool; beyond that it is closed.
+	drainBytes = 1 << 20
+
+	// DefaultTimeout applies when a Request has no Timeout.
+	DefaultTimeout = 5 * time.Second
+
+	// DefaultUserAgent is sent when SenderConfig has no UserAgent and the
+	// request has none either.
+	DefaultUserAgent = "Homing"
+
+	connectTimeout = 5 * time.Second
+)
+
+// SenderConfig holds what a Sender needs from its owner.
+type SenderConfig struct {
+	// UserAgent is added to requests that do not set one, e.g.
+	// "Homing/0.1.0".
+	UserAgent string
+	// DialControl, when set, runs on every new connection after the
+	// address is resolved and before connecting, which is where an SSRF
+	// guard can refuse private addresses.
+	DialControl func(network, address string, c syscall.RawConn) error
+	// Now is the clock Send measures durations with; nil means time.Now.
+	Now func() time.Time
+}
+
+// Sender sends webhook requests over one shared connection pool, so that
+// a busy receiver sees a few kept-alive connections rather than a new one
+// per delivery. It is safe for concurrent use.
+type Sender struct {
+	client    *http.Client
+	transport *http.Transport
+	userAgent string
+	now       func() time.Time
+}
+
+// NewSender builds a Sender. Its transport ignores proxy environment
+// variables on purpose: a proxy would make DialControl see the proxy's
+// address instead of the receiver's.
+func NewSender(cfg SenderConfig) *Sender {
+	dialer := &net.Dialer{
+		Timeout:   connectTimeout,
+		KeepAlive: 30 * time.Second,
+		Control:   cfg.DialControl,
+	}
+	transport := &http.Transport{
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	userAgent := cfg.UserAgent
+	if userAgent == "" {
+		userAgent = DefaultUserAgent
+	}
+	return &Sender{
+		client: &http.Client{
+			Transport: transport,
+			// A redirect is the receiver's misconfiguration, and following
+			// it would re-send a signed body to a URL nobody registered.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		transport: transport,
+		userAgent: userAgent,
+		now:       now,
+	}
+}
+
+// Close drops the pooled idle connections. Requests in flight finish.
+func (s *Sender) Close() {
+	s.transport.CloseIdleConnections()
+}
+
+// Request is one HTTP request to a receiver, fully built by the caller.
+type Request struct {
+	// Method defaults to POST when empty.
+	Method string
+	URL    string
+	// Header is sent as is, including Content-Type and signatures; the
+	// Sender adds only a User-Agent when there is none.
+	Header http.Header
+	Body   []byte
+	// Timeout bounds the whole request, reading the capped response body
+	// included; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Class sorts an outcome for metrics and the attempt record.
+type Class string
+
+// The outcome classes. ClassInvalid means the request could not even be
+// constructed (a bad URL); ClassCanceled means the caller's context ended
+// first, which says nothing about the receiver.
+const (
+	Class2xx        Class = "2xx"
+	Class3xx        Class = "3xx"
+	Class4xx        Class = "4xx"
+	Class5xx        Class = "5xx"
+	ClassTimeout    Class = "timeout"
+	ClassConnection Class = "connection"
+	ClassInvalid    Class = "invalid"
+	ClassCanceled   Class = "canceled"
+)
+
+// Result is what one attempt produced.
+type Result struct {
+	// StatusCode is 0 when no response arrived.
+	StatusCode int
+	// Header holds the response headers (for Retry-After), nil when no
+	// response arrived.
+	Header http.Header
+	// Body holds at most MaxResponseBytes of the response body.
+	Body     []byte
+	Duration time.Duration
+	Class    Class
+	// Err is nil only for a 2xx answer and says what went wrong otherwise.
+	Err error
+}
+
+// OK reports whether the receiver accepted the delivery.
+func (r Result) OK() bool { return r.Class == Class2xx }
+
+// Send makes one attempt and puts everything, failures included, into the
+// Result. A bad URL gives ClassInvalid with an Err wrapping
+// ErrUnbuildable. When ctx ends before the receiver answers, Err wraps
+// ctx's error (context.Canceled on shutdown) and the Class is
+// ClassCanceled, so the caller can tell its own shutdown from a failing
+// receiver. Once a status line has arrived, the status decides the class:
+// a body that breaks off or stalls is kept as far as it was read.
+func (s *Sender) Send(ctx context.Context, req Request) Result {
+	httpReq, err := s.newRequest(req)
+	if err != nil {
+		return Result{Class: ClassInvalid, Err: err}
+	}
+
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	reqCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	httpReq = httpReq.WithContext(reqCtx)
+
+	start := s.now()
+	resp, err := s.client.Do(httpReq)
+	if err != nil {
+		res := Result{Duration: s.now().Sub(start)}
+		res.Class, res.Err = classifyFailure(ctx, reqCtx, timeout, err)
+		return res
+	}
+	defer resp.Body.Close()
+
+	// A read error here only shortens the kept body; see Send's doc.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes))
+	res := Result{
+		StatusCode: resp.StatusCode,
+		Header:     resp.Header,
+		Body:       body,
+		Duration:   s.now().Sub(start),
+	}
+	res.Class, res.Err = classifyStatus(resp.StatusCode)
+	// Reading the rest lets the connection be reused; a receiver that
+	// keeps talking past that gets its connection closed instead.
+	_, _ = io.CopyN(io.Discard, resp.Body, drainBytes)
+	return res
+}
+
+// newRequest checks what can be checked before any network traffic.
+func (s *Sender) newRequest(req Request) (*http.Request, error) {
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return nil, unbuildable("request URL %q cannot be parsed: %w", req.URL, errors.Unwrap(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, unbuildable("request URL %q is not http(s)", req.URL)
+	}
+	if u.Hostname() == "" {
+		return nil, unbuildable("request URL %q has no host", req.URL)
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	httpReq, err := http.NewRequest(method, u.String(), bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, unbuildable("request cannot be constructed: %w", err)
+	}
+	if len(req.Body) == 0 {
+		httpReq.Body, httpReq.GetBody, httpReq.ContentLength = http.NoBody, nil, 0
+	}
+	httpReq.Header = req.Header.Clone()
+	if httpReq.Header == nil {
+		httpReq.Header = http.Header{}
+	}
+	if httpReq.Header.Get("User-Agent") == "" {
+		httpReq.Header.Set("User-Agent", s.userAgent)
+	}
+	return httpReq, nil
+}
+
+// classifyStatus maps a status code to its class and, for anything but
+// 2xx, an error naming it.
+func classifyStatus(code int) (Class, error) {
+	var class Class
+	switch {
+	case code >= 200 && code < 300:
+		return Class2xx, nil
+	case code >= 300 && code < 400:
+		class = Class3xx
+	case code >= 400 && code < 500:
+		class = Class4xx
+	default:
+		// 5xx, and the 1xx or 6xx+ codes no receiver should send.
+		class = Class5xx
+	}
+	status := fmt.Sprint(code)
+	if text := http.StatusText(code); text != "" {
+		status += " " + text
+	}
+	return class, fmt.Errorf("receiver answered %s", status)
+}
+
+// classifyFailure sorts an error from before any response: the caller's
+// context ending, the per-request timeout, or the connection.
+func classifyFailure(parent, reqCtx context.Context, timeout time.Duration, err error) (Class, error) {
+	if parent.Err() != nil {
+		return ClassCanceled, fmt.Errorf("send request: gave up before the receiver answered: %w", parent.Err())
+	}
+	inner := err
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		inner = urlErr.Err
+	}
+	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
+		return ClassTimeout, fmt.Errorf("request timed out after %s: %w", timeout, context.DeadlineExceeded)
+	}
+	var opErr *net.OpError
+	if errors.As(inner, &opErr) && opErr.Op == "dial" {
+		return ClassConnection, inner
+	}
+	var netErr net.Error
+	if errors.As(inner, &netErr) && netErr.Timeout() {
+		return ClassTimeout, inner
+	}
+	return ClassConnection, inner
+}

@@ -1,0 +1,332 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/signing"
+)
+
+// Mode says which state an attempt may claim a delivery from.
+type Mode int
+
+const (
+	// First is the first attempt run by the task fan-out enqueued: the row
+	// is Failed with no attempt made yet.
+	First Mode = iota
+	// Retry is a retry enqueued by the sweeper: the row is Failed and due.
+	Retry
+	// Sync is workflow_transition's one attempt in the publisher: the row is
+	// already final (Exhausted) and becomes Delivered only on success.
+	Sync
+)
+
+func (m Mode) String() string {
+	switch m {
+	case First:
+		return "first"
+	case Retry:
+		return "retry"
+	default:
+		return "sync"
+	}
+}
+
+// responseSnippet is how much of a response the attempt history keeps; the
+// delivery row keeps the last response up to delivery.MaxResponseBytes.
+const responseSnippet = 1 << 10
+
+// Outcome is what one attempt did.
+type Outcome struct {
+	// Status is the delivery's status after the attempt.
+	Status string
+	// Sent is false when no request was made (webhook disabled or deleted).
+	Sent   bool
+	Result delivery.Result
+	// Attempt is the attempt number just made.
+	Attempt int
+	// NextRetry is set when another attempt is scheduled.
+	NextRetry *time.Time
+	// Reason is the error recorded on the delivery, if any.
+	Reason string
+}
+
+// Attempt makes one attempt of delivery id: load → claim → send → record.
+// Receiver failures are recorded, not returned: the error is non-nil only
+// when the attempt could not be claimed (ErrNotClaimed), when the database
+// failed, or when ctx was cancelled mid-request (the claim is then released
+// so the task can run again).
+func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome, error) {
+	row, hook, err := d.load(ctx, id)
+	if err != nil {
+		return Outcome{}, err
+	}
+	now := d.now()
+	if !claimable(row, mode, now) {
+		return Outcome{}, fmt.Errorf("delivery %s (%s, %d attempts) for a %s attempt: %w", id, row.Status, row.Attempts, mode, ErrNotClaimed)
+	}
+	if hook == nil || !hook.Enabled {
+		reason := "webhook deleted"
+		if hook != nil {
+			reason = "webhook disabled"
+			if hook.DisabledReason != "" {
+				reason += ": " + hook.DisabledReason
+			}
+		}
+		return d.abandon(ctx, row, reason)
+	}
+	// A secret that cannot be opened is this worker's configuration problem
+	// (a wrong secrets.key), not the receiver's: fail the task, keep the row.
+	secrets, err := d.secrets(hook, now)
+	if err != nil {
+		return Outcome{}, err
+	}
+	claimed, err := d.claim(ctx, row, mode, hook, now)
+	if err != nil {
+		return Outcome{}, err
+	}
+	req := d.request(claimed, hook, secrets, now)
+	res := d.sender.Send(ctx, req)
+	if errors.Is(res.Err, context.Canceled) && mode != Sync {
+		if rerr := d.release(claimed); rerr != nil {
+			return Outcome{}, errors.Join(res.Err, rerr)
+		}
+		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", id, res.Err)
+	}
+	return d.recordSent(ctx, claimed, mode, hook, now, req, res)
+}
+
+// load reads the delivery and its webhook (nil when the webhook is gone).
+func (d *Dispatcher) load(ctx context.Context, id string) (models.Delivery, *models.Webhook, error) {
+	var row models.Delivery
+	if err := d.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return row, nil, fmt.Errorf("delivery %s does not exist: %w", id, ErrNotClaimed)
+		}
+		return row, nil, fmt.Errorf("load delivery %s: %w", id, err)
+	}
+	var hook models.Webhook
+	err := d.db.WithContext(ctx).Where("id = ?", row.WebhookID).Take(&hook).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return row, nil, nil
+	case err != nil:
+		return row, nil, fmt.Errorf("load webhook of delivery %s: %w", id, err)
+	}
+	return row, &hook, nil
+}
+
+func claimable(row models.Delivery, mode Mode, now time.Time) bool {
+	switch mode {
+	case First:
+		return row.Status == models.StatusFailed && row.Attempts == 0
+	case Retry:
+		return row.Status == models.StatusFailed && row.NextRetry != nil && !row.NextRetry.After(now)
+	default:
+		return row.Status == models.StatusExhausted && row.Attempts == 0
+	}
+}
+
+// claim takes the delivery with one conditional UPDATE: it counts the attempt
+// and, for Failed rows, moves next_retry past the attempt's timeout (a lease).
+// The WHERE clause repeats what load saw, so of two tasks racing for the same
+// row exactly one sends.
+func (d *Dispatcher) claim(ctx context.Context, row models.Delivery, mode Mode, hook *models.Webhook, now time.Time) (models.Delivery, error) {
+	updates := map[string]any{"attempts": gorm.Expr("attempts + 1"), "updated_at": now}
+	if mode != Sync {
+		lease := now.Add(hook.Timeout() + claimMargin)
+		updates["next_retry"] = lease
+		row.NextRetry = &lease
+	}
+	q := d.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("id = ? AND status = ? AND attempts = ?", row.ID, row.Status, row.Attempts)
+	if mode == Retry {
+		q = q.Where("next_retry <= ?", now)
+	}
+	res := q.Updates(updates)
+	if res.Error != nil {
+		return row, fmt.Errorf("claim delivery %s: %w", row.ID, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return row, fmt.Errorf("delivery %s was taken by another attempt: %w", row.ID, ErrNotClaimed)
+	}
+	row.Attempts++
+	return row, nil
+}
+
+// release undoes a claim whose request was interrupted by shutdown, making
+// the row due again so the requeued task (or the next sweep) can claim it.
+func (d *Dispatcher) release(row models.Delivery) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	now := d.now()
+	err := d.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("id = ? AND status = ? AND attempts = ?", row.ID, models.StatusFailed, row.Attempts).
+		Updates(map[string]any{"attempts": gorm.Expr("attempts - 1"), "next_retry": now, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("release delivery %s: %w", row.ID, err)
+	}
+	return nil
+}
+
+// request builds the HTTP request of this attempt: the frozen payload and
+// headers, the webhook's current URL and method, fresh signatures.
+func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets []signing.Secret, now time.Time) delivery.Request {
+	h := make(http.Header, len(row.Headers)+4)
+	for k, v := range row.Headers {
+		h.Set(k, v)
+	}
+	scheme := hook.SignatureScheme
+	if len(secrets) == 0 {
+		scheme = signing.SchemeNone
+	}
+	signing.Sign(h, scheme, secrets, row.ID, now, row.Payload)
+	return delivery.Request{
+		Method:  hook.RequestMethod,
+		URL:     hook.RequestURL,
+		Header:  h,
+		Body:    row.Payload,
+		Timeout: hook.Timeout(),
+	}
+}
+
+// secrets opens the webhook's current secret and those still inside their
+// rotation grace period, current first.
+func (d *Dispatcher) secrets(hook *models.Webhook, now time.Time) ([]signing.Secret, error) {
+	if hook.Secret == "" {
+		return nil, nil
+	}
+	plain, err := d.box.Open(hook.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("webhook %q: open secret: %w", hook.Name, err)
+	}
+	out := []signing.Secret{signing.Secret(plain)}
+	for _, p := range hook.PreviousSecrets {
+		if !p.ExpiresAt.After(now) {
+			continue
+		}
+		old, err := d.box.Open(p.Sealed)
+		if err != nil {
+			return nil, fmt.Errorf("webhook %q: open previous secret: %w", hook.Name, err)
+		}
+		out = append(out, signing.Secret(old))
+	}
+	return out, nil
+}
+
+// abandon makes a claimable delivery Exhausted without a request.
+func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason string) (Outcome, error) {
+	res := d.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("id = ? AND status = ? AND attempts = ?", row.ID, row.Status, row.Attempts).
+		Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": reason, "updated_at": d.now()})
+	if res.Error != nil {
+		return Outcome{}, fmt.Errorf("exhaust delivery %s: %w", row.ID, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return Outcome{}, fmt.Errorf("delivery %s changed under us: %w", row.ID, ErrNotClaimed)
+	}
+	d.log.Info("delivery exhausted without a request", "delivery", row.ID, "webhook", row.WebhookName, "reason", reason)
+	return Outcome{Status: models.StatusExhausted, Attempt: row.Attempts, Reason: reason}, nil
+}
+
+// recordSent writes the attempt history row and the delivery's new state in
+// one transaction, fenced on the attempt count the claim set.
+func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode Mode, hook *models.Webhook, at time.Time, req delivery.Request, res delivery.Result) (Outcome, error) {
+	now := d.now()
+	out := Outcome{Sent: res.Class != delivery.ClassInvalid, Result: res, Attempt: row.Attempts}
+	switch {
+	case res.OK():
+		out.Status = models.StatusDelivered
+	case mode == Sync:
+		out.Status = models.StatusExhausted
+	default:
+		if next, ok := d.schedule.Next(now, row.Attempts, row.MaxRetries); ok && res.Class != delivery.ClassInvalid {
+			out.Status = models.StatusFailed
+			out.NextRetry = &next
+		} else {
+			out.Status = models.StatusExhausted
+		}
+	}
+	if res.Err != nil {
+		out.Reason = sanitize(res.Err.Error(), 2048)
+	}
+	var code *int
+	if res.StatusCode != 0 {
+		c := res.StatusCode
+		code = &c
+	}
+	sent := models.StringMap{}
+	for k := range req.Header {
+		sent[k] = req.Header.Get(k)
+	}
+	attempt := models.Attempt{
+		DeliveryID:     row.ID,
+		Attempt:        row.Attempts,
+		At:             at,
+		Method:         req.Method,
+		URL:            req.URL,
+		RequestHeaders: sent,
+		StatusCode:     code,
+		DurationMS:     res.Duration.Milliseconds(),
+		Class:          string(res.Class),
+		Error:          out.Reason,
+		Response:       sanitize(string(res.Body), responseSnippet),
+	}
+	updates := map[string]any{
+		"status":           out.Status,
+		"next_retry":       out.NextRetry,
+		"last_status_code": code,
+		"last_error":       out.Reason,
+		"last_response":    sanitize(string(res.Body), delivery.MaxResponseBytes),
+		"method":           req.Method,
+		"url":              req.URL,
+		"updated_at":       now,
+	}
+	fromStatus := models.StatusFailed
+	if mode == Sync {
+		fromStatus = models.StatusExhausted
+	}
+	// A shutdown must not lose the outcome of a request that was sent.
+	wctx := context.WithoutCancel(ctx)
+	err := d.db.WithContext(wctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&attempt).Error; err != nil {
+			return fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
+		}
+		r := tx.Model(&models.Delivery{}).
+			Where("id = ? AND status = ? AND attempts = ?", row.ID, fromStatus, row.Attempts).
+			Updates(updates)
+		if r.Error != nil {
+			return fmt.Errorf("record outcome of delivery %s: %w", row.ID, r.Error)
+		}
+		if r.RowsAffected != 1 {
+			d.log.Warn("delivery changed while its attempt was in flight; outcome kept in history only", "delivery", row.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	d.log.Info("delivery attempt",
+		"delivery", row.ID, "webhook", row.WebhookName, "event_id", row.EventID,
+		"attempt", row.Attempts, "status", out.Status, "class", string(res.Class),
+		"status_code", res.StatusCode, "duration_ms", res.Duration.Milliseconds(), "error", out.Reason)
+	return out, nil
+}
+
+// sanitize makes s storable as PostgreSQL text (valid UTF-8, no NUL) and cuts
+// it to at most n bytes.
+func sanitize(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "")
+}

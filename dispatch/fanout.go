@@ -1,0 +1,201 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+
+	"gorm.io/gorm/clause"
+
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/models"
+)
+
+// syncPending is the reason a synchronous delivery carries until its one
+// attempt is recorded: if the publisher dies in between, the row is already
+// final and nothing will ever defer it.
+const syncPending = "synchronous attempt did not complete (the publisher stopped before recording it)"
+
+// Pending is a delivery record that still needs its first attempt.
+type Pending struct {
+	ID          string
+	WebhookName string
+	Queue       string
+}
+
+// FanOut creates one delivery record per enabled webhook that matches the
+// event's doctype and event and whose condition holds, and returns those that
+// still need their first attempt. It is idempotent: the (event, webhook)
+// unique key means a second fan-out of the same event creates nothing, and
+// rows a crashed earlier fan-out left unattempted are returned again so that
+// their first attempt is not lost.
+func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	var hooks []models.Webhook
+	// Served by webhooks_match (doc_type, doc_event) WHERE enabled.
+	if err := d.db.WithContext(ctx).
+		Where("doc_type = ? AND doc_event = ? AND enabled = ?", ev.DocType, ev.Event, true).
+		Find(&hooks).Error; err != nil {
+		return nil, fmt.Errorf("load webhooks: %w", err)
+	}
+	if len(hooks) == 0 {
+		return nil, nil
+	}
+	now := d.now()
+	rows := make([]models.Delivery, 0, len(hooks))
+	queues := make(map[string]string, len(hooks))
+	ids := make([]string, 0, len(hooks))
+	for _, w := range hooks {
+		row, ok := d.plan(w, ev)
+		if !ok {
+			continue
+		}
+		row.CreatedAt, row.UpdatedAt = now, now
+		if row.Status == models.StatusFailed {
+			// The first attempt's task normally runs long before this; if that
+			// task is lost, the sweeper picks the row up here.
+			next := now.Add(d.schedule.Delay(1))
+			row.NextRetry = &next
+		}
+		rows = append(rows, row)
+		queues[w.ID] = w.Queue
+		ids = append(ids, w.ID)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	if err := d.db.WithContext(ctx).
+		Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}, {Name: "webhook_id"}}, DoNothing: true}).
+		CreateInBatches(rows, 200).Error; err != nil {
+		return nil, fmt.Errorf("create deliveries: %w", err)
+	}
+	// Read back what exists now: ours, or an earlier fan-out's. Served by
+	// deliveries_event_webhook (event_id, webhook_id).
+	var existing []models.Delivery
+	if err := d.db.WithContext(ctx).
+		Select("id", "webhook_id", "webhook_name", "status", "attempts").
+		Where("event_id = ? AND webhook_id IN ?", ev.ID, ids).
+		Find(&existing).Error; err != nil {
+		return nil, fmt.Errorf("read deliveries: %w", err)
+	}
+	wantStatus := models.StatusFailed
+	if ev.Event == models.EventWorkflowTransition {
+		wantStatus = models.StatusExhausted
+	}
+	pending := make([]Pending, 0, len(existing))
+	for _, r := range existing {
+		if r.Attempts != 0 || r.Status != wantStatus {
+			continue
+		}
+		if wantStatus == models.StatusExhausted && !isSyncPending(rows, r.ID) {
+			continue
+		}
+		pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
+	}
+	return pending, nil
+}
+
+// isSyncPending reports whether id is a synchronous row this fan-out created
+// with a buildable request (an unbuildable one is Exhausted for good).
+func isSyncPending(rows []models.Delivery, id string) bool {
+	for _, r := range rows {
+		if r.ID == id {
+			return r.LastError == syncPending
+		}
+	}
+	return false
+}
+
+// plan builds the delivery record for one webhook, or reports false when the
+// webhook's condition does not hold. A request that cannot be built becomes
+// an Exhausted record saying why, so the operator sees it.
+func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
+	row := models.Delivery{
+		ID:          d.newID(),
+		WebhookID:   w.ID,
+		WebhookName: w.Name,
+		EventID:     ev.ID,
+		DocType:     ev.DocType,
+		DocName:     ev.DocName,
+		DocEvent:    ev.Event,
+		Method:      w.RequestMethod,
+		URL:         w.RequestURL,
+		Headers:     models.StringMap{},
+		Payload:     []byte{},
+		Status:      models.StatusFailed,
+		MaxRetries:  w.MaxRetries,
+	}
+	sync := ev.Event == models.EventWorkflowTransition
+	if sync {
+		row.MaxRetries = 0
+		row.Status = models.StatusExhausted
+		row.LastError = syncPending
+	}
+	exhaust := func(reason string) (models.Delivery, bool) {
+		row.Status = models.StatusExhausted
+		row.NextRetry = nil
+		row.LastError = reason
+		return row, true
+	}
+	cond, err := d.conds.get(w.Condition)
+	if err != nil {
+		return exhaust(fmt.Sprintf("condition %q does not compile: %v", w.Condition, err))
+	}
+	ok, err := cond.Match(ev.Doc)
+	if err != nil {
+		return exhaust(fmt.Sprintf("condition %q failed: %v", w.Condition, err))
+	}
+	if !ok {
+		return models.Delivery{}, false
+	}
+	fields := make([]delivery.Field, len(w.Fields))
+	for i, f := range w.Fields {
+		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
+	}
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields}, ev.Doc)
+	if err != nil {
+		return exhaust("cannot build request: " + err.Error())
+	}
+	headers := maps.Clone(w.Headers)
+	if headers == nil {
+		headers = models.StringMap{}
+	}
+	headers["Content-Type"] = contentType
+	row.Headers = headers
+	row.Payload = body
+	return row, true
+}
+
+// conditionCache keeps compiled conditions by source text; webhooks share
+// few distinct conditions, and compiling one per event would dominate.
+type conditionCache struct {
+	mu sync.Mutex
+	m  map[string]*delivery.Condition
+}
+
+func newConditionCache() *conditionCache {
+	return &conditionCache{m: make(map[string]*delivery.Condition)}
+}
+
+func (c *conditionCache) get(src string) (*delivery.Condition, error) {
+	c.mu.Lock()
+	cond, ok := c.m[src]
+	c.mu.Unlock()
+	if ok {
+		return cond, nil
+	}
+	cond, err := delivery.CompileCondition(src)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= 4096 {
+		clear(c.m)
+	}
+	c.m[src] = cond
+	c.mu.Unlock()
+	return cond, nil
+}

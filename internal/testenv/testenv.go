@@ -1,0 +1,216 @@
+// Package testenv gives each test its own real PostgreSQL database, SQLite
+// file and Redis database index, so packages can run in parallel without
+// stealing each other's rows or asynq tasks.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/store"
+)
+
+// DefaultPostgresURL is used when HOMING_TEST_DATABASE_URL is not set.
+const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// DefaultRedisURL is used when HOMING_TEST_REDIS_URL is not set.
+const DefaultRedisURL = "redis://127.0.0.1:6379"
+
+// PostgresURL is the server tests create their databases on.
+func PostgresURL() string {
+	if u := os.Getenv("HOMING_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultPostgresURL
+}
+
+// RedisAddr is the host:port of the Redis server tests use.
+func RedisAddr() string {
+	raw := os.Getenv("HOMING_TEST_REDIS_URL")
+	if raw == "" {
+		raw = DefaultRedisURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "127.0.0.1:6379"
+	}
+	return u.Host
+}
+
+var (
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+)
+
+// withDB returns rawURL with its database name replaced.
+func withDB(rawURL, name string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// PostgresDSN creates a fresh, migrated PostgreSQL database for the test,
+// cloned from a per-process template, and drops it when the test ends.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	admin, err := store.Open(PostgresURL())
+	if err != nil {
+		t.Fatalf("testenv: PostgreSQL is required (set HOMING_TEST_DATABASE_URL or run scripts/services.sh): %v", err)
+	}
+	defer func() { _ = store.Close(admin) }()
+	templateOnce.Do(func() { templateName, templateErr = makeTemplate(admin) })
+	if templateErr != nil {
+		t.Fatalf("testenv: template database: %v", templateErr)
+	}
+	name := "homing_t_" + randomSuffix()
+	if err := createFromTemplate(admin, name); err != nil {
+		t.Fatalf("testenv: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		a, err := store.Open(PostgresURL())
+		if err != nil {
+			return
+		}
+		defer func() { _ = store.Close(a) }()
+		_ = a.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)").Error
+	})
+	return withDB(PostgresURL(), name)
+}
+
+// Postgres opens a fresh, migrated PostgreSQL database for the test.
+func Postgres(t testing.TB) *gorm.DB {
+	t.Helper()
+	db, err := store.Open(PostgresDSN(t))
+	if err != nil {
+		t.Fatalf("testenv: open test database: %v", err)
+	}
+	t.Cleanup(func() { _ = store.Close(db) })
+	return db
+}
+
+// createFromTemplate retries briefly: PostgreSQL refuses to copy a template
+// while another session is connected to it.
+func createFromTemplate(admin *gorm.DB, name string) error {
+	var err error
+	for i := 0; i < 50; i++ {
+		err = admin.Exec("CREATE DATABASE " + name + " TEMPLATE " + templateName).Error
+		if err == nil || !strings.Contains(err.Error(), "being accessed by other users") {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond) // waiting on PostgreSQL, not on our own code
+	}
+	return err
+}
+
+func makeTemplate(admin *gorm.DB) (string, error) {
+	name := fmt.Sprintf("homing_tmpl_%d_%s", os.Getpid(), randomSuffix())
+	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
+		return "", err
+	}
+	db, err := store.Open(withDB(PostgresURL(), name))
+	if err != nil {
+		return "", err
+	}
+	_, err = store.Migrate(context.Background(), db)
+	_ = store.Close(db)
+	if err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// SQLiteDSN returns the URL of a fresh, migrated SQLite file in the test's
+// temporary directory.
+func SQLiteDSN(t testing.TB) string {
+	t.Helper()
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "homing.db")
+	db, err := store.Open(dsn)
+	if err != nil {
+		t.Fatalf("testenv: open sqlite: %v", err)
+	}
+	defer func() { _ = store.Close(db) }()
+	if _, err := store.Migrate(context.Background(), db); err != nil {
+		t.Fatalf("testenv: migrate sqlite: %v", err)
+	}
+	return dsn
+}
+
+// SQLite opens a fresh, migrated SQLite database for the test.
+func SQLite(t testing.TB) *gorm.DB {
+	t.Helper()
+	db, err := store.Open(SQLiteDSN(t))
+	if err != nil {
+		t.Fatalf("testenv: open sqlite: %v", err)
+	}
+	t.Cleanup(func() { _ = store.Close(db) })
+	return db
+}
+
+// Redis reserves one Redis database index (1–15) for the test, empties it,
+// and releases it when the test ends. Reservations are SET NX keys in DB 0,
+// so test binaries running at the same time never share an index.
+func Redis(t testing.TB) (asynq.RedisClientOpt, *redis.Client) {
+	t.Helper()
+	addr := RedisAddr()
+	ctl := redis.NewClient(&redis.Options{Addr: addr, DB: 0})
+	t.Cleanup(func() { _ = ctl.Close() })
+	ctx := context.Background()
+	token := randomSuffix()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		for idx := 1; idx <= 15; idx++ {
+			key := fmt.Sprintf("homing:testenv:db:%d", idx)
+			ok, err := ctl.SetNX(ctx, key, token, 15*time.Minute).Result()
+			if err != nil {
+				t.Fatalf("testenv: Redis is required at %s (set HOMING_TEST_REDIS_URL or run scripts/services.sh): %v", addr, err)
+			}
+			if !ok {
+				continue
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: addr, DB: idx})
+			if err := rdb.FlushDB(ctx).Err(); err != nil {
+				t.Fatalf("testenv: flush redis db %d: %v", idx, err)
+			}
+			t.Cleanup(func() {
+				_ = rdb.FlushDB(context.Background()).Err()
+				_ = rdb.Close()
+				if v, _ := ctl.Get(context.Background(), key).Result(); v == token {
+					_ = ctl.Del(context.Background(), key).Err()
+				}
+			})
+			return asynq.RedisClientOpt{Addr: addr, DB: idx}, rdb
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("testenv: no free Redis database index in 2 minutes")
+		}
+		time.Sleep(100 * time.Millisecond) // waiting for another test to release an index
+	}
+}
+
+// RedisURL is the redis:// URL of a reserved database index.
+func RedisURL(opt asynq.RedisClientOpt) string {
+	return fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)
+}

@@ -1,0 +1,180 @@
+// Package models holds Homing's GORM models and nothing else. Queries live in
+// the packages that run them; the schema itself is owned by the versioned SQL
+// migrations in package store.
+package models
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Delivery statuses. Failed always means another attempt is scheduled
+// (next_retry is set); anything that will never be tried again is Exhausted.
+const (
+	StatusDelivered = "Delivered"
+	StatusFailed    = "Failed"
+	StatusExhausted = "Exhausted"
+)
+
+// Document events a webhook can listen to: Frappe's document events.
+var DocEvents = []string{
+	"after_insert", "on_update", "on_submit", "on_cancel", "on_trash",
+	"on_update_after_submit", "on_change", "workflow_transition",
+}
+
+// EventWorkflowTransition is the one event that refuses to be deferred: it is
+// delivered synchronously in the publisher and never retried.
+const EventWorkflowTransition = "workflow_transition"
+
+// Webhook is an operator's subscription: which documents, under which
+// condition, go where and in which shape.
+type Webhook struct {
+	ID               string     `gorm:"column:id;primaryKey"`
+	Name             string     `gorm:"column:name"`
+	DocType          string     `gorm:"column:doc_type"`
+	DocEvent         string     `gorm:"column:doc_event"`
+	Condition        string     `gorm:"column:condition"`
+	RequestURL       string     `gorm:"column:request_url"`
+	RequestMethod    string     `gorm:"column:request_method"`
+	RequestStructure string     `gorm:"column:request_structure"`
+	BodyTemplate     string     `gorm:"column:body_template"`
+	Fields           FieldList  `gorm:"column:fields"`
+	Headers          StringMap  `gorm:"column:headers"`
+	Secret           string     `gorm:"column:secret"`           // sealed with secretbox; never the plain secret
+	PreviousSecrets  SecretList `gorm:"column:previous_secrets"` // sealed secrets still valid during a rotation
+	SignatureScheme  string     `gorm:"column:signature_scheme"`
+	Enabled          bool       `gorm:"column:enabled"`
+	DisabledReason   string     `gorm:"column:disabled_reason"`
+	MaxRetries       int        `gorm:"column:max_retries"`
+	Queue            string     `gorm:"column:queue"`
+	TimeoutMS        int64      `gorm:"column:timeout_ms"`
+	CreatedAt        time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt        time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+}
+
+// TableName pins the table name the migrations create.
+func (Webhook) TableName() string { return "webhooks" }
+
+// Timeout is the whole-request timeout of one attempt.
+func (w Webhook) Timeout() time.Duration { return time.Duration(w.TimeoutMS) * time.Millisecond }
+
+// Delivery is one event for one webhook (Frappe's Webhook Request Log turned
+// into a delivery record): it carries its own state and the frozen request.
+type Delivery struct {
+	ID             string     `gorm:"column:id;primaryKey"`
+	WebhookID      string     `gorm:"column:webhook_id"`
+	WebhookName    string     `gorm:"column:webhook_name"`
+	EventID        string     `gorm:"column:event_id"`
+	DocType        string     `gorm:"column:doc_type"`
+	DocName        string     `gorm:"column:doc_name"`
+	DocEvent       string     `gorm:"column:doc_event"`
+	Method         string     `gorm:"column:method"`
+	URL            string     `gorm:"column:url"`
+	Headers        StringMap  `gorm:"column:headers"`
+	Payload        []byte     `gorm:"column:payload"`
+	Status         string     `gorm:"column:status"`
+	Attempts       int        `gorm:"column:attempts"`
+	MaxRetries     int        `gorm:"column:max_retries"`
+	NextRetry      *time.Time `gorm:"column:next_retry"`
+	LastStatusCode *int       `gorm:"column:last_status_code"`
+	LastError      string     `gorm:"column:last_error"`
+	LastResponse   string     `gorm:"column:last_response"`
+	ResentFrom     *string    `gorm:"column:resent_from"`
+	CreatedAt      time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt      time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+}
+
+// TableName pins the table name the migrations create.
+func (Delivery) TableName() string { return "deliveries" }
+
+// Attempt is one try of a delivery: what was sent where, and what came back.
+type Attempt struct {
+	ID             int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	DeliveryID     string    `gorm:"column:delivery_id"`
+	Attempt        int       `gorm:"column:attempt"`
+	At             time.Time `gorm:"column:at"`
+	Method         string    `gorm:"column:method"`
+	URL            string    `gorm:"column:url"`
+	RequestHeaders StringMap `gorm:"column:request_headers"`
+	StatusCode     *int      `gorm:"column:status_code"`
+	DurationMS     int64     `gorm:"column:duration_ms"`
+	Class          string    `gorm:"column:class"`
+	Error          string    `gorm:"column:error"`
+	Response       string    `gorm:"column:response"`
+}
+
+// TableName pins the table name the migrations create.
+func (Attempt) TableName() string { return "delivery_attempts" }
+
+// Field maps a document field to a key of the request body.
+type Field struct {
+	Fieldname string `json:"fieldname"`
+	Key       string `json:"key"`
+}
+
+// FieldList is stored as a JSON array.
+type FieldList []Field
+
+// Value implements driver.Valuer.
+func (f FieldList) Value() (driver.Value, error) { return jsonValue(f, "[]") }
+
+// Scan implements sql.Scanner.
+func (f *FieldList) Scan(src any) error { return jsonScan(src, f) }
+
+// StringMap is a JSON object of strings (headers).
+type StringMap map[string]string
+
+// Value implements driver.Valuer.
+func (m StringMap) Value() (driver.Value, error) { return jsonValue(m, "{}") }
+
+// Scan implements sql.Scanner.
+func (m *StringMap) Scan(src any) error { return jsonScan(src, m) }
+
+// SealedSecret is a secret kept valid until ExpiresAt during a rotation.
+type SealedSecret struct {
+	Sealed    string    `json:"sealed"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// SecretList is stored as a JSON array.
+type SecretList []SealedSecret
+
+// Value implements driver.Valuer.
+func (s SecretList) Value() (driver.Value, error) { return jsonValue(s, "[]") }
+
+// Scan implements sql.Scanner.
+func (s *SecretList) Scan(src any) error { return jsonScan(src, s) }
+
+func jsonValue(v any, empty string) (driver.Value, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode json column: %w", err)
+	}
+	if string(b) == "null" {
+		return empty, nil
+	}
+	return string(b), nil
+}
+
+func jsonScan(src any, dst any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		return nil
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return fmt.Errorf("decode json column: unexpected type %T", src)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, dst); err != nil {
+		return fmt.Errorf("decode json column: %w", err)
+	}
+	return nil
+}

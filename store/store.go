@@ -1,0 +1,119 @@
+// Package store opens Homing's database (PostgreSQL in production, embedded
+// SQLite by default) and applies its versioned migrations.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Dialect names the SQL flavour behind a *gorm.DB.
+type Dialect string
+
+// Supported dialects.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// ErrUnsupportedURL is returned for a database.url Homing cannot open.
+var ErrUnsupportedURL = errors.New("unsupported database url")
+
+// Open connects to the database named by rawURL: sqlite://PATH (a file,
+// created when missing) or postgres://… / postgresql://….
+func Open(rawURL string) (*gorm.DB, error) {
+	dialector, dialect, err := dialectorFor(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	db, err := gorm.Open(dialector, &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+		TranslateError:         true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if dialect == SQLite {
+		// One writer at a time is SQLite's model; a single connection avoids
+		// SQLITE_BUSY between our own goroutines.
+		sqlDB.SetMaxOpenConns(1)
+	} else {
+		sqlDB.SetMaxOpenConns(32)
+		sqlDB.SetMaxIdleConns(32)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("connect to database %s: %w", redact(rawURL), err)
+	}
+	return db, nil
+}
+
+// DialectOf tells which SQL flavour db speaks.
+func DialectOf(db *gorm.DB) Dialect {
+	if db.Dialector.Name() == "postgres" {
+		return Postgres
+	}
+	return SQLite
+}
+
+// Close closes the connection pool behind db.
+func Close(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+func dialectorFor(rawURL string) (gorm.Dialector, Dialect, error) {
+	switch {
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		return postgres.New(postgres.Config{DSN: rawURL}), Postgres, nil
+	case strings.HasPrefix(rawURL, "sqlite://"):
+		path := strings.TrimPrefix(rawURL, "sqlite://")
+		if path == "" {
+			return nil, "", fmt.Errorf("%w: %q has no file path (use sqlite://homing.db)", ErrUnsupportedURL, rawURL)
+		}
+		path, query, _ := strings.Cut(path, "?")
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %q: %v", ErrUnsupportedURL, rawURL, err)
+		}
+		for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+			q.Add("_pragma", p)
+		}
+		return sqlite.Open(path + "?" + q.Encode()), SQLite, nil
+	default:
+		return nil, "", fmt.Errorf("%w: %q (use sqlite://FILE or postgres://USER@HOST/DB)", ErrUnsupportedURL, redact(rawURL))
+	}
+}
+
+// redact hides a password in a database URL so it can go into an error.
+func redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

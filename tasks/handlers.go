@@ -1,0 +1,101 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/sweeper"
+)
+
+// Handlers runs Homing's tasks in a worker.
+type Handlers struct {
+	Dispatcher *dispatch.Dispatcher
+	Sweeper    *sweeper.Sweeper
+	// Client enqueues the first-attempt tasks fan-out creates.
+	Client *asynq.Client
+	Logger *slog.Logger
+}
+
+// Register adds every handler to mux.
+func (h *Handlers) Register(mux *asynq.ServeMux) {
+	mux.HandleFunc(TypeEvent, h.HandleEvent)
+	mux.HandleFunc(TypeDeliver, h.HandleDeliver)
+	mux.HandleFunc(TypeRetry, h.HandleRetry)
+	mux.HandleFunc(TypeSweep, h.HandleSweep)
+}
+
+func (h *Handlers) logger() *slog.Logger {
+	if h.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Logger
+}
+
+// HandleEvent fans an event out: decode → create records → enqueue first
+// attempts. A crash between the records and the enqueues is healed by
+// asynq's re-run: fan-out returns the unattempted records again, and the
+// first-attempt TaskIDs keep the enqueues from doubling.
+func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
+	ev, err := DecodeEvent(t.Payload())
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	if ev.Event == "workflow_transition" {
+		// Published through a path that could not deliver synchronously:
+		// still one attempt, never a retry.
+		_, err := h.Dispatcher.DeliverNow(ctx, ev)
+		var serr *dispatch.SyncError
+		if errors.As(err, &serr) {
+			h.logger().Warn("workflow_transition delivery failed", "event_id", ev.ID, "error", err.Error())
+			return nil
+		}
+		return err
+	}
+	pending, err := h.Dispatcher.FanOut(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("fan out event %s: %w", ev.ID, err)
+	}
+	for _, p := range pending {
+		_, err := h.Client.EnqueueContext(ctx, NewDeliverTask(p.ID, p.WebhookName, p.Queue))
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			return fmt.Errorf("enqueue first attempt of delivery %s: %w", p.ID, err)
+		}
+	}
+	return nil
+}
+
+// HandleDeliver runs a delivery's first attempt.
+func (h *Handlers) HandleDeliver(ctx context.Context, t *asynq.Task) error {
+	return h.attempt(ctx, t, dispatch.First)
+}
+
+// HandleRetry runs a retry the sweeper queued. It proceeds only if the row is
+// still Failed and due: a sweep that raced with a finishing retry cannot send
+// twice.
+func (h *Handlers) HandleRetry(ctx context.Context, t *asynq.Task) error {
+	return h.attempt(ctx, t, dispatch.Retry)
+}
+
+func (h *Handlers) attempt(ctx context.Context, t *asynq.Task, mode dispatch.Mode) error {
+	p, err := DecodeDelivery(t.Payload())
+	if err != nil {
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	_, err = h.Dispatcher.Attempt(ctx, p.DeliveryID, mode)
+	if errors.Is(err, dispatch.ErrNotClaimed) {
+		h.logger().Debug("attempt skipped", "delivery", p.DeliveryID, "reason", err.Error())
+		return nil
+	}
+	return err
+}
+
+// HandleSweep runs one sweeper tick.
+func (h *Handlers) HandleSweep(ctx context.Context, _ *asynq.Task) error {
+	_, err := h.Sweeper.RunOnce(ctx)
+	return err
+}

@@ -1,0 +1,299 @@
+package tasks_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/webhook"
+	"github.com/homingdev/homing/worker"
+)
+
+// received is one request as the receiver saw it.
+type received struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// receiver is a real HTTP endpoint whose answer the test controls.
+type receiver struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	reqs    []received
+	status  int
+	block   chan struct{} // when non-nil, requests wait for it to close
+	arrived chan struct{} // signalled on every request
+}
+
+func newReceiver(t *testing.T) *receiver {
+	t.Helper()
+	r := &receiver{status: http.StatusOK, arrived: make(chan struct{}, 10000)}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.reqs = append(r.reqs, received{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
+		status, block := r.status, r.block
+		r.mu.Unlock()
+		r.arrived <- struct{}{}
+		if block != nil {
+			select {
+			case <-block:
+			case <-req.Context().Done():
+				return
+			}
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(func() {
+		r.mu.Lock()
+		if r.block != nil {
+			select {
+			case <-r.block:
+			default:
+				close(r.block)
+			}
+		}
+		r.mu.Unlock()
+		r.srv.Close()
+	})
+	return r
+}
+
+func (r *receiver) setStatus(code int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status = code
+}
+
+// hold makes requests hang until the returned func is called.
+func (r *receiver) hold() (release func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := make(chan struct{})
+	r.block = ch
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			r.block = nil
+			r.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+func (r *receiver) requests() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.reqs...)
+}
+
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.reqs)
+}
+
+// harness is a real worker (asynq server on a private Redis DB) on a real
+// database, with the clock stubbed so the schedule runs in milliseconds.
+type harness struct {
+	t      *testing.T
+	clock  *clock.Stub
+	app    *app.App
+	worker *worker.Worker
+	hooks  *webhook.Service
+	pub    *client.Client
+	redis  asynq.RedisClientOpt
+	insp   *asynq.Inspector
+	db     *gorm.DB
+	dsn    string
+}
+
+type backend string
+
+const (
+	pg     backend = "postgres"
+	sqlite backend = "sqlite"
+)
+
+func newHarness(t *testing.T, b backend) *harness {
+	t.Helper()
+	var dsn string
+	if b == pg {
+		dsn = testenv.PostgresDSN(t)
+	} else {
+		dsn = testenv.SQLiteDSN(t)
+	}
+	redisOpt, _ := testenv.Redis(t)
+	key, err := secretbox.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Database.URL = dsn
+	cfg.Redis.URL = testenv.RedisURL(redisOpt)
+	cfg.Secrets.Key = key
+	cfg.Worker.Concurrency = 20
+	cfg.Worker.ShutdownTimeout = 5 * time.Second
+	cfg.Delivery.Timeout = 2 * time.Second
+	stub := clock.NewStub(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a, err := app.Open(context.Background(), cfg, log, app.Options{Clock: stub})
+	if err != nil {
+		t.Fatalf("open app: %v", err)
+	}
+	w := worker.New(a)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pub, err := client.New(client.FromConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(redisOpt)
+	t.Cleanup(func() {
+		w.Stop()
+		_ = pub.Close()
+		_ = insp.Close()
+		_ = a.Close()
+	})
+	return &harness{
+		t: t, clock: stub, app: a, worker: w, pub: pub, redis: redisOpt, insp: insp, db: a.DB, dsn: dsn,
+		hooks: webhook.New(a.DB, a.Box, stub, webhook.Defaults{MaxRetries: 3, Timeout: 2 * time.Second}, log),
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// createWebhook makes a Sales Order on_submit webhook pointing at url.
+func (h *harness) createWebhook(name, url string, mod func(*webhook.Input)) models.Webhook {
+	h.t.Helper()
+	in := webhook.Input{
+		Name: ptr(name), DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: ptr(url),
+	}
+	if mod != nil {
+		mod(&in)
+	}
+	w, err := h.hooks.Create(context.Background(), in)
+	if err != nil {
+		h.t.Fatalf("create webhook: %v", err)
+	}
+	return w
+}
+
+func (h *harness) publish(ev client.Event) string {
+	h.t.Helper()
+	id, err := h.pub.Publish(context.Background(), ev)
+	if err != nil {
+		h.t.Fatalf("publish: %v", err)
+	}
+	return id
+}
+
+func salesOrder(id string) client.Event {
+	return client.Event{
+		ID: id, DocType: "Sales Order", DocName: "SO-1", Event: "on_submit",
+		Doc: map[string]any{"name": "SO-1", "status": "Paid", "grand_total": 1500, "customer": "Acme"},
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling an external effect with a deadline
+	}
+}
+
+// deliveries reads the event's delivery rows.
+func (h *harness) deliveries(eventID string) []models.Delivery {
+	h.t.Helper()
+	var rows []models.Delivery
+	if err := h.db.Where("event_id = ?", eventID).Order("webhook_name").Find(&rows).Error; err != nil {
+		h.t.Fatal(err)
+	}
+	return rows
+}
+
+func (h *harness) delivery(eventID string) models.Delivery {
+	h.t.Helper()
+	rows := h.deliveries(eventID)
+	if len(rows) != 1 {
+		h.t.Fatalf("event %s has %d deliveries, want 1", eventID, len(rows))
+	}
+	return rows[0]
+}
+
+// waitAttempts waits until the event's only delivery has made n attempts and
+// its outcome is recorded.
+func (h *harness) waitAttempts(eventID string, n int) models.Delivery {
+	h.t.Helper()
+	var d models.Delivery
+	eventually(h.t, "attempt to be recorded", func() bool {
+		// History first: it is written in the same transaction as the
+		// outcome, so once it shows n attempts the row read after is final.
+		var c int64
+		h.db.Model(&models.Attempt{}).Joins("JOIN deliveries ON deliveries.id = delivery_attempts.delivery_id").
+			Where("deliveries.event_id = ?", eventID).Count(&c)
+		if int(c) != n {
+			return false
+		}
+		rows := h.deliveries(eventID)
+		if len(rows) != 1 {
+			return false
+		}
+		d = rows[0]
+		return d.Attempts == n
+	})
+	return d
+}
+
+// sweep advances the clock by d and runs one sweeper tick.
+func (h *harness) sweep(d time.Duration) int {
+	h.t.Helper()
+	h.clock.Advance(d)
+	res, err := h.worker.Sweeper.RunOnce(context.Background())
+	if err != nil {
+		h.t.Fatalf("sweep: %v", err)
+	}
+	return res.Enqueued
+}
+
+func frappeSignature(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}

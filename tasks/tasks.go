@@ -1,0 +1,130 @@
+// Package tasks defines Homing's asynq task types, their JSON payloads (kept
+// readable in asynqmon, and never carrying a secret) and their handlers.
+package tasks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/homingdev/homing/dispatch"
+)
+
+// Task type names, as shown in asynqmon.
+const (
+	TypeEvent   = "webhook:event"
+	TypeDeliver = "webhook:deliver"
+	TypeRetry   = "webhook:retry"
+	TypeSweep   = "webhook:sweep"
+)
+
+// DefaultQueue carries events and sweeps; deliveries go to their webhook's
+// queue.
+const DefaultQueue = "default"
+
+// MaxRetry is asynq's retry budget for Homing's tasks. Receiver failures never
+// reach asynq (they are recorded and rescheduled by the sweeper); only
+// infrastructure failures and crashed workers do, and those must be re-run,
+// not archived.
+const MaxRetry = 25
+
+// ErrBadPayload marks a task whose payload cannot be decoded; such a task
+// is archived at once (asynq.SkipRetry).
+var ErrBadPayload = errors.New("bad task payload")
+
+// EventTaskID is the TaskID of an event's fan-out task: while one is queued,
+// publishing the same event ID again is a no-op.
+func EventTaskID(eventID string) string { return "webhook_event::" + eventID }
+
+// DeliverTaskID is the TaskID of a delivery's first attempt.
+func DeliverTaskID(deliveryID string) string { return "webhook_deliver::" + deliveryID }
+
+// RetryTaskID is the TaskID of a delivery's retry: the sweeper's concurrency
+// guard, so two sweeps never queue the same retry twice.
+func RetryTaskID(deliveryID string) string { return "webhook_retry::" + deliveryID }
+
+// EventPayload is the payload of a webhook:event task: the document snapshot.
+type EventPayload struct {
+	ID      string          `json:"id"`
+	DocType string          `json:"doc_type"`
+	DocName string          `json:"doc_name,omitempty"`
+	Event   string          `json:"event"`
+	Doc     json.RawMessage `json:"doc"`
+}
+
+// DeliveryPayload is the payload of webhook:deliver and webhook:retry tasks.
+type DeliveryPayload struct {
+	DeliveryID string `json:"delivery_id"`
+	Webhook    string `json:"webhook,omitempty"` // for people reading asynqmon
+}
+
+// NewEventTask builds the fan-out task of ev.
+func NewEventTask(ev dispatch.Event) (*asynq.Task, error) {
+	doc, err := json.Marshal(ev.Doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode document: %w", err)
+	}
+	b, err := json.Marshal(EventPayload{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: doc})
+	if err != nil {
+		return nil, fmt.Errorf("encode event: %w", err)
+	}
+	return asynq.NewTask(TypeEvent, b,
+		asynq.TaskID(EventTaskID(ev.ID)), asynq.Queue(DefaultQueue), asynq.MaxRetry(MaxRetry), asynq.Timeout(5*time.Minute)), nil
+}
+
+// DecodeEvent parses a webhook:event payload.
+func DecodeEvent(b []byte) (dispatch.Event, error) {
+	var p EventPayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	}
+	doc, err := dispatch.DecodeDoc(p.Doc)
+	if err != nil {
+		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	}
+	ev := dispatch.Event{ID: p.ID, DocType: p.DocType, DocName: p.DocName, Event: p.Event, Doc: doc}
+	if err := ev.Validate(); err != nil {
+		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	}
+	return ev, nil
+}
+
+func newDeliveryTask(typ, taskID, queue string, p DeliveryPayload, timeout time.Duration) *asynq.Task {
+	b, _ := json.Marshal(p) // two strings: cannot fail
+	return asynq.NewTask(typ, b, asynq.TaskID(taskID), asynq.Queue(queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(timeout))
+}
+
+// attemptTimeout bounds a delivery task: the longest webhook timeout (5m)
+// plus room for the database writes.
+const attemptTimeout = 6 * time.Minute
+
+// NewDeliverTask builds the first-attempt task of a delivery.
+func NewDeliverTask(deliveryID, webhook, queue string) *asynq.Task {
+	return newDeliveryTask(TypeDeliver, DeliverTaskID(deliveryID), queue, DeliveryPayload{DeliveryID: deliveryID, Webhook: webhook}, attemptTimeout)
+}
+
+// NewRetryTask builds the retry task of a delivery.
+func NewRetryTask(deliveryID, webhook, queue string) *asynq.Task {
+	return newDeliveryTask(TypeRetry, RetryTaskID(deliveryID), queue, DeliveryPayload{DeliveryID: deliveryID, Webhook: webhook}, attemptTimeout)
+}
+
+// DecodeDelivery parses a webhook:deliver or webhook:retry payload.
+func DecodeDelivery(b []byte) (DeliveryPayload, error) {
+	var p DeliveryPayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	}
+	if p.DeliveryID == "" || len(p.DeliveryID) > dispatch.MaxIDLength {
+		return p, fmt.Errorf("%w: delivery_id is missing or too long", ErrBadPayload)
+	}
+	return p, nil
+}
+
+// NewSweepTask builds the periodic sweep task. It is not retried: the next
+// tick does the same work.
+func NewSweepTask() *asynq.Task {
+	return asynq.NewTask(TypeSweep, []byte("{}"), asynq.Queue(DefaultQueue), asynq.MaxRetry(0), asynq.Timeout(time.Minute))
+}

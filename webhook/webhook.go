@@ -1,0 +1,398 @@
+// Package webhook manages webhook definitions: validation with errors that
+// say what to fix, secrets sealed at rest, and the JSON view shown to people
+// and scripts (which never includes a secret).
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/signing"
+)
+
+// Errors callers tell apart with errors.Is.
+var (
+	ErrNotFound = errors.New("webhook not found")
+	ErrExists   = errors.New("webhook already exists")
+	ErrInvalid  = errors.New("invalid webhook")
+)
+
+// Limits on webhook fields.
+const (
+	MaxNameLength    = 140
+	MaxRetriesLimit  = 100
+	MinTimeout       = 100 * time.Millisecond
+	MaxTimeout       = 5 * time.Minute
+	MaxRotationGrace = 7 * 24 * time.Hour
+)
+
+// Methods a webhook may use.
+var Methods = []string{"POST", "PUT", "PATCH", "DELETE"}
+
+// Input is a webhook definition as given by a person or an API call. A nil
+// field is "not given": defaults on Create, unchanged on Update.
+type Input struct {
+	Name       *string
+	DocType    *string
+	Event      *string
+	URL        *string
+	Method     *string
+	Structure  *string
+	Template   *string
+	Fields     *[]string // "fieldname=key"
+	Headers    *[]string // "Name: Value"
+	Condition  *string
+	Secret     *string // plain secret; sealed before it is stored
+	Signature  *string // both, standard, frappe, none
+	MaxRetries *int
+	Timeout    *time.Duration
+	Queue      *string
+	Enabled    *bool
+}
+
+// Defaults fill what Create's input leaves out.
+type Defaults struct {
+	MaxRetries int
+	Timeout    time.Duration
+}
+
+// Service creates, changes and reads webhooks.
+type Service struct {
+	db       *gorm.DB
+	box      *secretbox.Box
+	clock    clock.Clock
+	defaults Defaults
+	log      *slog.Logger
+}
+
+// New builds a Service.
+func New(db *gorm.DB, box *secretbox.Box, clk clock.Clock, defaults Defaults, log *slog.Logger) *Service {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{db: db, box: box, clock: clk, defaults: defaults, log: log}
+}
+
+func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
+
+// Create validates in and stores a new webhook.
+func (s *Service) Create(ctx context.Context, in Input) (models.Webhook, error) {
+	now := s.now()
+	w := models.Webhook{
+		ID:               uuid.Must(uuid.NewV7()).String(),
+		RequestMethod:    "POST",
+		RequestStructure: delivery.StructureJSON,
+		Fields:           models.FieldList{},
+		Headers:          models.StringMap{},
+		PreviousSecrets:  models.SecretList{},
+		SignatureScheme:  signing.SchemeBoth,
+		Enabled:          true,
+		MaxRetries:       s.defaults.MaxRetries,
+		Queue:            "default",
+		TimeoutMS:        s.defaults.Timeout.Milliseconds(),
+		CreatedAt:        now,
+		UpdatedAt:        now,
+	}
+	if w.TimeoutMS <= 0 {
+		w.TimeoutMS = (5 * time.Second).Milliseconds()
+	}
+	for _, req := range []struct {
+		v    *string
+		flag string
+	}{{in.Name, "name"}, {in.DocType, "doctype"}, {in.Event, "event"}, {in.URL, "url"}} {
+		if req.v == nil || strings.TrimSpace(*req.v) == "" {
+			return w, fmt.Errorf("%w: %s is required", ErrInvalid, req.flag)
+		}
+	}
+	if err := s.apply(&w, in); err != nil {
+		return w, err
+	}
+	if err := s.db.WithContext(ctx).Create(&w).Error; err != nil {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			return w, fmt.Errorf("%w: %q (choose another name, or use webhook update)", ErrExists, w.Name)
+		}
+		return w, fmt.Errorf("create webhook %q: %w", w.Name, err)
+	}
+	s.log.Info("webhook created", "webhook", w.Name, "doc_type", w.DocType, "event", w.DocEvent)
+	return w, nil
+}
+
+// Update changes the given fields of webhook name.
+func (s *Service) Update(ctx context.Context, name string, in Input) (models.Webhook, error) {
+	w, err := s.Get(ctx, name)
+	if err != nil {
+		return w, err
+	}
+	if err := s.apply(&w, in); err != nil {
+		return w, err
+	}
+	w.UpdatedAt = s.now()
+	if in.Enabled != nil && *in.Enabled {
+		w.DisabledReason = ""
+	}
+	res := s.db.WithContext(ctx).Model(&models.Webhook{}).Where("id = ?", w.ID).Select("*").Omit("id", "created_at").Updates(&w)
+	if res.Error != nil {
+		if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
+			return w, fmt.Errorf("%w: %q (choose another name)", ErrExists, w.Name)
+		}
+		return w, fmt.Errorf("update webhook %q: %w", name, res.Error)
+	}
+	return w, nil
+}
+
+// SetEnabled enables or disables webhook name. A reason is recorded with a
+// disable, and shown on the deliveries it exhausts.
+func (s *Service) SetEnabled(ctx context.Context, name string, enabled bool, reason string) (models.Webhook, error) {
+	w, err := s.Get(ctx, name)
+	if err != nil {
+		return w, err
+	}
+	if enabled {
+		reason = ""
+	}
+	w.Enabled, w.DisabledReason, w.UpdatedAt = enabled, reason, s.now()
+	if err := s.db.WithContext(ctx).Model(&models.Webhook{}).Where("id = ?", w.ID).
+		Updates(map[string]any{"enabled": enabled, "disabled_reason": reason, "updated_at": w.UpdatedAt}).Error; err != nil {
+		return w, fmt.Errorf("update webhook %q: %w", name, err)
+	}
+	return w, nil
+}
+
+// Delete removes webhook name. Its deliveries stay for inspection; pending
+// retries become Exhausted ("webhook deleted") when they come due.
+func (s *Service) Delete(ctx context.Context, name string) error {
+	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&models.Webhook{})
+	if res.Error != nil {
+		return fmt.Errorf("delete webhook %q: %w", name, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	return nil
+}
+
+// Get reads webhook name.
+func (s *Service) Get(ctx context.Context, name string) (models.Webhook, error) {
+	var w models.Webhook
+	err := s.db.WithContext(ctx).Where("name = ?", name).Take(&w).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return w, fmt.Errorf("%w: %q (see homing webhook list)", ErrNotFound, name)
+	}
+	if err != nil {
+		return w, fmt.Errorf("read webhook %q: %w", name, err)
+	}
+	return w, nil
+}
+
+// List reads every webhook, by name.
+func (s *Service) List(ctx context.Context) ([]models.Webhook, error) {
+	var ws []models.Webhook
+	if err := s.db.WithContext(ctx).Order("name").Find(&ws).Error; err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	return ws, nil
+}
+
+// RotateSecret makes secret the current one and keeps the old one valid for
+// grace (at most 7 days). Secrets whose grace has ended are dropped.
+func (s *Service) RotateSecret(ctx context.Context, name string, secret string, grace time.Duration) (models.Webhook, error) {
+	if grace < 0 || grace > MaxRotationGrace {
+		return models.Webhook{}, fmt.Errorf("%w: grace %s must be between 0 and 168h (7 days)", ErrInvalid, grace)
+	}
+	w, err := s.Get(ctx, name)
+	if err != nil {
+		return w, err
+	}
+	parsed, err := signing.ParseSecret(secret)
+	if err != nil {
+		return w, fmt.Errorf("%w: secret: %v", ErrInvalid, err)
+	}
+	sealed, err := s.box.Seal(string(parsed))
+	if err != nil {
+		return w, err
+	}
+	now := s.now()
+	kept := models.SecretList{}
+	for _, p := range w.PreviousSecrets {
+		if p.ExpiresAt.After(now) {
+			kept = append(kept, p)
+		}
+	}
+	if w.Secret != "" && grace > 0 {
+		kept = append(models.SecretList{{Sealed: w.Secret, ExpiresAt: now.Add(grace)}}, kept...)
+	}
+	w.Secret, w.PreviousSecrets, w.UpdatedAt = sealed, kept, now
+	if w.SignatureScheme == signing.SchemeNone {
+		w.SignatureScheme = signing.SchemeBoth
+	}
+	if err := s.db.WithContext(ctx).Model(&models.Webhook{}).Where("id = ?", w.ID).
+		Updates(map[string]any{"secret": w.Secret, "previous_secrets": w.PreviousSecrets, "signature_scheme": w.SignatureScheme, "updated_at": now}).Error; err != nil {
+		return w, fmt.Errorf("rotate secret of webhook %q: %w", name, err)
+	}
+	s.log.Info("webhook secret rotated", "webhook", name, "grace", grace.String())
+	return w, nil
+}
+
+func invalid(field string, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+}
+
+// apply validates and copies the given fields of in onto w.
+func (s *Service) apply(w *models.Webhook, in Input) error {
+	if in.Name != nil {
+		n := strings.TrimSpace(*in.Name)
+		if n == "" || len(n) > MaxNameLength || strings.IndexFunc(n, unicode.IsControl) >= 0 {
+			return invalid("name", "%q must be 1 to %d printable characters", *in.Name, MaxNameLength)
+		}
+		w.Name = n
+	}
+	if in.DocType != nil {
+		d := strings.TrimSpace(*in.DocType)
+		if d == "" || len(d) > MaxNameLength || strings.IndexFunc(d, unicode.IsControl) >= 0 {
+			return invalid("doctype", "%q must be 1 to %d printable characters", *in.DocType, MaxNameLength)
+		}
+		w.DocType = d
+	}
+	if in.Event != nil {
+		if !slices.Contains(models.DocEvents, *in.Event) {
+			return invalid("event", "%q is not a document event; use one of %s", *in.Event, strings.Join(models.DocEvents, ", "))
+		}
+		w.DocEvent = *in.Event
+	}
+	if in.URL != nil {
+		if err := ValidateURL(*in.URL); err != nil {
+			return err
+		}
+		w.RequestURL = *in.URL
+	}
+	if in.Method != nil {
+		m := strings.ToUpper(strings.TrimSpace(*in.Method))
+		if !slices.Contains(Methods, m) {
+			return invalid("method", "%q is not one of %s", *in.Method, strings.Join(Methods, ", "))
+		}
+		w.RequestMethod = m
+	}
+	if in.Structure != nil {
+		st := strings.ToLower(strings.TrimSpace(*in.Structure))
+		if st != delivery.StructureJSON && st != delivery.StructureForm {
+			return invalid("structure", "%q is not json or form", *in.Structure)
+		}
+		w.RequestStructure = st
+	}
+	if in.Template != nil {
+		if err := delivery.ValidateTemplate(*in.Template); err != nil {
+			return invalid("template", "%v", err)
+		}
+		w.BodyTemplate = *in.Template
+	}
+	if w.RequestStructure == delivery.StructureForm && w.BodyTemplate != "" {
+		return invalid("template", "a body template is only used with the json structure; remove it or use --structure json")
+	}
+	if in.Fields != nil {
+		fields := models.FieldList{}
+		for _, f := range *in.Fields {
+			pf, err := delivery.ParseField(f)
+			if err != nil {
+				return invalid("field", "%v", err)
+			}
+			fields = append(fields, models.Field{Fieldname: pf.Fieldname, Key: pf.Key})
+		}
+		w.Fields = fields
+	}
+	if in.Headers != nil {
+		headers := models.StringMap{}
+		for _, h := range *in.Headers {
+			name, value, err := delivery.ParseHeader(h)
+			if err != nil {
+				return invalid("header", "%v", err)
+			}
+			headers[name] = value
+		}
+		w.Headers = headers
+	}
+	if in.Condition != nil {
+		if _, err := delivery.CompileCondition(*in.Condition); err != nil {
+			return invalid("condition", "%q: %v", *in.Condition, err)
+		}
+		w.Condition = *in.Condition
+	}
+	if in.Signature != nil {
+		if err := signing.ValidScheme(*in.Signature); err != nil {
+			return invalid("signature", "%v", err)
+		}
+		w.SignatureScheme = *in.Signature
+	}
+	if in.Secret != nil {
+		if *in.Secret == "" {
+			w.Secret, w.PreviousSecrets = "", models.SecretList{}
+		} else {
+			parsed, err := signing.ParseSecret(*in.Secret)
+			if err != nil {
+				return invalid("secret", "%v", err)
+			}
+			sealed, err := s.box.Seal(string(parsed))
+			if err != nil {
+				return fmt.Errorf("%w: secret: %w", ErrInvalid, err)
+			}
+			w.Secret = sealed
+		}
+	}
+	if in.MaxRetries != nil {
+		if *in.MaxRetries < 0 || *in.MaxRetries > MaxRetriesLimit {
+			return invalid("max-retries", "%d must be between 0 and %d", *in.MaxRetries, MaxRetriesLimit)
+		}
+		w.MaxRetries = *in.MaxRetries
+	}
+	if in.Timeout != nil {
+		if *in.Timeout < MinTimeout || *in.Timeout > MaxTimeout {
+			return invalid("timeout", "%s must be between %s and %s", *in.Timeout, MinTimeout, MaxTimeout)
+		}
+		w.TimeoutMS = in.Timeout.Milliseconds()
+	}
+	if in.Queue != nil {
+		q := strings.TrimSpace(*in.Queue)
+		if q == "" || len(q) > 100 || strings.ContainsFunc(q, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return invalid("queue", "%q must be a non-empty name without spaces", *in.Queue)
+		}
+		w.Queue = q
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	return nil
+}
+
+// ValidateURL checks that raw is an absolute http(s) URL with a host.
+func ValidateURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return invalid("url", "%q is not a URL: %v", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return invalid("url", "%q is not http(s)", raw)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return invalid("url", "%q has no host", raw)
+	}
+	if u.User != nil {
+		return invalid("url", "%q carries credentials; put them in a header instead", raw)
+	}
+	return nil
+}
