@@ -50,7 +50,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	redisOpt, err := RedisOpt(cfg.Redis.URL)
+	redisOpt, err := RedisConn(cfg.Redis)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +84,34 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 func (a *App) Close() error {
 	a.Sender.Close()
 	return store.Close(a.DB)
+}
+
+// RedisConn turns the redis settings into asynq's connection options: a
+// Sentinel failover client, a cluster client, or one server from redis.url.
+// Password and TLS for Sentinel and Cluster come from redis.url's userinfo
+// and scheme.
+func RedisConn(r config.Redis) (asynq.RedisConnOpt, error) {
+	base, err := RedisOpt(r.URL)
+	if err != nil {
+		return nil, err
+	}
+	one, _ := base.(asynq.RedisClientOpt)
+	if (r.Sentinel.Master == "") != (len(r.Sentinel.Addrs) == 0) {
+		return nil, fmt.Errorf("redis.sentinel: set both redis.sentinel.master and redis.sentinel.addrs, or neither")
+	}
+	if r.Sentinel.Master != "" && len(r.Cluster.Addrs) > 0 {
+		return nil, fmt.Errorf("redis.cluster.addrs: cannot be combined with redis.sentinel; choose one")
+	}
+	switch {
+	case r.Sentinel.Master != "":
+		return asynq.RedisFailoverClientOpt{
+			MasterName: r.Sentinel.Master, SentinelAddrs: r.Sentinel.Addrs,
+			Password: one.Password, DB: one.DB, TLSConfig: one.TLSConfig,
+		}, nil
+	case len(r.Cluster.Addrs) > 0:
+		return asynq.RedisClusterClientOpt{Addrs: r.Cluster.Addrs, Password: one.Password, TLSConfig: one.TLSConfig}, nil
+	}
+	return base, nil
 }
 
 // RedisOpt parses redis.url into asynq's connection options.

@@ -1,297 +1,479 @@
-// Package config reads Homing's configuration once: a YAML file, overridden
-// by HOMING_* environment variables, over defaults; then validates it with
-// errors that name the key. There is no global config: main passes the
-// parsed struct (or its parts) down.
+// Package config reads Homing's configuration once: an optional YAML file,
+// overridden by HOMING_* environment variables, over defaults; then validates
+// it with errors that name the key and say what to fix. There is no global
+// config: main parses it and passes the struct (or its parts) down.
 package config
 
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"net"
 	"os"
-	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 )
 
-// Config is Homing's whole configuration.
+// Config is Homing's whole configuration. The zero value is not useful: start
+// from Default or Load.
 type Config struct {
-	Redis    Redis    `mapstructure:"redis"`
-	Database Database `mapstructure:"database"`
-	Retry    Retry    `mapstructure:"retry"`
-	Sweeper  Sweeper  `mapstructure:"sweeper"`
-	Delivery Delivery `mapstructure:"delivery"`
-	Worker   Worker   `mapstructure:"worker"`
-	Log      Log      `mapstructure:"log"`
-	Secrets  Secrets  `mapstructure:"secrets"`
-	Metrics  Metrics  `mapstructure:"metrics"`
+	Redis    Redis
+	Database Database
+	Retry    Retry
+	Sweeper  Sweeper
+	Delivery Delivery
+	Worker   Worker
+	Log      Log
+	Secrets  Secrets
+	Metrics  Metrics
 }
 
 // Redis is where asynq keeps its queues.
+// Sentinel and Cluster, when set, take precedence over URL (whose password,
+// database and TLS scheme still apply).
 type Redis struct {
-	URL string `mapstructure:"url"`
+	URL      string // redis.url
+	Sentinel RedisSentinel
+	Cluster  RedisCluster
 }
 
-// Database is where deliveries and webhooks live.
+// RedisSentinel names a primary managed by Redis Sentinel.
+type RedisSentinel struct {
+	Master string   // redis.sentinel.master
+	Addrs  []string // redis.sentinel.addrs: host:port of the sentinels
+}
+
+// RedisCluster lists seed nodes of a Redis Cluster. asynq keeps each queue on
+// one cluster node, so spread load with several queues.
+type RedisCluster struct {
+	Addrs []string // redis.cluster.addrs
+}
+
+// Database is where webhooks and deliveries live.
 type Database struct {
-	URL         string `mapstructure:"url"`
-	AutoMigrate bool   `mapstructure:"auto_migrate"`
+	URL         string // database.url: sqlite://FILE or postgres://…
+	AutoMigrate bool   // database.auto_migrate: run migrations at start-up
 }
 
-// Retry is the retry schedule and default budget.
+// Retry is the gap before each retry and the attempt budget of webhooks that
+// set none.
 type Retry struct {
-	Schedule          []time.Duration `mapstructure:"schedule"`
-	DefaultMaxRetries int             `mapstructure:"default_max_retries"`
+	Schedule          []time.Duration // retry.schedule, clamped at its last entry
+	DefaultMaxRetries int             // retry.default_max_retries
 }
 
 // Sweeper paces the sweep that enqueues due retries.
 type Sweeper struct {
-	Interval  time.Duration `mapstructure:"interval"`
-	BatchSize int           `mapstructure:"batch_size"`
+	Interval  time.Duration // sweeper.interval
+	BatchSize int           // sweeper.batch_size: most rows one sweep enqueues
 }
 
 // Delivery bounds outgoing requests.
 type Delivery struct {
-	Timeout              time.Duration `mapstructure:"timeout"`
-	AllowPrivateNetworks bool          `mapstructure:"allow_private_networks"`
-	MaxPayloadBytes      int           `mapstructure:"max_payload_bytes"`
+	Timeout              time.Duration // delivery.timeout, per attempt
+	AllowPrivateNetworks bool          // delivery.allow_private_networks
+	MaxPayloadBytes      int           // delivery.max_payload_bytes
 }
 
 // Worker sizes the asynq server.
 type Worker struct {
-	Concurrency     int            `mapstructure:"concurrency"`
-	Queues          map[string]int `mapstructure:"queues"`
-	ShutdownTimeout time.Duration  `mapstructure:"shutdown_timeout"`
+	Concurrency int // worker.concurrency
+	// Queues (worker.queues) maps queue name to priority. Viper lower-cases
+	// map keys read from YAML, so queue names are best kept lower case.
+	Queues          map[string]int
+	ShutdownTimeout time.Duration // worker.shutdown_timeout
 }
 
 // Log configures the process logger.
 type Log struct {
-	Level  string `mapstructure:"level"`
-	Format string `mapstructure:"format"`
+	Level  string // log.level: debug, info, warn or error
+	Format string // log.format: json or text
 }
 
-// Secrets holds the key webhook secrets are sealed with.
+// Secrets holds the key webhook secrets are sealed with. It is checked by
+// package secretbox, which knows the format.
 type Secrets struct {
-	Key string `mapstructure:"key"`
+	Key string // secrets.key
 }
 
 // Metrics is where the worker serves Prometheus metrics.
 type Metrics struct {
-	Addr string `mapstructure:"addr"`
+	Addr string // metrics.addr; empty disables the endpoint
 }
 
-// defaults, by dotted key. Every supported key is here.
-var defaults = map[string]any{
-	"redis.url":                       "redis://127.0.0.1:6379/0",
-	"database.url":                    "sqlite://homing.db",
-	"database.auto_migrate":           true,
-	"retry.schedule":                  "5m,30m,2h,5h,10h,10h",
-	"retry.default_max_retries":       3,
-	"sweeper.interval":                "5m",
-	"sweeper.batch_size":              500,
-	"delivery.timeout":                "5s",
-	"delivery.allow_private_networks": true,
-	"delivery.max_payload_bytes":      1 << 20,
-	"worker.concurrency":              50,
-	"worker.queues":                   "default=1",
-	"worker.shutdown_timeout":         "30s",
-	"log.level":                       "info",
-	"log.format":                      "json",
-	"secrets.key":                     "",
-	"metrics.addr":                    ":9464",
+// KeyError is a problem with one key. Load and Validate return these, joined
+// with errors.Join, so a caller can report or pick out every wrong key.
+type KeyError struct {
+	Key string // dotted key, e.g. "sweeper.batch_size"
+	Env string // the variable the value came from, when it came from the environment
+	Err error
 }
 
-// Keys lists every supported dotted key, sorted.
-func Keys() []string {
-	keys := make([]string, 0, len(defaults))
-	for k := range defaults {
-		keys = append(keys, k)
+func (e *KeyError) Error() string {
+	if e.Env != "" {
+		return fmt.Sprintf("%s (from %s): %v", e.Key, e.Env, e.Err)
 	}
-	sort.Strings(keys)
+	return e.Key + ": " + e.Err.Error()
+}
+
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// field is one supported key: its default and how a raw value (from YAML, or
+// a string from the environment) lands in a Config. Keeping the three together
+// means a key cannot be added with a default but no parser, or vice versa.
+type field struct {
+	key string
+	def any
+	set func(c *Config, raw any) error
+}
+
+// fields lists every supported key in Config's order. It is a function, not a
+// package variable, so there is no package state for anyone to mutate.
+func fields() []field {
+	return []field{
+		{"redis.url", "redis://127.0.0.1:6379/0", into(parseString, func(c *Config) *string { return &c.Redis.URL })},
+		{"redis.sentinel.master", "", into(parseString, func(c *Config) *string { return &c.Redis.Sentinel.Master })},
+		{"redis.sentinel.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Sentinel.Addrs })},
+		{"redis.cluster.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Cluster.Addrs })},
+		{"database.url", "sqlite://homing.db", into(parseString, func(c *Config) *string { return &c.Database.URL })},
+		{"database.auto_migrate", true, into(parseBool, func(c *Config) *bool { return &c.Database.AutoMigrate })},
+		{"retry.schedule", "5m,30m,2h,5h,10h,10h", into(parseDurations, func(c *Config) *[]time.Duration { return &c.Retry.Schedule })},
+		{"retry.default_max_retries", 3, into(parseInt, func(c *Config) *int { return &c.Retry.DefaultMaxRetries })},
+		{"sweeper.interval", "5m", into(parseDuration, func(c *Config) *time.Duration { return &c.Sweeper.Interval })},
+		{"sweeper.batch_size", 500, into(parseInt, func(c *Config) *int { return &c.Sweeper.BatchSize })},
+		{"delivery.timeout", "5s", into(parseDuration, func(c *Config) *time.Duration { return &c.Delivery.Timeout })},
+		{"delivery.allow_private_networks", true, into(parseBool, func(c *Config) *bool { return &c.Delivery.AllowPrivateNetworks })},
+		{"delivery.max_payload_bytes", 1 << 20, into(parseInt, func(c *Config) *int { return &c.Delivery.MaxPayloadBytes })},
+		{"worker.concurrency", 50, into(parseInt, func(c *Config) *int { return &c.Worker.Concurrency })},
+		{"worker.queues", "default=1", into(parseQueues, func(c *Config) *map[string]int { return &c.Worker.Queues })},
+		{"worker.shutdown_timeout", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Worker.ShutdownTimeout })},
+		{"log.level", "info", into(parseString, func(c *Config) *string { return &c.Log.Level })},
+		{"log.format", "json", into(parseString, func(c *Config) *string { return &c.Log.Format })},
+		{"secrets.key", "", into(parseString, func(c *Config) *string { return &c.Secrets.Key })},
+		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
+	}
+}
+
+// into adapts a parser and a field selector into a field setter.
+func into[T any](parse func(any) (T, error), at func(*Config) *T) func(*Config, any) error {
+	return func(c *Config, raw any) error {
+		v, err := parse(raw)
+		if err != nil {
+			return err
+		}
+		*at(c) = v
+		return nil
+	}
+}
+
+// Keys lists every supported dotted key, in the order of Config's fields. It
+// does not depend on c; it is a method so callers holding a Config find it.
+func (c Config) Keys() []string {
+	table := fields()
+	keys := make([]string, len(table))
+	for i, f := range table {
+		keys[i] = f.key
+	}
 	return keys
 }
 
-// EnvName is the environment variable of a key: redis.url → HOMING_REDIS_URL.
+// EnvName is the environment variable that sets a key: "redis.url" becomes
+// "HOMING_REDIS_URL".
 func EnvName(key string) string {
 	return "HOMING_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// Default is the configuration with nothing set.
+// Default is the configuration when nothing is set. It is valid.
 func Default() Config {
-	c, err := LoadFrom("", nil)
-	if err != nil {
-		panic(err) // the defaults are constants: a failure is a programming error
+	var c Config
+	for _, f := range fields() {
+		if err := f.set(&c, f.def); err != nil {
+			panic(fmt.Sprintf("config: default of %s: %v", f.key, err)) // the table is constant: a programming error
+		}
 	}
 	return c
 }
 
-// Load reads the YAML file at path ("" = none) and the process environment.
+// Load reads the YAML file at path ("" for none), then the process
+// environment, over the defaults, and validates the result. See LoadFrom.
 func Load(path string) (Config, error) { return LoadFrom(path, os.Environ()) }
 
-// LoadFrom is Load with an explicit environment ("K=V" entries).
+// LoadFrom is Load with an explicit environment ("K=V" entries), so tests and
+// tools need not touch the process environment.
+//
+// Precedence, lowest first: defaults, the file, HOMING_<KEY> variables. A key
+// unknown in the file is an error (it is most likely a typo); other HOMING_*
+// variables are ignored, since tools share the prefix (HOMING_TEST_*). An
+// empty variable counts as set, so HOMING_METRICS_ADDR= disables metrics.
+//
+// Viper reads the environment only through os.LookupEnv, so AutomaticEnv and
+// BindEnv would read the process environment and ignore environ. Instead each
+// key's variable is looked up in environ and given to viper with Set, its
+// highest layer: the same precedence, and every env-only key is seen.
+//
+// All problems are reported at once, each a *KeyError naming its key.
 func LoadFrom(path string, environ []string) (Config, error) {
+	table := fields()
 	v := viper.New()
-	for k, d := range defaults {
-		v.SetDefault(k, d)
-	}
 	if path != "" {
-		v.SetConfigFile(path)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return Config{}, fmt.Errorf("config file %s: %w", path, err)
-		}
-		var unknown []string
-		for _, k := range v.AllKeys() {
-			if _, ok := defaults[k]; !ok && !isQueueKey(k, v) {
-				unknown = append(unknown, k)
-			}
-		}
-		if len(unknown) > 0 {
-			sort.Strings(unknown)
-			return Config{}, fmt.Errorf("config file %s: unknown key(s) %s (supported: %s)", path, strings.Join(unknown, ", "), strings.Join(Keys(), ", "))
+		if err := readFile(v, path, table); err != nil {
+			return Config{}, err
 		}
 	}
+	for _, f := range table {
+		v.SetDefault(f.key, f.def)
+	}
+
+	env := envMap(environ)
+	c := Default()
+	var problems []error
+	for _, f := range table {
+		name := EnvName(f.key)
+		val, fromEnv := env[name]
+		if fromEnv {
+			v.Set(f.key, val)
+		}
+		raw := v.Get(f.key)
+		if raw == nil { // "key: ~" in YAML: keep the default
+			raw = f.def
+		}
+		if err := f.set(&c, raw); err != nil {
+			ke := &KeyError{Key: f.key, Err: err}
+			if fromEnv {
+				ke.Env = name
+			}
+			problems = append(problems, ke)
+		}
+	}
+	// A key that did not parse keeps its valid default, so Validate adds
+	// nothing about it: each wrong key is reported once, as written.
+	for _, ke := range c.problems() {
+		problems = append(problems, ke)
+	}
+	if len(problems) > 0 {
+		return Config{}, errors.Join(problems...)
+	}
+	return c, nil
+}
+
+// readFile loads the YAML file into v and rejects keys no field knows.
+// It runs before any default is set, so v.AllKeys holds the file's keys only.
+func readFile(v *viper.Viper, path string, table []field) error {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("config file %q does not exist (give an existing file, or none to use defaults and HOMING_* variables): %w", path, err)
+		}
+		return fmt.Errorf("config file %q: %w", path, err)
+	}
+	v.SetConfigFile(path)
+	v.SetConfigType("yaml")
+	if err := v.ReadInConfig(); err != nil {
+		return fmt.Errorf("config file %q: %w", path, err)
+	}
+
+	known := make(map[string]bool, len(table))
+	sections := map[string]bool{}
+	for _, f := range table {
+		known[f.key] = true
+		section, _, _ := strings.Cut(f.key, ".")
+		sections[section] = true
+	}
+	var problems []error
+	for _, k := range v.AllKeys() {
+		switch {
+		case known[k], strings.HasPrefix(k, "worker.queues."): // a YAML map of queues
+		case sections[k] && v.Get(k) == nil: // an empty section, "sweeper:"
+		case sections[k]:
+			problems = append(problems, fmt.Errorf("config file %q: %q is a section, not a value: set its keys instead (%s)", path, k, strings.Join(keysIn(table, k), ", ")))
+		default:
+			problems = append(problems, fmt.Errorf("config file %q: unknown key %q (supported keys: %s)", path, k, strings.Join(Config{}.Keys(), ", ")))
+		}
+	}
+	return errors.Join(problems...)
+}
+
+func keysIn(table []field, section string) []string {
+	var out []string
+	for _, f := range table {
+		if strings.HasPrefix(f.key, section+".") {
+			out = append(out, f.key)
+		}
+	}
+	return out
+}
+
+// envMap turns "K=V" entries into a map; a later entry wins, as with setenv.
+func envMap(environ []string) map[string]string {
 	env := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, val, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "HOMING_") {
 			env[k] = val
 		}
 	}
-	for _, k := range Keys() {
-		if val, ok := env[EnvName(k)]; ok {
-			v.Set(k, val)
+	return env
+}
+
+const durationHint = "(use values like 5m, 2h)"
+
+// parseString accepts any scalar; "metrics.addr: 9464" would otherwise be a
+// type error rather than the clearer validation error about its form.
+func parseString(raw any) (string, error) {
+	switch x := raw.(type) {
+	case string:
+		return x, nil
+	case []any, map[string]any:
+		return "", fmt.Errorf("must be a single value, got %v", x)
+	default:
+		return fmt.Sprint(x), nil
+	}
+}
+
+// parseStrings reads a YAML list or one comma-separated string.
+func parseStrings(raw any) ([]string, error) {
+	var items []string
+	switch x := raw.(type) {
+	case nil:
+	case string:
+		items = strings.Split(x, ",")
+	case []string:
+		items = x
+	case []any:
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%v is not a string: give host:port entries", e)
+			}
+			items = append(items, s)
+		}
+	default:
+		return nil, fmt.Errorf("give a list of host:port or one comma-separated string")
+	}
+	var out []string
+	for _, s := range items {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
 		}
 	}
-	var c Config
-	var problems []error
-	c.Redis.URL = v.GetString("redis.url")
-	c.Database.URL = v.GetString("database.url")
-	c.Database.AutoMigrate = getBool(v, "database.auto_migrate", &problems)
-	c.Retry.Schedule = getDurations(v, "retry.schedule", &problems)
-	c.Retry.DefaultMaxRetries = getInt(v, "retry.default_max_retries", &problems)
-	c.Sweeper.Interval = getDuration(v, "sweeper.interval", &problems)
-	c.Sweeper.BatchSize = getInt(v, "sweeper.batch_size", &problems)
-	c.Delivery.Timeout = getDuration(v, "delivery.timeout", &problems)
-	c.Delivery.AllowPrivateNetworks = getBool(v, "delivery.allow_private_networks", &problems)
-	c.Delivery.MaxPayloadBytes = getInt(v, "delivery.max_payload_bytes", &problems)
-	c.Worker.Concurrency = getInt(v, "worker.concurrency", &problems)
-	c.Worker.Queues = getQueues(v, "worker.queues", &problems)
-	c.Worker.ShutdownTimeout = getDuration(v, "worker.shutdown_timeout", &problems)
-	c.Log.Level = v.GetString("log.level")
-	c.Log.Format = v.GetString("log.format")
-	c.Secrets.Key = v.GetString("secrets.key")
-	c.Metrics.Addr = v.GetString("metrics.addr")
-	if len(problems) > 0 {
-		return c, errors.Join(problems...)
-	}
-	if err := c.Validate(); err != nil {
-		return c, err
-	}
-	return c, nil
+	return out, nil
 }
 
-// isQueueKey accepts worker.queues.<name> keys, which a YAML map produces.
-func isQueueKey(k string, v *viper.Viper) bool {
-	return strings.HasPrefix(k, "worker.queues.")
-}
-
-func getBool(v *viper.Viper, key string, problems *[]error) bool {
-	switch x := v.Get(key).(type) {
+func parseBool(raw any) (bool, error) {
+	switch x := raw.(type) {
 	case bool:
-		return x
+		return x, nil
 	case string:
 		b, err := strconv.ParseBool(strings.TrimSpace(x))
 		if err != nil {
-			*problems = append(*problems, fmt.Errorf("%s: %q is not true or false", key, x))
+			return false, fmt.Errorf("%q is not true or false", x)
 		}
-		return b
-	default:
-		*problems = append(*problems, fmt.Errorf("%s: %v is not true or false", key, x))
-		return false
+		return b, nil
 	}
+	return false, fmt.Errorf("%v is not true or false", raw)
 }
 
-func getInt(v *viper.Viper, key string, problems *[]error) int {
-	switch x := v.Get(key).(type) {
+func parseInt(raw any) (int, error) {
+	switch x := raw.(type) {
 	case int:
-		return x
+		return x, nil
 	case int64:
-		return int(x)
+		return int(x), nil
+	case uint64:
+		return int(x), nil
 	case float64:
 		if x == float64(int(x)) {
-			return int(x)
+			return int(x), nil
 		}
 	case string:
-		n, err := strconv.Atoi(strings.TrimSpace(x))
-		if err == nil {
-			return n
+		if n, err := strconv.Atoi(strings.TrimSpace(x)); err == nil {
+			return n, nil
 		}
+		return 0, fmt.Errorf("%q is not a whole number", x)
 	}
-	*problems = append(*problems, fmt.Errorf("%s: %v is not a whole number", key, v.Get(key)))
-	return 0
+	return 0, fmt.Errorf("%v is not a whole number", raw)
 }
 
-func parseDuration(key, s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a duration (use values like 5m, 2h)", key, s)
-	}
-	return d, nil
-}
-
-func getDuration(v *viper.Viper, key string, problems *[]error) time.Duration {
-	raw := v.Get(key)
+func parseDuration(raw any) (time.Duration, error) {
 	switch x := raw.(type) {
 	case time.Duration:
-		return x
-	case string:
-		d, err := parseDuration(key, x)
+		return x, nil
+	case string, int, int64, float64:
+		s := strings.TrimSpace(fmt.Sprint(x))
+		d, err := time.ParseDuration(s)
 		if err != nil {
-			*problems = append(*problems, err)
+			return 0, fmt.Errorf("%q is not a duration %s", s, durationHint)
 		}
-		return d
-	default:
-		*problems = append(*problems, fmt.Errorf("%s: %v is not a duration (use values like 5m, 2h)", key, raw))
-		return 0
+		return d, nil
 	}
+	return 0, fmt.Errorf("%v is not a duration %s", raw, durationHint)
 }
 
-func getDurations(v *viper.Viper, key string, problems *[]error) []time.Duration {
-	var items []string
-	switch x := v.Get(key).(type) {
+// parseDurations accepts a YAML list or one comma-separated string, and
+// reports every entry that is not a duration.
+func parseDurations(raw any) ([]time.Duration, error) {
+	var items []any
+	switch x := raw.(type) {
 	case string:
 		if strings.TrimSpace(x) != "" {
-			items = strings.Split(x, ",")
+			for _, s := range strings.Split(x, ",") {
+				items = append(items, s)
+			}
 		}
 	case []any:
-		for _, e := range x {
-			items = append(items, fmt.Sprint(e))
-		}
-	case []string:
 		items = x
+	case []string:
+		for _, s := range x {
+			items = append(items, s)
+		}
+	case []time.Duration:
+		return slices.Clone(x), nil
 	default:
-		*problems = append(*problems, fmt.Errorf("%s: give a list of durations or one comma-separated string like 5m,30m,2h", key))
-		return nil
+		return nil, fmt.Errorf("%v: give a list of durations or one comma-separated string like 5m,30m,2h", raw)
 	}
 	out := make([]time.Duration, 0, len(items))
-	for _, s := range items {
-		d, err := parseDuration(key, s)
+	var errs []error
+	for _, item := range items {
+		d, err := parseDuration(item)
 		if err != nil {
-			*problems = append(*problems, err)
+			errs = append(errs, err)
 			continue
 		}
 		out = append(out, d)
 	}
-	return out
+	if len(errs) > 0 {
+		return nil, joinLine(errs)
+	}
+	return out, nil
 }
 
-func getQueues(v *viper.Viper, key string, problems *[]error) map[string]int {
+const queuesHint = "(use name=priority, e.g. default=6,low=1)"
+
+// parseQueues accepts a YAML map {default: 6, low: 1} or the string
+// "default=6,low=1". Priorities are checked for being whole numbers here
+// and for being positive in Validate, which also sees hand-built configs.
+func parseQueues(raw any) (map[string]int, error) {
 	out := map[string]int{}
-	raw := v.Get(key)
+	var errs []error
+	add := func(name string, prio any) {
+		name = strings.TrimSpace(name)
+		entry := fmt.Sprintf("%s=%v", name, prio)
+		n, err := parseInt(prio)
+		switch {
+		case name == "":
+			errs = append(errs, fmt.Errorf("%q: the queue name is empty %s", entry, queuesHint))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%q: priority must be a positive integer", entry))
+		default:
+			if _, dup := out[name]; dup {
+				errs = append(errs, fmt.Errorf("%q: queue %q is given twice", entry, name))
+			}
+			out[name] = n
+		}
+	}
 	switch x := raw.(type) {
 	case string:
 		for _, part := range strings.Split(x, ",") {
@@ -300,73 +482,107 @@ func getQueues(v *viper.Viper, key string, problems *[]error) map[string]int {
 				continue
 			}
 			name, prio, ok := strings.Cut(part, "=")
-			n, err := strconv.Atoi(strings.TrimSpace(prio))
-			if !ok || strings.TrimSpace(name) == "" || err != nil || n < 1 {
-				*problems = append(*problems, fmt.Errorf("%s: %q: use name=priority with a positive integer priority, e.g. default=6,low=1", key, part))
+			if !ok {
+				errs = append(errs, fmt.Errorf("%q: no priority %s", part, queuesHint))
 				continue
 			}
-			out[strings.TrimSpace(name)] = n
+			add(name, strings.TrimSpace(prio))
 		}
 	case map[string]any:
-		for name, p := range x {
-			var n int
-			if err := mapstructure.WeakDecode(p, &n); err != nil || n < 1 {
-				*problems = append(*problems, fmt.Errorf("%s: %q=%v: priority must be a positive integer", key, name, p))
-				continue
-			}
+		for _, name := range slices.Sorted(maps.Keys(x)) {
+			add(name, x[name])
+		}
+	case map[string]int:
+		for name, n := range x {
 			out[name] = n
 		}
 	default:
-		*problems = append(*problems, fmt.Errorf("%s: %v (%s): give a map like {default: 6, low: 1} or a string like default=6,low=1", key, raw, reflect.TypeOf(raw)))
+		return nil, fmt.Errorf("%v: give a map like {default: 6, low: 1} or a string like default=6,low=1", raw)
 	}
-	return out
+	if len(errs) > 0 {
+		return nil, joinLine(errs)
+	}
+	return out, nil
 }
 
-// Validate reports every problem at once; each names its key.
+// joinLine joins several problems with one key onto one line, so the
+// key-named prefix of KeyError covers all of them.
+func joinLine(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// Validate reports every problem at once, each a *KeyError that names its key
+// and says what to fix. Load calls it; call it yourself after changing a
+// Config by hand.
 func (c Config) Validate() error {
 	var errs []error
+	for _, ke := range c.problems() {
+		errs = append(errs, ke)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) problems() []*KeyError {
+	var out []*KeyError
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		out = append(out, &KeyError{Key: key, Err: fmt.Errorf(format, args...)})
 	}
-	if !strings.HasPrefix(c.Redis.URL, "redis://") && !strings.HasPrefix(c.Redis.URL, "rediss://") {
-		bad("redis.url", "%q must start with redis:// or rediss://", c.Redis.URL)
+	between := func(key string, n, lo, hi int) {
+		if n < lo || n > hi {
+			bad(key, "must be between %d and %d, got %d", lo, hi, n)
+		}
 	}
-	u := c.Database.URL
-	if !strings.HasPrefix(u, "sqlite://") && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
-		bad("database.url", "must start with sqlite:// or postgres:// (or postgresql://)")
+	betweenD := func(key string, d, lo, hi time.Duration) {
+		if d < lo || d > hi {
+			bad(key, "must be between %s and %s, got %s", lo, hi, d)
+		}
 	}
+
+	if !hasAnyPrefix(c.Redis.URL, "redis://", "rediss://") {
+		bad("redis.url", "must start with redis:// or rediss://, got %q", redact(c.Redis.URL))
+	}
+	if !hasAnyPrefix(c.Database.URL, "sqlite://", "postgres://", "postgresql://") {
+		bad("database.url", "must start with sqlite:// or postgres:// (or postgresql://), got %q", redact(c.Database.URL))
+	}
+
 	if len(c.Retry.Schedule) == 0 {
 		bad("retry.schedule", "is empty: give at least one gap, e.g. 5m,30m,2h")
 	}
 	for i, d := range c.Retry.Schedule {
 		if d <= 0 {
-			bad("retry.schedule", "entry %d (%s) must be positive", i+1, d)
+			bad("retry.schedule", "entry %d is %s: every gap must be positive %s", i+1, d, durationHint)
 		}
 	}
-	if c.Retry.DefaultMaxRetries < 0 || c.Retry.DefaultMaxRetries > 100 {
-		bad("retry.default_max_retries", "must be between 0 and 100, got %d", c.Retry.DefaultMaxRetries)
-	}
-	if c.Sweeper.Interval < time.Second {
-		bad("sweeper.interval", "must be at least 1s, got %s", c.Sweeper.Interval)
-	}
-	if c.Sweeper.BatchSize < 1 || c.Sweeper.BatchSize > 100000 {
-		bad("sweeper.batch_size", "must be between 1 and 100000, got %d", c.Sweeper.BatchSize)
-	}
-	if c.Delivery.Timeout < 100*time.Millisecond || c.Delivery.Timeout > 5*time.Minute {
-		bad("delivery.timeout", "must be between 100ms and 5m, got %s", c.Delivery.Timeout)
-	}
+	between("retry.default_max_retries", c.Retry.DefaultMaxRetries, 0, 100)
+
+	betweenD("sweeper.interval", c.Sweeper.Interval, 100*time.Millisecond, 24*time.Hour)
+	between("sweeper.batch_size", c.Sweeper.BatchSize, 1, 100000)
+
+	betweenD("delivery.timeout", c.Delivery.Timeout, 100*time.Millisecond, 5*time.Minute)
 	if c.Delivery.MaxPayloadBytes < 1024 {
 		bad("delivery.max_payload_bytes", "must be at least 1024, got %d", c.Delivery.MaxPayloadBytes)
 	}
-	if c.Worker.Concurrency < 1 || c.Worker.Concurrency > 10000 {
-		bad("worker.concurrency", "must be between 1 and 10000, got %d", c.Worker.Concurrency)
-	}
+
+	between("worker.concurrency", c.Worker.Concurrency, 1, 10000)
 	if len(c.Worker.Queues) == 0 {
-		bad("worker.queues", "is empty: give at least one queue, e.g. default=1")
+		bad("worker.queues", "is empty: give at least one queue %s", queuesHint)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Worker.Queues)) {
+		if p := c.Worker.Queues[name]; strings.TrimSpace(name) == "" || p < 1 {
+			bad("worker.queues", "%q: priority must be a positive integer %s", fmt.Sprintf("%s=%d", name, p), queuesHint)
+		}
 	}
 	if c.Worker.ShutdownTimeout < 0 {
 		bad("worker.shutdown_timeout", "must not be negative, got %s", c.Worker.ShutdownTimeout)
 	}
+
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -377,5 +593,38 @@ func (c Config) Validate() error {
 	default:
 		bad("log.format", "%q is not json or text", c.Log.Format)
 	}
-	return errors.Join(errs...)
+
+	if a := c.Metrics.Addr; a != "" {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			bad("metrics.addr", "%q is not host:port (use :9464 or 127.0.0.1:9464; empty disables metrics)", a)
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			bad("metrics.addr", "%q: port %q is not a number up to 65535", a, port)
+		}
+	}
+	return out
+}
+
+func hasAnyPrefix(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// redact hides a password in a URL-ish string before it goes into an error.
+func redact(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	userinfo, host, ok := strings.Cut(rest, "@")
+	if !ok {
+		return s
+	}
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		return scheme + "://" + user + ":xxxxx@" + host
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +131,20 @@ type harness struct {
 	insp   *asynq.Inspector
 	db     *gorm.DB
 	dsn    string
+	// logs holds everything the worker logged at debug level.
+	logs *bytes.Buffer
+}
+
+// syncWriter serialises writes from the worker's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 type backend string
@@ -158,8 +174,11 @@ func newHarness(t *testing.T, b backend) *harness {
 	cfg.Worker.Concurrency = 20
 	cfg.Worker.ShutdownTimeout = 5 * time.Second
 	cfg.Delivery.Timeout = 2 * time.Second
-	stub := clock.NewStub(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Start at the real time so independent verifiers accept attempt 1's
+	// timestamp; after that the test moves the clock itself.
+	stub := clock.NewStub(time.Now().Truncate(time.Second))
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(&syncWriter{w: io.MultiWriter(logs, warnOnly{t})}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := app.Open(context.Background(), cfg, log, app.Options{Clock: stub})
 	if err != nil {
 		t.Fatalf("open app: %v", err)
@@ -180,15 +199,18 @@ func newHarness(t *testing.T, b backend) *harness {
 		_ = a.Close()
 	})
 	return &harness{
-		t: t, clock: stub, app: a, worker: w, pub: pub, redis: redisOpt, insp: insp, db: a.DB, dsn: dsn,
+		t: t, clock: stub, app: a, worker: w, pub: pub, redis: redisOpt, insp: insp, db: a.DB, dsn: dsn, logs: logs,
 		hooks: webhook.New(a.DB, a.Box, stub, webhook.Defaults{MaxRetries: 3, Timeout: 2 * time.Second}, log),
 	}
 }
 
-type testWriter struct{ t *testing.T }
+// warnOnly passes warnings and errors on to the test log.
+type warnOnly struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
+func (w warnOnly) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("level=WARN")) || bytes.Contains(p, []byte("level=ERROR")) {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
 	return len(p), nil
 }
 
