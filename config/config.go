@@ -22,15 +22,23 @@ import (
 // Config is Homing's whole configuration. The zero value is not useful: start
 // from Default or Load.
 type Config struct {
-	Redis    Redis
-	Database Database
-	Retry    Retry
-	Sweeper  Sweeper
-	Delivery Delivery
-	Worker   Worker
-	Log      Log
-	Secrets  Secrets
-	Metrics  Metrics
+	Redis     Redis
+	Database  Database
+	Retry     Retry
+	Sweeper   Sweeper
+	Delivery  Delivery
+	Worker    Worker
+	Log       Log
+	Secrets   Secrets
+	Metrics   Metrics
+	Retention Retention
+}
+
+// Retention says how long final deliveries are kept before the periodic
+// retention task deletes them. Failed deliveries are never deleted.
+type Retention struct {
+	Delivered time.Duration // retention.delivered
+	Exhausted time.Duration // retention.exhausted
 }
 
 // Redis is where asynq keeps its queues.
@@ -155,6 +163,8 @@ func fields() []field {
 		{"log.level", "info", into(parseString, func(c *Config) *string { return &c.Log.Level })},
 		{"log.format", "json", into(parseString, func(c *Config) *string { return &c.Log.Format })},
 		{"secrets.key", "", into(parseString, func(c *Config) *string { return &c.Secrets.Key })},
+		{"retention.delivered", "720h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Delivered })},
+		{"retention.exhausted", "2160h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Exhausted })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 	}
 }
@@ -537,6 +547,11 @@ func (c Config) problems() []*KeyError {
 	between := func(key string, n, lo, hi int) {
 		if n < lo || n > hi {
 			bad(key, "must be between %d and %d, got %d", lo, hi, n)
+		}
+	}
+	for key, d := range map[string]time.Duration{"retention.delivered": c.Retention.Delivered, "retention.exhausted": c.Retention.Exhausted} {
+		if d < time.Hour {
+			bad(key, "must be at least 1h, got %s", d)
 		}
 	}
 	betweenD := func(key string, d, lo, hi time.Duration) {

@@ -42,12 +42,13 @@ func TestDefault(t *testing.T) {
 			Schedule:          []time.Duration{5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 			DefaultMaxRetries: 3,
 		},
-		Sweeper:  Sweeper{Interval: 5 * time.Minute, BatchSize: 500},
-		Delivery: Delivery{Timeout: 5 * time.Second, AllowPrivateNetworks: true, MaxPayloadBytes: 1048576},
-		Worker:   Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second},
-		Log:      Log{Level: "info", Format: "json"},
-		Secrets:  Secrets{Key: ""},
-		Metrics:  Metrics{Addr: ":9464"},
+		Sweeper:   Sweeper{Interval: 5 * time.Minute, BatchSize: 500},
+		Delivery:  Delivery{Timeout: 5 * time.Second, AllowPrivateNetworks: true, MaxPayloadBytes: 1048576},
+		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second},
+		Log:       Log{Level: "info", Format: "json"},
+		Secrets:   Secrets{Key: ""},
+		Metrics:   Metrics{Addr: ":9464"},
+		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", d, want)
@@ -101,15 +102,16 @@ metrics: {addr: "127.0.0.1:9000"}
 			yaml: fullFile,
 			want: func(c *Config) {
 				*c = Config{
-					Redis:    Redis{URL: "rediss://cache.internal:6380/2"},
-					Database: Database{URL: "postgres://homing@db/homing", AutoMigrate: false},
-					Retry:    Retry{Schedule: []time.Duration{time.Minute, 10 * time.Minute, 90 * time.Minute}, DefaultMaxRetries: 5},
-					Sweeper:  Sweeper{Interval: time.Minute, BatchSize: 100},
-					Delivery: Delivery{Timeout: 10 * time.Second, AllowPrivateNetworks: false, MaxPayloadBytes: 4096},
-					Worker:   Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute},
-					Log:      Log{Level: "debug", Format: "text"},
-					Secrets:  Secrets{Key: "abc"},
-					Metrics:  Metrics{Addr: "127.0.0.1:9000"},
+					Redis:     Redis{URL: "rediss://cache.internal:6380/2"},
+					Database:  Database{URL: "postgres://homing@db/homing", AutoMigrate: false},
+					Retry:     Retry{Schedule: []time.Duration{time.Minute, 10 * time.Minute, 90 * time.Minute}, DefaultMaxRetries: 5},
+					Sweeper:   Sweeper{Interval: time.Minute, BatchSize: 100},
+					Delivery:  Delivery{Timeout: 10 * time.Second, AllowPrivateNetworks: false, MaxPayloadBytes: 4096},
+					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute},
+					Log:       Log{Level: "debug", Format: "text"},
+					Secrets:   Secrets{Key: "abc"},
+					Metrics:   Metrics{Addr: "127.0.0.1:9000"},
+					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 				}
 			},
 		},
@@ -252,6 +254,8 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"log.level":                       {"debug", func(c *Config) { c.Log.Level = "debug" }},
 		"log.format":                      {"text", func(c *Config) { c.Log.Format = "text" }},
 		"secrets.key":                     {"c2VjcmV0", func(c *Config) { c.Secrets.Key = "c2VjcmV0" }},
+		"retention.delivered":             {"24h", func(c *Config) { c.Retention.Delivered = 24 * time.Hour }},
+		"retention.exhausted":             {"48h", func(c *Config) { c.Retention.Exhausted = 48 * time.Hour }},
 		"metrics.addr":                    {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
 	}
 	keys := Config{}.Keys()

@@ -30,6 +30,9 @@ func New(redis asynq.RedisConnOpt, interval time.Duration, log *slog.Logger) (*S
 	if _, err := s.Register(fmt.Sprintf("@every %s", interval), tasks.NewSweepTask()); err != nil {
 		return nil, fmt.Errorf("register sweep every %s: %w", interval, err)
 	}
+	if _, err := s.Register("@every 1h", tasks.NewRetentionTask()); err != nil {
+		return nil, fmt.Errorf("register retention: %w", err)
+	}
 	return &Scheduler{s: s, interval: interval}, nil
 }
 

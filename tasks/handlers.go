@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/retention"
 	"github.com/homingdev/homing/sweeper"
 )
 
@@ -16,6 +17,7 @@ import (
 type Handlers struct {
 	Dispatcher *dispatch.Dispatcher
 	Sweeper    *sweeper.Sweeper
+	Retention  *retention.Retention
 	// Client enqueues the first-attempt tasks fan-out creates.
 	Client *asynq.Client
 	Logger *slog.Logger
@@ -27,6 +29,7 @@ func (h *Handlers) Register(mux *asynq.ServeMux) {
 	mux.HandleFunc(TypeDeliver, h.HandleDeliver)
 	mux.HandleFunc(TypeRetry, h.HandleRetry)
 	mux.HandleFunc(TypeSweep, h.HandleSweep)
+	mux.HandleFunc(TypeRetention, h.HandleRetention)
 }
 
 func (h *Handlers) logger() *slog.Logger {
@@ -97,5 +100,14 @@ func (h *Handlers) attempt(ctx context.Context, t *asynq.Task, mode dispatch.Mod
 // HandleSweep runs one sweeper tick.
 func (h *Handlers) HandleSweep(ctx context.Context, _ *asynq.Task) error {
 	_, err := h.Sweeper.RunOnce(ctx)
+	return err
+}
+
+// HandleRetention deletes one run's worth of expired final deliveries.
+func (h *Handlers) HandleRetention(ctx context.Context, _ *asynq.Task) error {
+	if h.Retention == nil {
+		return nil
+	}
+	_, err := h.Retention.RunOnce(ctx)
 	return err
 }

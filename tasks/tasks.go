@@ -19,6 +19,8 @@ const (
 	TypeDeliver = "webhook:deliver"
 	TypeRetry   = "webhook:retry"
 	TypeSweep   = "webhook:sweep"
+	// TypeRetention deletes old final deliveries.
+	TypeRetention = "webhook:retention"
 )
 
 // DefaultQueue carries events and sweeps; deliveries go to their webhook's
@@ -127,4 +129,10 @@ func DecodeDelivery(b []byte) (DeliveryPayload, error) {
 // tick does the same work.
 func NewSweepTask() *asynq.Task {
 	return asynq.NewTask(TypeSweep, []byte("{}"), asynq.Queue(DefaultQueue), asynq.MaxRetry(0), asynq.Timeout(time.Minute))
+}
+
+// NewRetentionTask builds the periodic retention task. It is not retried:
+// the next run continues where this one stopped.
+func NewRetentionTask() *asynq.Task {
+	return asynq.NewTask(TypeRetention, []byte("{}"), asynq.Queue(DefaultQueue), asynq.MaxRetry(0), asynq.Timeout(10*time.Minute))
 }

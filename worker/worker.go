@@ -10,6 +10,7 @@ import (
 
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/logging"
+	"github.com/homingdev/homing/retention"
 	"github.com/homingdev/homing/sweeper"
 	"github.com/homingdev/homing/tasks"
 )
@@ -39,7 +40,10 @@ func New(a *app.App) *Worker {
 		NewTask:   tasks.NewRetryTask,
 		TaskID:    tasks.RetryTaskID,
 	})
-	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Client: client, Logger: a.Log}
+	ret := retention.New(a.DB, retention.Config{
+		Delivered: cfg.Retention.Delivered, Exhausted: cfg.Retention.Exhausted, Clock: a.Clock, Logger: a.Log,
+	})
+	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log}
 	mux := asynq.NewServeMux()
 	h.Register(mux)
 	queues := cfg.Worker.Queues

@@ -1,0 +1,116 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/models"
+)
+
+// WebhookStats is one webhook's line in `homing stats`.
+type WebhookStats struct {
+	Webhook   string `json:"webhook"`
+	Delivered int64  `json:"delivered"`
+	Failed    int64  `json:"failed"`
+	Exhausted int64  `json:"exhausted"`
+	// AttemptsLastHour and SuccessRateLastHour cover attempts made in the
+	// hour before now; the rate is null when there were none.
+	AttemptsLastHour    int64    `json:"attempts_last_hour"`
+	SuccessRateLastHour *float64 `json:"success_rate_last_hour"`
+}
+
+// Stats answers "how is delivery going" at a glance.
+type Stats struct {
+	ByStatus      map[string]int64 `json:"by_status"`
+	Webhooks      []WebhookStats   `json:"webhooks"`
+	FailedBacklog int64            `json:"failed_backlog"`
+	DueNow        int64            `json:"due_now"`
+	OldestOverdue *time.Time       `json:"oldest_overdue_next_retry"`
+	At            time.Time        `json:"at"`
+}
+
+// ComputeStats reads the statistics as of now.
+func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error) {
+	now = now.UTC()
+	st := Stats{ByStatus: map[string]int64{}, At: now}
+	for _, s := range Statuses {
+		st.ByStatus[s] = 0
+	}
+	var rows []struct {
+		WebhookName string
+		Status      string
+		N           int64
+	}
+	if err := db.WithContext(ctx).Model(&models.Delivery{}).
+		Select("webhook_name, status, COUNT(*) AS n").Group("webhook_name, status").Scan(&rows).Error; err != nil {
+		return st, fmt.Errorf("count deliveries: %w", err)
+	}
+	by := map[string]*WebhookStats{}
+	get := func(name string) *WebhookStats {
+		if w, ok := by[name]; ok {
+			return w
+		}
+		w := &WebhookStats{Webhook: name}
+		by[name] = w
+		return w
+	}
+	for _, r := range rows {
+		st.ByStatus[r.Status] += r.N
+		w := get(r.WebhookName)
+		switch r.Status {
+		case models.StatusDelivered:
+			w.Delivered = r.N
+		case models.StatusFailed:
+			w.Failed = r.N
+		case models.StatusExhausted:
+			w.Exhausted = r.N
+		}
+	}
+	st.FailedBacklog = st.ByStatus[models.StatusFailed]
+	var hour []struct {
+		WebhookName string
+		Total       int64
+		OK          int64
+	}
+	if err := db.WithContext(ctx).Table("delivery_attempts a").
+		Select("d.webhook_name AS webhook_name, COUNT(*) AS total, SUM(CASE WHEN a.class = '2xx' THEN 1 ELSE 0 END) AS ok").
+		Joins("JOIN deliveries d ON d.id = a.delivery_id").
+		Where("a.at >= ? AND a.at <= ?", now.Add(-time.Hour), now).
+		Group("d.webhook_name").Scan(&hour).Error; err != nil {
+		return st, fmt.Errorf("count recent attempts: %w", err)
+	}
+	for _, h := range hour {
+		w := get(h.WebhookName)
+		w.AttemptsLastHour = h.Total
+		if h.Total > 0 {
+			rate := float64(h.OK) / float64(h.Total)
+			w.SuccessRateLastHour = &rate
+		}
+	}
+	// Served by deliveries_due.
+	due := db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= ?", models.StatusFailed, now)
+	if err := due.Count(&st.DueNow).Error; err != nil {
+		return st, fmt.Errorf("count due deliveries: %w", err)
+	}
+	if st.DueNow > 0 {
+		var oldest models.Delivery
+		if err := db.WithContext(ctx).Select("next_retry").Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
+			Order("next_retry").Take(&oldest).Error; err != nil {
+			return st, fmt.Errorf("oldest due delivery: %w", err)
+		}
+		t := oldest.NextRetry.UTC()
+		st.OldestOverdue = &t
+	}
+	for _, w := range by {
+		st.Webhooks = append(st.Webhooks, *w)
+	}
+	sort.Slice(st.Webhooks, func(i, j int) bool { return st.Webhooks[i].Webhook < st.Webhooks[j].Webhook })
+	if st.Webhooks == nil {
+		st.Webhooks = []WebhookStats{}
+	}
+	return st, nil
+}

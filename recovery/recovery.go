@@ -1,0 +1,190 @@
+// Package recovery puts deliveries back on the road: retry one, recover many,
+// or resend a frozen payload as a new delivery. Every path only makes rows
+// Failed and due; the sweeper and the retry task do the sending, so there is
+// never a second, parallel path that could double-send.
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/models"
+)
+
+// Errors callers tell apart with errors.Is.
+var (
+	ErrNotFound = errors.New("delivery not found")
+	// ErrInFlight means the delivery's latest attempt has not been recorded
+	// yet; requeueing it now could send it twice.
+	ErrInFlight = errors.New("delivery has an attempt in flight")
+	// ErrDelivered means a Delivered delivery was asked to be retried; use
+	// resend for a new delivery of the same payload.
+	ErrDelivered = errors.New("delivery was delivered")
+)
+
+// BatchSize is how many rows one recover statement touches.
+const BatchSize = 500
+
+// Service changes delivery states on an operator's request.
+type Service struct {
+	db    *gorm.DB
+	clock clock.Clock
+}
+
+// New builds a Service.
+func New(db *gorm.DB, clk clock.Clock) *Service {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Service{db: db, clock: clk}
+}
+
+func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
+
+// settled is the condition that a row's every attempt is recorded: a claimed
+// attempt in flight has counted itself but not written its history yet.
+const settled = "attempts = (SELECT COUNT(*) FROM delivery_attempts a WHERE a.delivery_id = deliveries.id)"
+
+// requeue makes the matching rows Failed and due now, with their retry budget
+// renewed from where they stand (attempt numbers keep counting up, so the
+// history stays unique). The status condition makes concurrent requeues of
+// the same row count it once.
+func (s *Service) requeue(tx *gorm.DB, now time.Time, status string) *gorm.DB {
+	return tx.Model(&models.Delivery{}).
+		Where("status = ?", status).Where(settled).
+		Updates(map[string]any{
+			"status":      models.StatusFailed,
+			"next_retry":  now,
+			"max_retries": gorm.Expr("attempts + (SELECT COALESCE((SELECT w.max_retries FROM webhooks w WHERE w.id = deliveries.webhook_id), deliveries.max_retries))"),
+			"last_error":  "requeued by an operator",
+			"updated_at":  now,
+		})
+}
+
+// Retry makes one Exhausted or Failed delivery Failed and due now, with its
+// attempt budget renewed. The next sweep enqueues it.
+func (s *Service) Retry(ctx context.Context, id string) error {
+	var row models.Delivery
+	err := s.db.WithContext(ctx).Select("id", "status").Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("%w: %q (see homing delivery list)", ErrNotFound, id)
+	}
+	if err != nil {
+		return fmt.Errorf("read delivery %s: %w", id, err)
+	}
+	if row.Status == models.StatusDelivered {
+		return fmt.Errorf("%w: %s (use homing delivery resend %s to send its payload again)", ErrDelivered, id, id)
+	}
+	res := s.requeue(s.db.WithContext(ctx).Where("id = ?", id), s.now(), row.Status)
+	if res.Error != nil {
+		return fmt.Errorf("retry delivery %s: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: %s (try again once it is recorded)", ErrInFlight, id)
+	}
+	return nil
+}
+
+// Filter selects deliveries to recover.
+type Filter struct {
+	Webhook string
+	Since   time.Duration // created within this long before now
+	Status  string        // Exhausted (default) or Failed
+}
+
+// Recover requeues every matching delivery in batches and returns how many
+// it requeued (with dryRun, how many it would). progress, when non-nil, is
+// called after each batch with the running total and the number matched.
+func (s *Service) Recover(ctx context.Context, f Filter, dryRun bool, progress func(done, total int64)) (int64, error) {
+	if f.Status == "" {
+		f.Status = models.StatusExhausted
+	}
+	if f.Status != models.StatusExhausted && f.Status != models.StatusFailed {
+		return 0, fmt.Errorf("status %q cannot be recovered: use Exhausted or Failed", f.Status)
+	}
+	now := s.now()
+	base := func() *gorm.DB {
+		q := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ?", f.Status)
+		if f.Webhook != "" {
+			q = q.Where("webhook_name = ?", f.Webhook)
+		}
+		if f.Since > 0 {
+			q = q.Where("created_at >= ?", now.Add(-f.Since))
+		}
+		return q
+	}
+	var total int64
+	if err := base().Count(&total).Error; err != nil {
+		return 0, fmt.Errorf("count deliveries to recover: %w", err)
+	}
+	if dryRun || total == 0 {
+		return total, nil
+	}
+	var done int64
+	cursor := ""
+	for {
+		var ids []string
+		// Served by deliveries_status_created / the primary key.
+		if err := base().Where("id > ?", cursor).Order("id").Limit(BatchSize).Pluck("id", &ids).Error; err != nil {
+			return done, fmt.Errorf("select deliveries to recover: %w", err)
+		}
+		if len(ids) == 0 {
+			break
+		}
+		cursor = ids[len(ids)-1]
+		res := s.requeue(s.db.WithContext(ctx).Where("id IN ?", ids), now, f.Status)
+		if res.Error != nil {
+			return done, fmt.Errorf("recover deliveries: %w", res.Error)
+		}
+		done += res.RowsAffected
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	return done, nil
+}
+
+// Resend creates a new delivery of id's frozen payload and headers (even of
+// a Delivered one), linked to the original, Failed and due now so the next
+// sweep sends it. It returns the new delivery's ID.
+func (s *Service) Resend(ctx context.Context, id string) (string, error) {
+	var orig models.Delivery
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&orig).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", fmt.Errorf("%w: %q (see homing delivery list)", ErrNotFound, id)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read delivery %s: %w", id, err)
+	}
+	if len(orig.Payload) == 0 && orig.Attempts == 0 && orig.Status == models.StatusExhausted {
+		return "", fmt.Errorf("delivery %s was never built (%s): there is no payload to resend", id, orig.LastError)
+	}
+	now := s.now()
+	maxRetries := orig.MaxRetries
+	var hook models.Webhook
+	if err := s.db.WithContext(ctx).Select("max_retries").Where("id = ?", orig.WebhookID).Take(&hook).Error; err == nil {
+		maxRetries = hook.MaxRetries
+	}
+	newID := uuid.Must(uuid.NewV7()).String()
+	from := orig.ID
+	row := models.Delivery{
+		ID: newID, WebhookID: orig.WebhookID, WebhookName: orig.WebhookName,
+		// A new event ID keeps the (event, webhook) key unique: this is a
+		// deliberate second delivery of the same event.
+		EventID: orig.EventID + "/resend/" + newID,
+		DocType: orig.DocType, DocName: orig.DocName, DocEvent: orig.DocEvent,
+		Method: orig.Method, URL: orig.URL, Headers: orig.Headers, Payload: orig.Payload,
+		Status: models.StatusFailed, NextRetry: &now, MaxRetries: maxRetries,
+		ResentFrom: &from, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		return "", fmt.Errorf("resend delivery %s: %w", id, err)
+	}
+	return newID, nil
+}

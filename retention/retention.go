@@ -1,0 +1,112 @@
+// Package retention deletes old final deliveries (and their attempt
+// history) in small batches, so it never holds a long lock on the table. It
+// never touches Failed rows: those still have an attempt scheduled.
+package retention
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/models"
+)
+
+// Defaults for how long final deliveries are kept.
+const (
+	DefaultDelivered = 30 * 24 * time.Hour
+	DefaultExhausted = 90 * 24 * time.Hour
+	// BatchSize rows are deleted per statement.
+	BatchSize = 500
+	// maxBatches bounds one run; the next run continues.
+	maxBatches = 200
+)
+
+// Config says how long each final status is kept.
+type Config struct {
+	Delivered time.Duration
+	Exhausted time.Duration
+	BatchSize int
+	Clock     clock.Clock
+	Logger    *slog.Logger
+}
+
+// Retention deletes expired deliveries.
+type Retention struct {
+	db  *gorm.DB
+	cfg Config
+}
+
+// New builds a Retention.
+func New(db *gorm.DB, cfg Config) *Retention {
+	if cfg.Delivered <= 0 {
+		cfg.Delivered = DefaultDelivered
+	}
+	if cfg.Exhausted <= 0 {
+		cfg.Exhausted = DefaultExhausted
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = BatchSize
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Retention{db: db, cfg: cfg}
+}
+
+// Result counts what one run deleted.
+type Result struct {
+	Delivered int64
+	Exhausted int64
+}
+
+// RunOnce deletes Delivered rows created before now − retention.delivered and
+// Exhausted rows created before now − retention.exhausted.
+func (r *Retention) RunOnce(ctx context.Context) (Result, error) {
+	now := r.cfg.Clock.Now().UTC()
+	var res Result
+	var err error
+	if res.Delivered, err = r.purge(ctx, models.StatusDelivered, now.Add(-r.cfg.Delivered)); err != nil {
+		return res, err
+	}
+	if res.Exhausted, err = r.purge(ctx, models.StatusExhausted, now.Add(-r.cfg.Exhausted)); err != nil {
+		return res, err
+	}
+	if res.Delivered+res.Exhausted > 0 {
+		r.cfg.Logger.Info("retention", "delivered_deleted", res.Delivered, "exhausted_deleted", res.Exhausted)
+	}
+	return res, nil
+}
+
+func (r *Retention) purge(ctx context.Context, status string, before time.Time) (int64, error) {
+	var total int64
+	for i := 0; i < maxBatches; i++ {
+		var ids []string
+		// Served by deliveries_status_created (status, created_at).
+		if err := r.db.WithContext(ctx).Model(&models.Delivery{}).
+			Where("status = ? AND created_at < ?", status, before).
+			Order("created_at").Limit(r.cfg.BatchSize).Pluck("id", &ids).Error; err != nil {
+			return total, fmt.Errorf("select expired %s deliveries: %w", status, err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		// The status condition again: a row requeued since the select stays.
+		// Attempt history goes with its delivery (ON DELETE CASCADE).
+		res := r.db.WithContext(ctx).Where("id IN ? AND status = ?", ids, status).Delete(&models.Delivery{})
+		if res.Error != nil {
+			return total, fmt.Errorf("delete expired %s deliveries: %w", status, res.Error)
+		}
+		total += res.RowsAffected
+		if len(ids) < r.cfg.BatchSize {
+			return total, nil
+		}
+	}
+	return total, nil
+}

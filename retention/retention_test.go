@@ -1,0 +1,81 @@
+package retention_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/retention"
+)
+
+func seed(t *testing.T, db *gorm.DB, id, status string, created time.Time) {
+	t.Helper()
+	d := models.Delivery{
+		ID: id, WebhookID: "w", WebhookName: "orders", EventID: id, DocType: "D", DocEvent: "on_update",
+		Method: "POST", URL: "http://x", Payload: []byte("{}"), Status: status, Attempts: 1, MaxRetries: 3,
+		CreatedAt: created, UpdatedAt: created,
+	}
+	if status == models.StatusFailed {
+		next := created.Add(time.Hour)
+		d.NextRetry = &next
+	}
+	if err := db.Create(&d).Error; err != nil {
+		t.Fatal(err)
+	}
+	code := 200
+	if err := db.Create(&models.Attempt{DeliveryID: id, Attempt: 1, At: created, Method: "POST", URL: "http://x", StatusCode: &code}).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetentionDeletesOnlyExpiredFinalRows(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			day := 24 * time.Hour
+			seed(t, db, "delivered-old", models.StatusDelivered, now.Add(-31*day))
+			seed(t, db, "delivered-new", models.StatusDelivered, now.Add(-29*day))
+			seed(t, db, "exhausted-old", models.StatusExhausted, now.Add(-91*day))
+			seed(t, db, "exhausted-mid", models.StatusExhausted, now.Add(-60*day))
+			seed(t, db, "failed-ancient", models.StatusFailed, now.Add(-400*day))
+			for i := 0; i < 7; i++ { // more than one batch
+				seed(t, db, "delivered-batch-"+string(rune('a'+i)), models.StatusDelivered, now.Add(-40*day))
+			}
+			r := retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3})
+			res, err := r.RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Delivered != 8 || res.Exhausted != 1 {
+				t.Fatalf("deleted %+v, want 8 delivered and 1 exhausted", res)
+			}
+			var left []string
+			db.Model(&models.Delivery{}).Order("id").Pluck("id", &left)
+			want := []string{"delivered-new", "exhausted-mid", "failed-ancient"}
+			if len(left) != len(want) {
+				t.Fatalf("left %v, want %v", left, want)
+			}
+			for i := range want {
+				if left[i] != want[i] {
+					t.Fatalf("left %v, want %v", left, want)
+				}
+			}
+			var hist int64
+			db.Model(&models.Attempt{}).Count(&hist)
+			if hist != 3 {
+				t.Fatalf("%d attempt rows left, want the 3 of the kept deliveries", hist)
+			}
+			if res, err := r.RunOnce(context.Background()); err != nil || res.Delivered+res.Exhausted != 0 {
+				t.Fatalf("second run %+v %v", res, err)
+			}
+		})
+	}
+}
