@@ -66,9 +66,11 @@ func (e *messageError) Unwrap() error { return e.err }
 // oneLine folds a multi-line error message into the single line the
 // command-line contract promises on stderr.
 func oneLine(s string) string {
-	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
-	for i, l := range lines {
-		lines[i] = strings.TrimSpace(l)
+	var lines []string
+	for _, l := range strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
 	}
 	return strings.Join(lines, "; ")
 }

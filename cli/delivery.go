@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homingdev/homing/inspect"
+)
+
+func newDeliveryCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "delivery",
+		Short: "Inspect deliveries: what was sent, and what happened on each attempt",
+	}
+	group(cmd)
+	cmd.AddCommand(newDeliveryListCmd(e), newDeliveryShowCmd(e))
+	return cmd
+}
+
+func newDeliveryListCmd(e *env) *cobra.Command {
+	var (
+		f      inspect.Filter
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List deliveries, newest first",
+		Args:  argNames(),
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("status") {
+				s, ok := canonicalStatus(f.Status)
+				if !ok {
+					return usagef("--status %q is not one of %s", f.Status, strings.Join(inspect.Statuses, ", "))
+				}
+				f.Status = s
+			}
+			if f.Limit < 1 {
+				return usagef("--limit %d must be at least 1", f.Limit)
+			}
+			return nil
+		},
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			cfg, err := e.config()
+			if err != nil {
+				return err
+			}
+			a, err := e.openApp(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			ds, err := inspect.List(cmd.Context(), a.DB, f)
+			if err != nil {
+				return err
+			}
+			if ds == nil {
+				ds = []inspect.Delivery{}
+			}
+			if asJSON {
+				return writeJSON(e.stdout, ds)
+			}
+			return printDeliveryTable(e.stdout, ds)
+		}),
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.Status, "status", "", "only deliveries in `STATUS`: "+strings.Join(inspect.Statuses, ", "))
+	fs.StringVar(&f.Webhook, "webhook", "", "only deliveries of webhook `NAME`")
+	fs.StringVar(&f.EventID, "event-id", "", "only deliveries of event `ID`")
+	fs.IntVar(&f.Limit, "limit", 50, "at most `N` deliveries")
+	fs.BoolVar(&asJSON, "json", false, "print the deliveries as a JSON array")
+	return cmd
+}
+
+// canonicalStatus accepts a status in any letter case.
+func canonicalStatus(s string) (string, bool) {
+	for _, st := range inspect.Statuses {
+		if strings.EqualFold(s, st) {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+func newDeliveryShowCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a delivery: its frozen request and the history of its attempts",
+		Args:  argNames("delivery ID"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			cfg, err := e.config()
+			if err != nil {
+				return err
+			}
+			a, err := e.openApp(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			d, err := inspect.Show(cmd.Context(), a.DB, pos[0])
+			if err != nil {
+				return err
+			}
+			if d.History == nil {
+				d.History = []inspect.Attempt{}
+			}
+			if asJSON {
+				return writeJSON(e.stdout, d)
+			}
+			return printDelivery(e.stdout, d)
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the delivery as JSON")
+	return cmd
+}
+
+func printDeliveryTable(w io.Writer, ds []inspect.Delivery) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tATTEMPTS\tWEBHOOK\tDOCUMENT\tEVENT\tNEXT RETRY\tLAST")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n",
+			d.ID, d.Status, d.Attempts, d.MaxRetries+1, d.Webhook, document(d), d.DocEvent,
+			timeOrDash(d.NextRetry), last(d))
+	}
+	return tw.Flush()
+}
+
+func printDelivery(w io.Writer, d inspect.Detail) error {
+	p := &printer{w: w}
+	tw := tabwriter.NewWriter(p, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("id", d.ID)
+	row("webhook", d.Webhook)
+	row("event", fmt.Sprintf("%s of %s (event id %s)", d.DocEvent, document(d.Delivery), d.EventID))
+	status := d.Status
+	if d.NextRetry != nil {
+		status += " (next retry " + d.NextRetry.Format(time.RFC3339) + ")"
+	}
+	row("status", status)
+	row("attempts", fmt.Sprintf("%d of %d", d.Attempts, d.MaxRetries+1))
+	row("request", d.Method+" "+d.URL)
+	for _, k := range sortedKeys(d.Headers) {
+		row("header", k+": "+d.Headers[k])
+	}
+	row("payload", oneLine(d.Payload))
+	if d.LastStatusCode != nil {
+		row("last status", fmt.Sprint(*d.LastStatusCode))
+	}
+	if d.LastError != "" {
+		row("last error", oneLine(d.LastError))
+	}
+	row("created", d.CreatedAt.Format(time.RFC3339))
+	row("updated", d.UpdatedAt.Format(time.RFC3339))
+	_ = tw.Flush()
+
+	p.printf("\n")
+	tw = tabwriter.NewWriter(p, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ATTEMPT\tAT\tSTATUS\tDURATION\tURL\tERROR")
+	for _, h := range d.History {
+		code := "-"
+		if h.StatusCode != nil {
+			code = fmt.Sprint(*h.StatusCode)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%s %s\t%s\n", h.Attempt, h.At.Format(time.RFC3339), code, h.DurationMS, h.Method, h.URL, oneLine(h.Error))
+	}
+	if len(d.History) == 0 {
+		fmt.Fprintln(tw, "(no attempt yet)")
+	}
+	_ = tw.Flush()
+	return p.err
+}
+
+func document(d inspect.Delivery) string {
+	if d.DocName == "" {
+		return d.DocType
+	}
+	return d.DocType + " " + d.DocName
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
+func last(d inspect.Delivery) string {
+	var parts []string
+	if d.LastStatusCode != nil {
+		parts = append(parts, fmt.Sprint(*d.LastStatusCode))
+	}
+	if d.LastError != "" {
+		parts = append(parts, oneLine(d.LastError))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}

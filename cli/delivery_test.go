@@ -1,0 +1,159 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/store"
+)
+
+// deliveryKeys are the fields of `homing delivery list --json`, exactly.
+var deliveryKeys = []string{
+	"id", "webhook", "event_id", "doc_type", "doc_name", "doc_event", "status", "attempts",
+	"max_retries", "next_retry", "method", "url", "last_status_code", "last_error",
+	"created_at", "updated_at",
+}
+
+// seedDeliveries writes a Failed delivery with one attempt and a Delivered
+// one, as the worker would have left them.
+func (s *site) seedDeliveries() {
+	s.t.Helper()
+	db, err := store.Open(s.dsn)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer func() { _ = store.Close(db) }()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	next := t0.Add(5 * time.Minute)
+	code503, code200 := 503, 200
+	rows := []models.Delivery{{
+		ID: "dlv-failed", WebhookID: "wh-1", WebhookName: "orders", EventID: "evt-1", DocType: "Sales Order",
+		DocName: "SO-1", DocEvent: "on_submit", Method: "POST", URL: "https://erp.example.com/hook",
+		Headers: models.StringMap{"Content-Type": "application/json", "X-Tenant": "acme"},
+		Payload: []byte(`{"name": "SO-1"}`), Status: models.StatusFailed, Attempts: 1, MaxRetries: 3,
+		NextRetry: &next, LastStatusCode: &code503, LastError: "HTTP 503 Service Unavailable",
+		CreatedAt: t0, UpdatedAt: t0,
+	}, {
+		ID: "dlv-ok", WebhookID: "wh-2", WebhookName: "invoices", EventID: "evt-2", DocType: "Sales Invoice",
+		DocName: "SINV-1", DocEvent: "on_submit", Method: "PUT", URL: "https://erp.example.com/inv",
+		Headers: models.StringMap{}, Payload: []byte(`{}`), Status: models.StatusDelivered, Attempts: 1, MaxRetries: 3,
+		LastStatusCode: &code200, CreatedAt: t0.Add(time.Minute), UpdatedAt: t0.Add(time.Minute),
+	}}
+	if err := db.Create(&rows).Error; err != nil {
+		s.t.Fatal(err)
+	}
+	att := models.Attempt{DeliveryID: "dlv-failed", Attempt: 1, At: t0, Method: "POST", URL: "https://erp.example.com/hook",
+		RequestHeaders: models.StringMap{}, StatusCode: &code503, DurationMS: 42, Class: "http", Error: "HTTP 503 Service Unavailable"}
+	if err := db.Create(&att).Error; err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func ids(list []map[string]any) []string {
+	var out []string
+	for _, d := range list {
+		out = append(out, d["id"].(string))
+	}
+	return out
+}
+
+func TestDeliveryList(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	if r := s.ok("delivery", "list", "--json"); strings.TrimSpace(r.stdout) != "[]" {
+		t.Errorf("empty list --json = %q", r.stdout)
+	}
+	s.seedDeliveries()
+
+	all := array(t, s.ok("delivery", "list", "--json").stdout)
+	if got := strings.Join(ids(all), ","); got != "dlv-ok,dlv-failed" {
+		t.Fatalf("list = %s, want newest first", got)
+	}
+	for _, d := range all {
+		checkKeys(t, "delivery list --json", d, deliveryKeys)
+	}
+	failed := all[1]
+	if failed["next_retry"] != "2026-03-01T12:05:00Z" || failed["last_status_code"] != float64(503) ||
+		failed["status"] != "Failed" || failed["attempts"] != float64(1) || failed["webhook"] != "orders" {
+		t.Errorf("failed delivery = %v", failed)
+	}
+	if all[0]["next_retry"] != nil {
+		t.Errorf("delivered next_retry = %v, want null", all[0]["next_retry"])
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--status", "Failed"}, "dlv-failed"},
+		{[]string{"--status", "delivered"}, "dlv-ok"},
+		{[]string{"--status", "Exhausted"}, ""},
+		{[]string{"--webhook", "orders"}, "dlv-failed"},
+		{[]string{"--event-id", "evt-2"}, "dlv-ok"},
+		{[]string{"--limit", "1"}, "dlv-ok"},
+		{[]string{"--webhook", "orders", "--status", "Delivered"}, ""},
+	} {
+		got := array(t, s.ok(append([]string{"delivery", "list", "--json"}, tc.args...)...).stdout)
+		if strings.Join(ids(got), ",") != tc.want {
+			t.Errorf("delivery list %v = %v, want %q", tc.args, ids(got), tc.want)
+		}
+	}
+
+	r := s.ok("delivery", "list")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") || !strings.HasPrefix(lines[2], "dlv-failed") ||
+		!strings.Contains(lines[2], "Failed") || !strings.Contains(lines[2], "503") {
+		t.Errorf("plain list:\n%s", r.stdout)
+	}
+}
+
+func TestDeliveryShow(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	s.seedDeliveries()
+
+	d := object(t, s.ok("delivery", "show", "dlv-failed", "--json").stdout)
+	for _, k := range append(deliveryKeys, "headers", "payload", "history") {
+		if _, ok := d[k]; !ok {
+			t.Errorf("delivery show --json lacks %q", k)
+		}
+	}
+	if h := d["headers"].(map[string]any); h["X-Tenant"] != "acme" || h["Content-Type"] != "application/json" {
+		t.Errorf("headers = %v", h)
+	}
+	if d["payload"] != `{"name": "SO-1"}` {
+		t.Errorf("payload = %#v", d["payload"])
+	}
+	history, _ := d["history"].([]any)
+	if len(history) != 1 {
+		t.Fatalf("history = %v", d["history"])
+	}
+	h := history[0].(map[string]any)
+	for k, v := range map[string]any{"attempt": float64(1), "at": "2026-03-01T12:00:00Z", "status_code": float64(503),
+		"duration_ms": float64(42), "error": "HTTP 503 Service Unavailable"} {
+		if h[k] != v {
+			t.Errorf("history[0].%s = %#v, want %#v", k, h[k], v)
+		}
+	}
+	if got := object(t, s.ok("delivery", "show", "dlv-ok", "--json").stdout)["history"]; got == nil {
+		t.Error("history of a delivery without attempts is null, want []")
+	}
+
+	r := s.ok("delivery", "show", "dlv-failed")
+	for _, want := range []string{"dlv-failed", "orders", "Failed", "next retry 2026-03-01T12:05:00Z", "POST https://erp.example.com/hook",
+		"X-Tenant: acme", `{"name": "SO-1"}`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plain show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	_, table, ok := strings.Cut(r.stdout, "\n\n")
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if !ok || len(lines) != 2 || !strings.HasPrefix(lines[0], "ATTEMPT") || !strings.HasPrefix(lines[1], "1 ") ||
+		!strings.Contains(lines[1], "503") || !strings.Contains(lines[1], "42ms") {
+		t.Errorf("history table:\n%s", table)
+	}
+
+	s.fails(1, []string{"delivery", "show", "nope"}, "delivery not found", `"nope"`, "homing delivery list")
+}

@@ -1,0 +1,198 @@
+// Package cli implements Homing's command-line tools: the homing admin
+// command, enqueue, worker and scheduler. Each entry point builds a fresh
+// command tree around its own streams and configuration, so nothing is shared
+// between calls and tests can run them in parallel in one process.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/logging"
+)
+
+// env is what one invocation runs with: its streams, its raw arguments and
+// its configuration, loaded once on first use.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	// args are the arguments as given, before cobra takes the flags out; a
+	// bare --secret needs them to find its value (see takeBareSecret).
+	args []string
+
+	configPath string
+	cfg        *config.Config
+}
+
+// config loads the configuration named by --config (and the HOMING_*
+// environment) the first time a command needs it.
+func (e *env) config() (config.Config, error) {
+	if e.cfg == nil {
+		cfg, err := config.Load(e.configPath)
+		if err != nil {
+			return config.Config{}, err
+		}
+		e.cfg = &cfg
+	}
+	return *e.cfg, nil
+}
+
+// logger is the configured logger for the long-running commands.
+func (e *env) logger(cfg config.Config) (*slog.Logger, error) {
+	return logging.New(e.stderr, cfg.Log.Level, cfg.Log.Format)
+}
+
+// quietLogger is the logger of one-shot commands: what they did is their
+// output, so informational log lines would only clutter stderr; warnings and
+// errors still show, and log.level debug still shows everything.
+func (e *env) quietLogger(cfg config.Config) (*slog.Logger, error) {
+	level := cfg.Log.Level
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err == nil && lvl > slog.LevelDebug && lvl < slog.LevelWarn {
+		level = "warn"
+	}
+	return logging.New(e.stderr, level, cfg.Log.Format)
+}
+
+// openApp opens the database (migrating it when database.auto_migrate is
+// set) for a one-shot command.
+func (e *env) openApp(ctx context.Context, cfg config.Config) (*app.App, error) {
+	log, err := e.quietLogger(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return app.Open(ctx, cfg, log, app.Options{})
+}
+
+// Homing runs the admin command with args (without the program name) and
+// returns its exit status: 0 success, 1 failure, 2 bad usage.
+func Homing(args []string, stdout, stderr io.Writer) int {
+	e := newEnv(args, stdout, stderr)
+	return execute(newHomingCmd(e), e)
+}
+
+// Enqueue runs the enqueue command.
+func Enqueue(args []string, stdout, stderr io.Writer) int {
+	e := newEnv(args, stdout, stderr)
+	return execute(newEnqueueCmd(e), e)
+}
+
+// Worker runs the worker until SIGINT or SIGTERM.
+func Worker(args []string, stdout, stderr io.Writer) int {
+	e := newEnv(args, stdout, stderr)
+	return execute(newWorkerCmd(e), e)
+}
+
+// Scheduler runs the scheduler until SIGINT or SIGTERM.
+func Scheduler(args []string, stdout, stderr io.Writer) int {
+	e := newEnv(args, stdout, stderr)
+	return execute(newSchedulerCmd(e), e)
+}
+
+func newEnv(args []string, stdout, stderr io.Writer) *env {
+	return &env{stdin: os.Stdin, stdout: stdout, stderr: stderr, args: args}
+}
+
+func newHomingCmd(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "homing",
+		Short: "Administer Homing webhooks and deliveries",
+		Long: "homing manages webhooks, inspects deliveries, migrates the database and runs\n" +
+			"the worker and scheduler. Configuration comes from --config FILE and HOMING_* variables.",
+	}
+	group(root)
+	root.AddCommand(
+		newMigrateCmd(e),
+		newWebhookCmd(e),
+		newDeliveryCmd(e),
+		newSecretsCmd(e),
+		newWorkerCmd(e),
+		newSchedulerCmd(e),
+	)
+	return root
+}
+
+// execute runs root on e's arguments and reports an error in one line on
+// stderr, prefixed with the program's name.
+func execute(root *cobra.Command, e *env) int {
+	root.PersistentFlags().StringVar(&e.configPath, "config", "", "configuration `FILE` (YAML); HOMING_* variables override it")
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetArgs(e.args)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	cmd, err := root.ExecuteContextC(context.Background())
+	code := exitCode(err)
+	if err == nil {
+		return code
+	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.silent {
+		return code
+	}
+	msg := oneLine(err.Error())
+	if code == exitUsage && cmd != nil {
+		msg += fmt.Sprintf(" (see %s --help)", cmd.CommandPath())
+	}
+	fmt.Fprintf(e.stderr, "%s: %s\n", root.Name(), msg)
+	return code
+}
+
+// group makes cmd a command that only holds subcommands: run alone or with
+// an unknown subcommand it is bad usage, not a help page with status 0.
+func group(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		if len(args) == 0 {
+			return usagef("missing command: use one of %s", strings.Join(names, ", "))
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf(": did you mean %s?", strings.Join(s, " or "))
+		} else {
+			msg += fmt.Sprintf(": use one of %s", strings.Join(names, ", "))
+		}
+		return usagef("%s", msg)
+	}
+}
+
+// run marks the errors of a command's work as failures (exit status 1);
+// usage errors it returns keep status 2.
+func run(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		return failure(fn(cmd, args))
+	}
+}
+
+// argNames checks the positional arguments against their names, saying which
+// one is missing or unexpected.
+func argNames(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, got []string) error {
+		switch {
+		case len(got) < len(names):
+			return usagef("missing %s", names[len(got)])
+		case len(got) > len(names):
+			return usagef("unexpected argument %q", got[len(names)])
+		}
+		return nil
+	}
+}

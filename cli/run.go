@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/scheduler"
+	"github.com/homingdev/homing/worker"
+)
+
+// untilSignalled is the context a long-running command runs in: it ends on
+// SIGINT or SIGTERM, and the command then stops gracefully.
+func untilSignalled(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// pingRedis fails fast, with a message naming the setting to fix, when
+// Redis cannot be reached at start-up; asynq itself would start anyway and
+// log connection errors forever.
+func pingRedis(ctx context.Context, opt asynq.RedisConnOpt) error {
+	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		return nil
+	}
+	defer func() { _ = rdb.Close() }()
+	ctx, cancel := context.WithTimeout(ctx, redisPingTimeout)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("cannot reach Redis (check redis.url or HOMING_REDIS_URL): %w", err)
+	}
+	return nil
+}
+
+// redisPingTimeout bounds the start-up check of Redis.
+const redisPingTimeout = 10 * time.Second
+
+func newWorkerCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "worker",
+		Short: "Run the worker: fan-out, first attempts, retries and sweeps, until signalled",
+		Args:  argNames(),
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			cfg, err := e.config()
+			if err != nil {
+				return err
+			}
+			log, err := e.logger(cfg)
+			if err != nil {
+				return err
+			}
+			routeRedisLogs(log, slog.LevelDebug) // until started: pingRedis reports
+			ctx, stop := untilSignalled(cmd.Context())
+			defer stop()
+			a, err := app.Open(ctx, cfg, log, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			if err := pingRedis(ctx, a.Redis); err != nil {
+				return err
+			}
+			w := worker.New(a)
+			if err := w.Start(); err != nil {
+				return err
+			}
+			routeRedisLogs(log, slog.LevelWarn)
+			started := []any{"concurrency", cfg.Worker.Concurrency, "queues", cfg.Worker.Queues}
+			if addr := w.MetricsAddr(); addr != "" {
+				started = append(started, "metrics_addr", addr)
+			}
+			log.Info("worker started", started...)
+			<-ctx.Done()
+			stop() // a second signal now ends the process at once
+			log.Info("worker stopping: finishing in-flight deliveries", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
+			w.Stop()
+			log.Info("worker stopped")
+			return nil
+		}),
+	}
+}
+
+func newSchedulerCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "scheduler",
+		Short: "Run the scheduler: enqueue a sweep every sweeper.interval, until signalled",
+		Args:  argNames(),
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			cfg, err := e.config()
+			if err != nil {
+				return err
+			}
+			log, err := e.logger(cfg)
+			if err != nil {
+				return err
+			}
+			routeRedisLogs(log, slog.LevelDebug) // until started: pingRedis reports
+			ctx, stop := untilSignalled(cmd.Context())
+			defer stop()
+			opt, err := app.RedisOpt(cfg.Redis.URL)
+			if err != nil {
+				return err
+			}
+			if err := pingRedis(ctx, opt); err != nil {
+				return err
+			}
+			s, err := scheduler.New(opt, cfg.Sweeper.Interval, log)
+			if err != nil {
+				return err
+			}
+			if err := s.Start(); err != nil {
+				return err
+			}
+			routeRedisLogs(log, slog.LevelWarn)
+			log.Info("scheduler started", "sweep_interval", cfg.Sweeper.Interval.String())
+			<-ctx.Done()
+			stop()
+			s.Stop()
+			log.Info("scheduler stopped")
+			return nil
+		}),
+	}
+}

@@ -1,0 +1,557 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/webhook"
+)
+
+// generateSecret is what a bare --secret stands for. It can never be a
+// secret itself: ParseSecret refuses anything shorter than 16 bytes.
+const generateSecret = "generate"
+
+func newWebhookCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "webhook",
+		Short: "Create, change and inspect webhooks",
+	}
+	group(cmd)
+	cmd.AddCommand(
+		newWebhookCreateCmd(e),
+		newWebhookUpdateCmd(e),
+		newWebhookEnableCmd(e, true),
+		newWebhookEnableCmd(e, false),
+		newWebhookDeleteCmd(e),
+		newWebhookListCmd(e),
+		newWebhookShowCmd(e),
+		newWebhookRotateCmd(e),
+	)
+	return cmd
+}
+
+// webhookFlags are the flags create and update share.
+type webhookFlags struct {
+	name, doctype, event, url    string
+	method, structure, template  string
+	condition, secret, signature string
+	queue                        string
+	fields, headers              []string
+	maxRetries                   int
+	timeout                      time.Duration
+	disabled, json               bool
+}
+
+func (f *webhookFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.name, "name", "", "webhook `NAME` (unique)")
+	fs.StringVar(&f.doctype, "doctype", "", "document type to listen to, e.g. \"Sales Order\"")
+	fs.StringVar(&f.event, "event", "", "document event: "+strings.Join(models.DocEvents, ", "))
+	fs.StringVar(&f.url, "url", "", "http(s) `URL` to deliver to")
+	fs.StringVar(&f.method, "method", "", "HTTP method: "+strings.Join(webhook.Methods, ", ")+" (default POST)")
+	fs.StringVar(&f.structure, "structure", "", "request body structure: json or form (default json)")
+	fs.StringVar(&f.template, "template", "", "Jinja body `TEMPLATE`, or @FILE to read it from a file")
+	fs.StringArrayVar(&f.fields, "field", nil, "document field to send, as `fieldname=key` (repeatable, in order)")
+	fs.StringArrayVar(&f.headers, "header", nil, "custom request header, as `'K: V'` (repeatable)")
+	fs.StringVar(&f.condition, "condition", "", "`EXPR` on doc that must hold, e.g. 'doc.status == \"Paid\"'")
+	fs.StringVar(&f.secret, "secret", "", "signing `SECRET`; given without a value, a new one is generated and printed once")
+	fs.Lookup("secret").NoOptDefVal = generateSecret
+	fs.StringVar(&f.signature, "signature", "", "signature headers: both, standard, frappe or none (default both)")
+	fs.IntVar(&f.maxRetries, "max-retries", 0, "retries after the first attempt (default retry.default_max_retries)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "timeout of one attempt, e.g. 5s (default delivery.timeout)")
+	fs.StringVar(&f.queue, "queue", "", "asynq queue the deliveries run on (default \"default\")")
+	fs.BoolVar(&f.disabled, "disabled", false, "keep the webhook disabled")
+	fs.BoolVar(&f.json, "json", false, "print the webhook as JSON")
+}
+
+// input turns the flags actually given into a webhook.Input; the secret is
+// handled by the caller. Reading --template @FILE can fail.
+func (f *webhookFlags) input(fs *pflag.FlagSet) (webhook.Input, error) {
+	var in webhook.Input
+	str := func(flag string, v *string) *string {
+		if fs.Changed(flag) {
+			return v
+		}
+		return nil
+	}
+	in.Name = str("name", &f.name)
+	in.DocType = str("doctype", &f.doctype)
+	in.Event = str("event", &f.event)
+	in.URL = str("url", &f.url)
+	in.Method = str("method", &f.method)
+	in.Structure = str("structure", &f.structure)
+	in.Condition = str("condition", &f.condition)
+	in.Signature = str("signature", &f.signature)
+	in.Queue = str("queue", &f.queue)
+	if fs.Changed("template") {
+		t, err := readTemplate(f.template)
+		if err != nil {
+			return in, err
+		}
+		in.Template = &t
+	}
+	if fs.Changed("field") {
+		in.Fields = listFlag(f.fields)
+	}
+	if fs.Changed("header") {
+		in.Headers = listFlag(f.headers)
+	}
+	if fs.Changed("max-retries") {
+		in.MaxRetries = &f.maxRetries
+	}
+	if fs.Changed("timeout") {
+		in.Timeout = &f.timeout
+	}
+	if fs.Changed("disabled") {
+		enabled := !f.disabled
+		in.Enabled = &enabled
+	}
+	return in, nil
+}
+
+// listFlag is the value of a repeatable flag: the values given, which
+// replace the whole list; a single empty value (--field "") empties it.
+func listFlag(values []string) *[]string {
+	if len(values) == 1 && values[0] == "" {
+		return &[]string{}
+	}
+	return &values
+}
+
+// readTemplate returns the template text, reading @FILE exactly as stored.
+func readTemplate(v string) (string, error) {
+	path, ok := strings.CutPrefix(v, "@")
+	if !ok {
+		return v, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--template @%s: %w", path, err)
+	}
+	return string(b), nil
+}
+
+// takeBareSecret finds the value of a bare "--secret VALUE". pflag reads
+// "--secret" alone as the generate sentinel (its NoOptDefVal) and leaves
+// VALUE among the positional arguments; when there is one argument more than
+// the command takes (maxArgs) and it is the one that followed --secret in the
+// command line, it is the secret. It returns the secret to use ("" with
+// generate false means none was given), whether to generate one, and the
+// positional arguments left.
+func takeBareSecret(e *env, fs *pflag.FlagSet, value string, pos []string, maxArgs int) (secret string, given, generate bool, rest []string) {
+	if !fs.Changed("secret") {
+		return "", false, false, pos
+	}
+	if value != generateSecret {
+		return value, true, false, pos
+	}
+	if len(pos) == maxArgs+1 {
+		if next, ok := afterBareSecret(e.args); ok {
+			if i := slices.Index(pos, next); i >= 0 {
+				return next, true, false, slices.Delete(slices.Clone(pos), i, i+1)
+			}
+		}
+	}
+	return "", true, true, pos
+}
+
+// afterBareSecret returns the argument after the last bare --secret.
+func afterBareSecret(raw []string) (string, bool) {
+	if i := slices.Index(raw, "--"); i >= 0 {
+		raw = raw[:i]
+	}
+	for i := len(raw) - 2; i >= 0; i-- {
+		if raw[i] == "--secret" {
+			return raw[i+1], true
+		}
+	}
+	return "", false
+}
+
+// newSecret generates a webhook secret.
+func newSecret() (string, error) {
+	s, err := signing.GenerateSecret()
+	if err != nil {
+		return "", err
+	}
+	return string(s), nil
+}
+
+// webhooks opens the database and the webhook service on it; the caller
+// closes the App.
+func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) {
+	cfg, err := e.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := e.openApp(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
+		MaxRetries: cfg.Retry.DefaultMaxRetries,
+		Timeout:    cfg.Delivery.Timeout,
+	}, a.Log)
+	return svc, a, nil
+}
+
+// webhookError puts the webhook's name in front of a validation error, as in
+// `webhook "orders": url: "ftp://x" is not http(s)`.
+func webhookError(name string, err error) error {
+	if errors.Is(err, webhook.ErrInvalid) {
+		detail := strings.TrimPrefix(err.Error(), webhook.ErrInvalid.Error()+": ")
+		if name == "" {
+			return &messageError{msg: "webhook: " + detail, err: err}
+		}
+		return &messageError{msg: fmt.Sprintf("webhook %q: %s", name, detail), err: err}
+	}
+	return err
+}
+
+// shownView is a webhook as printed by create, update and rotate-secret: the
+// generated secret appears here, once, and nowhere else.
+type shownView struct {
+	webhook.View
+	Secret string `json:"secret,omitempty"`
+}
+
+func newWebhookCreateCmd(e *env) *cobra.Command {
+	var f webhookFlags
+	cmd := &cobra.Command{
+		Use:   "create --name N --doctype D --event E --url U [flags]",
+		Short: "Create a webhook",
+		// A bare "--secret VALUE" leaves VALUE here; see takeBareSecret.
+		Args: cobra.ArbitraryArgs,
+	}
+	f.register(cmd.Flags())
+	for _, name := range []string{"name", "doctype", "event", "url"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		secret, given, generate, rest := takeBareSecret(e, cmd.Flags(), f.secret, pos, 0)
+		if err := argNames()(cmd, rest); err != nil {
+			return err
+		}
+		return failure(e.createWebhook(cmd, &f, secret, given, generate))
+	}
+	return cmd
+}
+
+func (e *env) createWebhook(cmd *cobra.Command, f *webhookFlags, secret string, given, generate bool) error {
+	in, err := f.input(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	if generate {
+		if secret, err = newSecret(); err != nil {
+			return err
+		}
+	}
+	if given {
+		in.Secret = &secret
+	}
+	svc, a, err := e.webhooks(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = a.Close() }()
+	w, err := svc.Create(cmd.Context(), in)
+	if err != nil {
+		return webhookError(f.name, err)
+	}
+	shown := shownView{View: webhook.ViewOf(w)}
+	if generate {
+		shown.Secret = secret
+	}
+	return printWebhook(e.stdout, shown, f.json, "created")
+}
+
+func newWebhookUpdateCmd(e *env) *cobra.Command {
+	var f webhookFlags
+	cmd := &cobra.Command{
+		Use:   "update NAME [flags]",
+		Short: "Change the given fields of a webhook",
+		Long:  "update changes only the fields whose flags are given; --name renames the webhook.\n--secret '' removes the secret. --field and --header replace the whole list;\n--field '' and --header '' empty it.",
+		Args:  cobra.ArbitraryArgs,
+	}
+	f.register(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		secret, given, generate, rest := takeBareSecret(e, cmd.Flags(), f.secret, pos, 1)
+		if err := argNames("webhook NAME")(cmd, rest); err != nil {
+			return err
+		}
+		return failure(e.updateWebhook(cmd, rest[0], &f, secret, given, generate))
+	}
+	return cmd
+}
+
+func (e *env) updateWebhook(cmd *cobra.Command, name string, f *webhookFlags, secret string, given, generate bool) error {
+	in, err := f.input(cmd.Flags())
+	if err != nil {
+		return err
+	}
+	if generate {
+		if secret, err = newSecret(); err != nil {
+			return err
+		}
+	}
+	if given {
+		in.Secret = &secret
+	}
+	svc, a, err := e.webhooks(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = a.Close() }()
+	w, err := svc.Update(cmd.Context(), name, in)
+	if err != nil {
+		return webhookError(name, err)
+	}
+	shown := shownView{View: webhook.ViewOf(w)}
+	if generate {
+		shown.Secret = secret
+	}
+	return printWebhook(e.stdout, shown, f.json, "updated")
+}
+
+func newWebhookEnableCmd(e *env, enabled bool) *cobra.Command {
+	verb, short := "enable", "Enable a webhook"
+	if !enabled {
+		verb, short = "disable", "Disable a webhook; its pending retries become Exhausted when due"
+	}
+	return &cobra.Command{
+		Use:   verb + " NAME",
+		Short: short,
+		Args:  argNames("webhook NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			svc, a, err := e.webhooks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			if _, err := svc.SetEnabled(cmd.Context(), pos[0], enabled, ""); err != nil {
+				return webhookError(pos[0], err)
+			}
+			_, err = fmt.Fprintf(e.stdout, "webhook %q %sd\n", pos[0], verb)
+			return err
+		}),
+	}
+}
+
+func newWebhookDeleteCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a webhook; its deliveries stay for inspection",
+		Args:  argNames("webhook NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			svc, a, err := e.webhooks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			if err := svc.Delete(cmd.Context(), pos[0]); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(e.stdout, "webhook %q deleted\n", pos[0])
+			return err
+		}),
+	}
+}
+
+func newWebhookListCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List webhooks",
+		Args:  argNames(),
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			svc, a, err := e.webhooks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			ws, err := svc.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			views := make([]webhook.View, len(ws))
+			for i, w := range ws {
+				views[i] = webhook.ViewOf(w)
+			}
+			if asJSON {
+				return writeJSON(e.stdout, views)
+			}
+			return printWebhookTable(e.stdout, views)
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the webhooks as a JSON array")
+	return cmd
+}
+
+func newWebhookShowCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a webhook (never its secret)",
+		Args:  argNames("webhook NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			svc, a, err := e.webhooks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			w, err := svc.Get(cmd.Context(), pos[0])
+			if err != nil {
+				return err
+			}
+			return printWebhook(e.stdout, shownView{View: webhook.ViewOf(w)}, asJSON, "")
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the webhook as JSON")
+	return cmd
+}
+
+func newWebhookRotateCmd(e *env) *cobra.Command {
+	var (
+		secret string
+		grace  time.Duration
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "rotate-secret NAME",
+		Short: "Replace a webhook's secret, keeping the old one valid for --grace",
+		Long: "rotate-secret makes a new secret current; receivers holding the old one keep verifying\n" +
+			"the Standard Webhooks signature during the grace period. Without --secret a new secret\n" +
+			"is generated and printed once.",
+		Args: cobra.ArbitraryArgs,
+	}
+	cmd.Flags().StringVar(&secret, "secret", "", "the new `SECRET` (default: generate one and print it once)")
+	cmd.Flags().Lookup("secret").NoOptDefVal = generateSecret
+	cmd.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret stays valid (at most 168h)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the webhook as JSON")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		s, given, generate, rest := takeBareSecret(e, cmd.Flags(), secret, pos, 1)
+		if err := argNames("webhook NAME")(cmd, rest); err != nil {
+			return err
+		}
+		return failure(func() error {
+			if !given || generate {
+				var err error
+				if s, err = newSecret(); err != nil {
+					return err
+				}
+				generate = true
+			}
+			svc, a, err := e.webhooks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			w, err := svc.RotateSecret(cmd.Context(), rest[0], s, grace)
+			if err != nil {
+				return webhookError(rest[0], err)
+			}
+			shown := shownView{View: webhook.ViewOf(w)}
+			if generate {
+				shown.Secret = s
+			}
+			return printWebhook(e.stdout, shown, asJSON, "secret rotated")
+		}())
+	}
+	return cmd
+}
+
+// printWebhook prints v as JSON, or as a short summary after what was done
+// ("created"; "" for show, which prints every field).
+func printWebhook(w io.Writer, v shownView, asJSON bool, done string) error {
+	if asJSON {
+		return writeJSON(w, v)
+	}
+	p := &printer{w: w}
+	if done != "" {
+		p.printf("webhook %q %s: %s of %q -> %s %s%s\n", v.Name, done, v.Event, v.DocType, v.Method, v.URL, disabledNote(v.View))
+	} else {
+		printWebhookDetail(p, v.View)
+	}
+	if v.Secret != "" {
+		p.printf("secret: %s\n", v.Secret)
+	}
+	return p.err
+}
+
+func printWebhookDetail(p *printer, v webhook.View) {
+	tw := tabwriter.NewWriter(p, 0, 4, 2, ' ', 0)
+	row := func(k, val string) { fmt.Fprintf(tw, "%s:\t%s\n", k, val) }
+	row("name", v.Name)
+	row("doctype", v.DocType)
+	row("event", v.Event)
+	row("enabled", yesNo(v.Enabled)+disabledNote(v))
+	row("url", v.Method+" "+v.URL)
+	row("structure", v.Structure)
+	if v.Template != "" {
+		row("template", oneLine(v.Template))
+	}
+	if len(v.Fields) > 0 {
+		row("fields", strings.Join(v.Fields, ", "))
+	}
+	for _, k := range sortedKeys(v.Headers) {
+		row("header", k+": "+v.Headers[k])
+	}
+	if v.Condition != "" {
+		row("condition", v.Condition)
+	}
+	if v.HasSecret {
+		row("secret", "set (signature: "+v.Signature+")")
+	} else {
+		row("secret", "none (requests are not signed)")
+	}
+	row("max retries", fmt.Sprint(v.MaxRetries))
+	row("timeout", v.Timeout)
+	row("queue", v.Queue)
+	row("created", v.CreatedAt.Format(time.RFC3339))
+	row("updated", v.UpdatedAt.Format(time.RFC3339))
+	_ = tw.Flush()
+}
+
+func printWebhookTable(w io.Writer, views []webhook.View) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tDOCTYPE\tEVENT\tENABLED\tURL")
+	for _, v := range views {
+		enabled := "yes"
+		if !v.Enabled {
+			enabled = "NO (disabled)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s %s\n", v.Name, v.DocType, v.Event, enabled, v.Method, v.URL)
+	}
+	return tw.Flush()
+}
+
+func disabledNote(v webhook.View) string {
+	switch {
+	case v.Enabled:
+		return ""
+	case v.DisabledReason != "":
+		return " (DISABLED: " + v.DisabledReason + ")"
+	default:
+		return " (DISABLED)"
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

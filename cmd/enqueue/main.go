@@ -1,0 +1,11 @@
+// Command enqueue publishes one document event to Homing and prints its
+// event ID. See package cli.
+package main
+
+import (
+	"os"
+
+	"github.com/homingdev/homing/cli"
+)
+
+func main() { os.Exit(cli.Enqueue(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -1,0 +1,11 @@
+// Command scheduler enqueues the periodic retry sweep until SIGINT or SIGTERM.
+// See package cli.
+package main
+
+import (
+	"os"
+
+	"github.com/homingdev/homing/cli"
+)
+
+func main() { os.Exit(cli.Scheduler(os.Args[1:], os.Stdout, os.Stderr)) }

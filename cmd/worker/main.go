@@ -1,0 +1,11 @@
+// Command worker delivers webhooks (fan-out, first attempts, retries, sweeps)
+// until SIGINT or SIGTERM. See package cli.
+package main
+
+import (
+	"os"
+
+	"github.com/homingdev/homing/cli"
+)
+
+func main() { os.Exit(cli.Worker(os.Args[1:], os.Stdout, os.Stderr)) }
