@@ -1,7 +1,15 @@
 # Homing. `make help` lists the targets.
 SHELL := /bin/bash
-export HOMING_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+
+# Where the tests find PostgreSQL and Redis (read by internal/testenv). Values
+# from the environment or the command line win: make test HOMING_TEST_REDIS_URL=...
+export HOMING_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/homing_test?sslmode=disable
 export HOMING_TEST_REDIS_URL ?= redis://127.0.0.1:6379
+
+# Packages to vet and test: make test PKG=./config/
+PKG ?= ./...
+# staticcheck 2025.1.1; the module proxy knows it by its module version.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
 .DEFAULT_GOAL := help
 .PHONY: help build run test test-short bench lint fmt release clean
@@ -12,25 +20,28 @@ help: ## list the targets
 build: ## build every command into bin/
 	go build -o bin/ ./cmd/...
 
-run: ## run worker + scheduler in the foreground (starts Redis if it can; SQLite by default)
+run: ## worker + scheduler in the foreground on a local Redis (SQLite by default)
 	scripts/run.sh
 
-test: ## start PostgreSQL and Redis if needed, then go vet and go test -race
+test: ## start (or install) PostgreSQL and Redis, then go vet and go test -race
 	scripts/services.sh
-	go vet ./...
-	go test -race -count=1 -timeout 25m ./...
+	go vet $(PKG)
+	go test -race -count=1 -timeout 20m $(PKG)
 
-test-short: ## the same without the end-to-end tests
+test-short: ## the same with -short (skips the slow end-to-end tests)
 	scripts/services.sh
-	go test -race -count=1 -short ./...
+	go vet $(PKG)
+	go test -race -count=1 -short -timeout 20m $(PKG)
 
-bench: ## run the benchmarks
+bench: ## run the benchmarks (on real PostgreSQL and Redis)
 	scripts/services.sh
-	go test -run '^$$' -bench . -benchmem ./...
+	go test -run '^$$' -bench . -benchmem $(PKG)
 
-lint: ## go vet and gofmt
-	go vet ./...
-	@test -z "$$(gofmt -l .)" || (gofmt -l .; echo "gofmt: files above need formatting"; exit 1)
+lint: ## go vet, gofmt and staticcheck (vet and gofmt only when staticcheck cannot be fetched)
+	go vet $(PKG)
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: the files above need make fmt"; exit 1; }
+	@if go run $(STATICCHECK) -version >/dev/null 2>&1; then go run $(STATICCHECK) $(PKG); \
+	else echo "lint: staticcheck ($(STATICCHECK)) is unavailable; ran go vet and gofmt only"; fi
 
 fmt: ## format the code
 	gofmt -w .

@@ -18,7 +18,7 @@ func newDeliveryCmd(e *env) *cobra.Command {
 		Short: "Inspect deliveries: what was sent, and what happened on each attempt",
 	}
 	group(cmd)
-	cmd.AddCommand(newDeliveryListCmd(e), newDeliveryShowCmd(e))
+	cmd.AddCommand(newDeliveryListCmd(e), newDeliveryShowCmd(e), newDeliveryRetryCmd(e), newDeliveryRecoverCmd(e), newDeliveryResendCmd(e))
 	return cmd
 }
 

@@ -32,6 +32,8 @@ type env struct {
 
 	configPath string
 	cfg        *config.Config
+	// devMonitorAddr is where `homing dev` serves the asynqmon UI.
+	devMonitorAddr string
 }
 
 // config loads the configuration named by --config (and the HOMING_*
@@ -118,6 +120,9 @@ func newHomingCmd(e *env) *cobra.Command {
 		newSecretsCmd(e),
 		newWorkerCmd(e),
 		newSchedulerCmd(e),
+		newStatsCmd(e),
+		newDevCmd(e),
+		newMonitorCmd(e),
 	)
 	return root
 }

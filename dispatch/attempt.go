@@ -59,6 +59,26 @@ type Outcome struct {
 	Reason string
 }
 
+// Observer is told of each outcome the dispatcher has committed, so that
+// metrics count what the database holds, not what was tried. It runs on the
+// attempt's goroutine: implementations are fast and safe for concurrent use.
+type Observer interface {
+	// Attempt reports one request by its delivery.Class ("2xx", "5xx",
+	// "timeout" …), how long it took, and the status it left the delivery
+	// in: Delivered, Failed (a retry is scheduled) or Exhausted. The status
+	// is empty when the delivery changed while the request was in flight
+	// and kept the state it was given.
+	Attempt(class string, d time.Duration, status string)
+	// Abandoned reports a delivery made final (Exhausted) without a
+	// request, because its webhook is disabled or deleted.
+	Abandoned(status string)
+}
+
+// SetObserver sets the observer Config.Observer would have set, for a
+// process that builds its metrics after the dispatcher (the worker). Call it
+// before the dispatcher is in use; nil means none.
+func (d *Dispatcher) SetObserver(o Observer) { d.observer = o }
+
 // Attempt makes one attempt of delivery id: load → claim → send → record.
 // Receiver failures are recorded, not returned: the error is non-nil only
 // when the attempt could not be claimed (ErrNotClaimed), when the database
@@ -234,6 +254,9 @@ func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason st
 		return Outcome{}, fmt.Errorf("delivery %s changed under us: %w", row.ID, ErrNotClaimed)
 	}
 	d.log.Info("delivery exhausted without a request", "delivery", row.ID, "webhook", row.WebhookName, "reason", reason)
+	if d.observer != nil {
+		d.observer.Abandoned(models.StatusExhausted)
+	}
 	return Outcome{Status: models.StatusExhausted, Attempt: row.Attempts, Reason: reason}, nil
 }
 
@@ -296,6 +319,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	}
 	// A shutdown must not lose the outcome of a request that was sent.
 	wctx := context.WithoutCancel(ctx)
+	applied := false
 	err := d.db.WithContext(wctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&attempt).Error; err != nil {
 			return fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
@@ -309,10 +333,18 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		if r.RowsAffected != 1 {
 			d.log.Warn("delivery changed while its attempt was in flight; outcome kept in history only", "delivery", row.ID)
 		}
+		applied = r.RowsAffected == 1
 		return nil
 	})
 	if err != nil {
 		return out, err
+	}
+	if d.observer != nil {
+		status := ""
+		if applied {
+			status = out.Status
+		}
+		d.observer.Attempt(string(res.Class), res.Duration, status)
 	}
 	d.log.Info("delivery attempt",
 		"delivery", row.ID, "webhook", row.WebhookName, "event_id", row.EventID,

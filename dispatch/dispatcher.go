@@ -37,6 +37,9 @@ type Config struct {
 	// NewID makes delivery IDs; UUIDv7 by default (time-ordered, so the
 	// primary key index stays append-mostly).
 	NewID func() string
+	// Observer is told of every committed outcome, for metrics; nil is
+	// none.
+	Observer Observer
 }
 
 // Dispatcher fans out events and runs attempts against one database.
@@ -49,6 +52,7 @@ type Dispatcher struct {
 	clock    clock.Clock
 	newID    func() string
 	conds    *conditionCache
+	observer Observer
 }
 
 // New builds a Dispatcher. The sender is shared by every attempt so that
@@ -63,6 +67,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		clock:    cfg.Clock,
 		newID:    cfg.NewID,
 		conds:    newConditionCache(),
+		observer: cfg.Observer,
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

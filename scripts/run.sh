@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# make run: worker + scheduler in the foreground on a real Redis and the
-# embedded SQLite default. Ctrl-C stops both gracefully.
+# make run: the worker and the scheduler in the foreground, on a real Redis
+# (started if installed, never installed) and the configured database
+# (embedded SQLite by default). Ctrl-C or SIGTERM stops both gracefully; if
+# either exits, the other is stopped too. Without a Redis it falls back to
+# `homing dev` (one process, embedded in-memory Redis) where that exists.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
 scripts/services.sh redis-only || true
-if ! redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; then
-  if go run ./cmd/homing dev --help >/dev/null 2>&1; then
-    echo "run: no Redis reachable; starting homing dev (embedded Redis, in memory only)"
-    exec go run ./cmd/homing dev
+go build -o bin/ ./cmd/...
+
+redis_url=${HOMING_REDIS_URL:-redis://127.0.0.1:6379/0}
+if ! command -v redis-cli >/dev/null || [ "$(redis-cli -u "$redis_url" ping 2>/dev/null)" != PONG ]; then
+  # cobra prints the root's help for an unknown command, so look for dev's own usage line.
+  if bin/homing dev --help 2>/dev/null | grep -qE '^  homing dev( |$)'; then
+    echo "run: no Redis answers at $redis_url; running homing dev (embedded, in-memory Redis)" >&2
+    exec bin/homing dev
   fi
-  echo "run: Redis is needed at 127.0.0.1:6379 (install redis-server or set HOMING_REDIS_URL)" >&2
+  cat >&2 <<MSG
+run: Redis is needed and does not answer at $redis_url.
+run: install it (sudo apt-get install redis-server) or point HOMING_REDIS_URL at one, then make run again.
+MSG
   exit 1
 fi
-mkdir -p bin
-go build -o bin/ ./cmd/...
+
 bin/homing migrate
 bin/scheduler & sched=$!
 bin/worker & work=$!
-trap 'kill -TERM $sched $work 2>/dev/null || true' INT TERM
-wait $work || true
-kill -TERM $sched 2>/dev/null || true
-wait $sched || true
+interrupted=
+stop() { kill -TERM "$sched" "$work" 2>/dev/null || true; }
+trap 'interrupted=1; stop' INT TERM
+
+# Background jobs of a script ignore SIGINT, so Ctrl-C reaches only this
+# shell; the trap passes it on as SIGTERM, which both handle gracefully.
+status=0
+wait -n "$sched" "$work" || status=$?
+stop
+wait "$sched" "$work" 2>/dev/null || true
+if [ -n "$interrupted" ]; then status=0; fi
+exit "$status"

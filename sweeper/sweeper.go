@@ -30,6 +30,14 @@ type Config struct {
 	NewTask func(deliveryID, webhook, queue string) *asynq.Task
 	// TaskID names that task (tasks.RetryTaskID): the concurrency guard.
 	TaskID func(deliveryID string) string
+	// Observer is told of every tick, for metrics; nil is none.
+	Observer Observer
+}
+
+// Observer is told how long each tick took, by the sweeper's clock, and how
+// many retry tasks it queued, failed ticks included.
+type Observer interface {
+	Sweep(d time.Duration, enqueued int)
 }
 
 // Sweeper enqueues retries of due deliveries.
@@ -78,6 +86,15 @@ type dueRow struct {
 // and enqueue a retry task for each with TaskID webhook_retry::<id>.
 func (s *Sweeper) RunOnce(ctx context.Context) (Result, error) {
 	now := s.cfg.Clock.Now().UTC()
+	res, err := s.sweep(ctx, now)
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Sweep(s.cfg.Clock.Now().Sub(now), res.Enqueued)
+	}
+	return res, err
+}
+
+// sweep is RunOnce's tick, at now.
+func (s *Sweeper) sweep(ctx context.Context, now time.Time) (Result, error) {
 	var rows []dueRow
 	// Served by deliveries_due (next_retry) WHERE status = 'Failed'; the join
 	// is by primary key.

@@ -3,6 +3,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/logging"
+	"github.com/homingdev/homing/metrics"
 	"github.com/homingdev/homing/retention"
 	"github.com/homingdev/homing/sweeper"
 	"github.com/homingdev/homing/tasks"
@@ -26,6 +28,8 @@ type Worker struct {
 	inspector *asynq.Inspector
 	mux       *asynq.ServeMux
 	Sweeper   *sweeper.Sweeper
+	// metrics serves metrics.addr; nil when it is empty.
+	metrics *metrics.Server
 }
 
 // New builds a worker on a's dependencies.
@@ -33,12 +37,29 @@ func New(a *app.App) *Worker {
 	cfg := a.Config
 	client := asynq.NewClient(a.Redis)
 	inspector := asynq.NewInspector(a.Redis)
-	sw := sweeper.New(a.DB, client, inspector, sweeper.Config{
+	var sw *sweeper.Sweeper
+	var (
+		metricsSrv *metrics.Server
+		sweepObs   sweeper.Observer // an interface, so no typed nil
+	)
+	if cfg.Metrics.Addr != "" {
+		m := metrics.New(metrics.Options{
+			Backlog:   func(ctx context.Context) (int64, time.Time, error) { return sw.Backlog(ctx) },
+			Now:       a.Clock.Now,
+			Inspector: inspector,
+			Logger:    a.Log,
+		})
+		a.Dispatcher.SetObserver(m)
+		sweepObs = m
+		metricsSrv = metrics.NewServer(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), a.Log)
+	}
+	sw = sweeper.New(a.DB, client, inspector, sweeper.Config{
 		BatchSize: cfg.Sweeper.BatchSize,
 		Clock:     a.Clock,
 		Logger:    a.Log,
 		NewTask:   tasks.NewRetryTask,
 		TaskID:    tasks.RetryTaskID,
+		Observer:  sweepObs,
 	})
 	ret := retention.New(a.DB, retention.Config{
 		Delivered: cfg.Retention.Delivered, Exhausted: cfg.Retention.Exhausted, Clock: a.Clock, Logger: a.Log,
@@ -59,7 +80,7 @@ func New(a *app.App) *Worker {
 		LogLevel:          asynq.WarnLevel,
 		RetryDelayFunc:    infraRetryDelay,
 	})
-	return &Worker{server: srv, client: client, inspector: inspector, mux: mux, Sweeper: sw}
+	return &Worker{server: srv, client: client, inspector: inspector, mux: mux, Sweeper: sw, metrics: metricsSrv}
 }
 
 // infraRetryDelay paces asynq's re-runs of tasks that failed for
@@ -69,18 +90,45 @@ func infraRetryDelay(n int, _ error, _ *asynq.Task) time.Duration {
 	return min(time.Duration(1<<min(n, 6))*time.Second, time.Minute)
 }
 
-// Start begins processing in the background.
+// Start serves metrics (when metrics.addr is set) and begins processing in
+// the background.
 func (w *Worker) Start() error {
+	if w.metrics != nil {
+		if err := w.metrics.Start(); err != nil {
+			return fmt.Errorf("metrics.addr %q: %w (choose a free port, or set metrics.addr to \"\" to disable metrics)", w.metrics.Addr(), err)
+		}
+	}
 	if err := w.server.Start(w.mux); err != nil {
+		w.stopMetrics()
 		return fmt.Errorf("start worker: %w", err)
 	}
 	return nil
+}
+
+// MetricsAddr is where metrics are served once started ("" when disabled):
+// the port chosen for metrics.addr ":0".
+func (w *Worker) MetricsAddr() string {
+	if w.metrics == nil {
+		return ""
+	}
+	return w.metrics.Addr()
 }
 
 // Stop stops fetching new tasks, waits up to worker.shutdown_timeout for
 // in-flight ones, and puts the rest back in their queues.
 func (w *Worker) Stop() {
 	w.server.Shutdown()
+	w.stopMetrics()
 	_ = w.client.Close()
 	_ = w.inspector.Close()
+}
+
+// stopMetrics stops the metrics server last, so the drain can be watched.
+func (w *Worker) stopMetrics() {
+	if w.metrics == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = w.metrics.Stop(ctx)
 }

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/recovery"
+)
+
+func newDeliveryRetryCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "retry ID",
+		Short: "Make an Exhausted (or Failed) delivery due now with its attempt budget renewed",
+		Args:  argNames("delivery ID"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			cfg, err := e.config()
+			if err != nil {
+				return err
+			}
+			a, err := e.openApp(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			if err := recovery.New(a.DB, a.Clock).Retry(cmd.Context(), pos[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "delivery %s is due now; the next sweep sends it\n", pos[0])
+			return nil
+		}),
+	}
+}
+
+func newDeliveryResendCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "resend ID",
+		Short: "Send a delivery's frozen payload again as a new delivery linked to it",
+		Args:  argNames("delivery ID"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			cfg, err := e.config()
+			if err != nil {
+				return err
+			}
+			a, err := e.openApp(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			id, err := recovery.New(a.DB, a.Clock).Resend(cmd.Context(), pos[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(e.stdout, map[string]string{"id": id, "resent_from": pos[0]})
+			}
+			fmt.Fprintf(e.stdout, "%s\n", id)
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"id": …, "resent_from": …}`)
+	return cmd
+}
+
+func newDeliveryRecoverCmd(e *env) *cobra.Command {
+	var (
+		f      recovery.Filter
+		dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "recover --webhook NAME --since 24h [--status Exhausted] [--dry-run]",
+		Short: "Requeue every matching delivery, in batches, through the sweeper",
+		Args:  argNames(),
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if f.Webhook == "" {
+				return usagef("--webhook is required")
+			}
+			if f.Since <= 0 {
+				return usagef("--since must be a positive duration such as 24h")
+			}
+			s, ok := canonicalStatus(f.Status)
+			if !ok || s == models.StatusDelivered {
+				return usagef("--status %q must be Exhausted or Failed", f.Status)
+			}
+			f.Status = s
+			return nil
+		},
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			cfg, err := e.config()
+			if err != nil {
+				return err
+			}
+			a, err := e.openApp(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			var progress func(done, total int64)
+			if isTerminal(e.stderr) {
+				progress = func(done, total int64) {
+					const width = 30
+					filled := int(done * width / max(total, 1))
+					fmt.Fprintf(e.stderr, "\r[%s%s] %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), thousands(done), thousands(total))
+				}
+			}
+			n, err := recovery.New(a.DB, a.Clock).Recover(cmd.Context(), f, dryRun, progress)
+			if progress != nil {
+				fmt.Fprintln(e.stderr)
+			}
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				fmt.Fprintf(e.stdout, "would requeue %s deliveries\n", thousands(n))
+				return nil
+			}
+			fmt.Fprintf(e.stdout, "requeued %s deliveries\n", thousands(n))
+			return nil
+		}),
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.Webhook, "webhook", "", "webhook `NAME` whose deliveries to recover (required)")
+	fs.DurationVar(&f.Since, "since", 24*time.Hour, "only deliveries created within this `DURATION`")
+	fs.StringVar(&f.Status, "status", models.StatusExhausted, "`STATUS` to recover: Exhausted or Failed")
+	fs.BoolVar(&dryRun, "dry-run", false, "count what would be requeued, change nothing")
+	return cmd
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// thousands formats n with comma separators: 12034 → "12,034".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,112 @@
+// Package devmode runs all of Homing in one process for trying it on a
+// laptop with nothing installed: an embedded Redis (miniredis) on a loopback
+// port other shells can reach, the SQLite default database, a worker, the
+// scheduler and, when asked, the asynqmon UI.
+package devmode
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/scheduler"
+	"github.com/homingdev/homing/worker"
+)
+
+// FastSchedule is the compressed schedule of --fast: the whole retry story in
+// seconds instead of hours.
+const FastSchedule = "5s,10s,20s"
+
+// Options configures a dev run.
+type Options struct {
+	// RedisAddr is where the embedded Redis listens (127.0.0.1:0 picks a port).
+	RedisAddr string
+	// Fast compresses the retry schedule and the sweep interval.
+	Fast bool
+	// Out receives the banner.
+	Out io.Writer
+	// OnReady, when set, is called with the embedded Redis URL once every
+	// part is running (tests use it instead of parsing the banner).
+	OnReady func(redisURL string)
+	// Extra, when set, starts more services (the monitor UI) on the running
+	// dev Redis and returns their stop function.
+	Extra func(a *app.App) (stop func(), err error)
+}
+
+// Run starts everything and blocks until ctx is done, then stops it all.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options) error {
+	if opts.RedisAddr == "" {
+		opts.RedisAddr = "127.0.0.1:0"
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr(opts.RedisAddr); err != nil {
+		return fmt.Errorf("start embedded redis on %s: %w", opts.RedisAddr, err)
+	}
+	defer mr.Close()
+	// miniredis only expires keys when told time has passed.
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	go func() {
+		for range ticker.C {
+			mr.FastForward(time.Second)
+		}
+	}()
+	redisURL := "redis://" + mr.Addr() + "/0"
+	cfg.Redis.URL = redisURL
+	cfg.Database.AutoMigrate = true
+	if opts.Fast {
+		cfg.Retry.Schedule = []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second}
+		cfg.Sweeper.Interval = time.Second
+	}
+	a, err := app.Open(ctx, cfg, log, app.Options{})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	w := worker.New(a)
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	s, err := scheduler.New(a.Redis, cfg.Sweeper.Interval, log)
+	if err != nil {
+		return err
+	}
+	if err := s.Start(); err != nil {
+		return err
+	}
+	defer s.Stop()
+	if opts.Extra != nil {
+		stop, err := opts.Extra(a)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	fmt.Fprintf(opts.Out, `
+  Homing dev mode
+  ===============
+  embedded Redis : %s   (export HOMING_REDIS_URL=%s to publish from another shell)
+  database       : %s
+  retry schedule : %v, sweep every %s
+
+  WARNING: the embedded Redis keeps queued tasks IN MEMORY ONLY.
+           Stopping this process loses every task not yet run.
+           Use a real Redis (make run) for anything that matters.
+
+`, mr.Addr(), redisURL, cfg.Database.URL, cfg.Retry.Schedule, cfg.Sweeper.Interval)
+	if opts.OnReady != nil {
+		opts.OnReady(redisURL)
+	}
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,209 @@
+// Package metrics exposes what an operator asks of a running worker — is
+// delivery keeping up, and are receivers answering — as Prometheus metrics,
+// next to asynq's own queue metrics, with /healthz and /readyz beside them.
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/hibiken/asynq"
+	asynqmetrics "github.com/hibiken/asynq/x/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/sweeper"
+)
+
+// The dispatcher and the sweeper report to Metrics.
+var (
+	_ dispatch.Observer = (*Metrics)(nil)
+	_ sweeper.Observer  = (*Metrics)(nil)
+)
+
+// backlogTimeout bounds the database query a scrape makes, so a slow
+// database shows up as missing backlog gauges rather than a hung scrape.
+const backlogTimeout = 5 * time.Second
+
+// Options says where the metrics read at scrape time come from. Every field
+// is optional.
+type Options struct {
+	// Backlog reports how many Failed deliveries are due and the oldest
+	// one's next_retry (zero when none): sweeper.Sweeper.Backlog. Nil leaves
+	// out homing_due_backlog and homing_oldest_due_age_seconds.
+	Backlog func(ctx context.Context) (count int64, oldest time.Time, err error)
+	// Now is the clock the oldest due delivery's age is measured with, the
+	// one its next_retry was computed with; nil is the wall clock.
+	Now func() time.Time
+	// Inspector reads asynq's queues for the asynq_* metrics; nil leaves
+	// them out.
+	Inspector *asynq.Inspector
+	// Logger receives errors met while gathering a scrape.
+	Logger *slog.Logger
+}
+
+// Metrics holds Homing's metrics in a registry of its own, so that two
+// workers in one process (tests, dev mode) never collide on a global one.
+// It is safe for concurrent use.
+type Metrics struct {
+	reg             *prometheus.Registry
+	log             *slog.Logger
+	deliveries      *prometheus.CounterVec
+	attempts        *prometheus.CounterVec
+	attemptDuration prometheus.Histogram
+	sweepDuration   prometheus.Histogram
+	sweepEnqueued   prometheus.Counter
+}
+
+// New builds the metrics and registers them, with the Go runtime and
+// process collectors, on a new registry.
+func New(opts Options) *Metrics {
+	if opts.Now == nil {
+		opts.Now = clock.Real{}.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		log: opts.Logger,
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "homing_deliveries_total",
+			Help: "Deliveries moved to a status: Delivered and Exhausted are final, Failed means a retry is scheduled.",
+		}, []string{"status"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "homing_attempts_total",
+			Help: "Delivery attempts by outcome class: 2xx, 3xx, 4xx, 5xx, timeout, connection, invalid (no request could be built), canceled.",
+		}, []string{"class"}),
+		attemptDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "homing_attempt_duration_seconds",
+			Help:    "Time from sending a delivery request to reading the receiver's answer, or giving up.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}),
+		sweepDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "homing_sweep_duration_seconds",
+			Help:    "Time one sweeper tick took to select due deliveries and enqueue their retries.",
+			Buckets: prometheus.DefBuckets,
+		}),
+		sweepEnqueued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "homing_sweep_enqueued_total",
+			Help: "Retry tasks the sweeper enqueued.",
+		}),
+	}
+	// Every label value starts at zero, so rate() and alerts see a series
+	// before its first event.
+	for _, s := range []string{models.StatusDelivered, models.StatusFailed, models.StatusExhausted} {
+		m.deliveries.WithLabelValues(s)
+	}
+	for _, c := range []delivery.Class{
+		delivery.Class2xx, delivery.Class3xx, delivery.Class4xx, delivery.Class5xx,
+		delivery.ClassTimeout, delivery.ClassConnection, delivery.ClassInvalid, delivery.ClassCanceled,
+	} {
+		m.attempts.WithLabelValues(string(c))
+	}
+	m.reg.MustRegister(
+		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	if opts.Backlog != nil {
+		m.reg.MustRegister(newBacklogCollector(opts.Backlog, opts.Now))
+	}
+	if opts.Inspector != nil {
+		m.reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(opts.Inspector))
+	}
+	return m
+}
+
+// Attempt counts one attempt and the status it left its delivery in (none
+// when status is empty). An invalid attempt sent no request, so it has no
+// duration to observe.
+func (m *Metrics) Attempt(class string, d time.Duration, status string) {
+	m.attempts.WithLabelValues(class).Inc()
+	if class != string(delivery.ClassInvalid) {
+		m.attemptDuration.Observe(d.Seconds())
+	}
+	if status != "" {
+		m.deliveries.WithLabelValues(status).Inc()
+	}
+}
+
+// Abandoned counts a delivery made final without a request.
+func (m *Metrics) Abandoned(status string) {
+	m.deliveries.WithLabelValues(status).Inc()
+}
+
+// Sweep counts one sweeper tick.
+func (m *Metrics) Sweep(d time.Duration, enqueued int) {
+	m.sweepDuration.Observe(d.Seconds())
+	m.sweepEnqueued.Add(float64(enqueued))
+}
+
+// Handler serves the registry in Prometheus' exposition format. A collector
+// that fails (the database is down) drops its own metrics from the scrape,
+// not the others.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:      printer{m.log},
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// printer adapts slog to promhttp's Println logger.
+type printer struct{ log *slog.Logger }
+
+func (p printer) Println(v ...any) {
+	p.log.Warn("gather metrics", "error", fmt.Sprint(v...))
+}
+
+// backlogCollector reads the due backlog at scrape time: it is a property of
+// the database, not of this process, so a counter kept in memory would be
+// wrong after a restart or with several workers.
+type backlogCollector struct {
+	backlog func(ctx context.Context) (int64, time.Time, error)
+	now     func() time.Time
+	count   *prometheus.Desc
+	age     *prometheus.Desc
+}
+
+func newBacklogCollector(backlog func(ctx context.Context) (int64, time.Time, error), now func() time.Time) *backlogCollector {
+	return &backlogCollector{
+		backlog: backlog,
+		now:     now,
+		count: prometheus.NewDesc("homing_due_backlog",
+			"Failed deliveries whose next retry is due now; a sweep should bring this to zero.", nil, nil),
+		age: prometheus.NewDesc("homing_oldest_due_age_seconds",
+			"How long the oldest due Failed delivery has been waiting past its next retry; 0 when none is due.", nil, nil),
+	}
+}
+
+func (c *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.count
+	ch <- c.age
+}
+
+func (c *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
+	defer cancel()
+	count, oldest, err := c.backlog(ctx)
+	if err != nil {
+		err = fmt.Errorf("read due backlog: %w", err)
+		ch <- prometheus.NewInvalidMetric(c.count, err)
+		ch <- prometheus.NewInvalidMetric(c.age, err)
+		return
+	}
+	age := 0.0
+	if count > 0 && !oldest.IsZero() {
+		age = max(c.now().Sub(oldest).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(c.count, prometheus.GaugeValue, float64(count))
+	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, age)
+}

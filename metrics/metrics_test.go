@@ -1,0 +1,528 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/metrics"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/store"
+	"github.com/homingdev/homing/webhook"
+	"github.com/homingdev/homing/worker"
+)
+
+// receiver answers every request with a fixed status and counts them.
+type receiver struct {
+	srv *httptest.Server
+	n   atomic.Int64
+}
+
+func newReceiver(t *testing.T, status int) *receiver {
+	t.Helper()
+	r := &receiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.n.Add(1)
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// env is a real worker serving metrics on a loopback port of its own, on a
+// private PostgreSQL database and Redis index, with the clock stubbed.
+type env struct {
+	t      *testing.T
+	cfg    config.Config
+	clock  *clock.Stub
+	app    *app.App
+	worker *worker.Worker
+	hooks  *webhook.Service
+	pub    *client.Client
+}
+
+func testConfig(t *testing.T) config.Config {
+	t.Helper()
+	redisOpt, _ := testenv.Redis(t)
+	key, err := secretbox.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Database.URL = testenv.PostgresDSN(t)
+	cfg.Redis.URL = testenv.RedisURL(redisOpt)
+	cfg.Secrets.Key = key
+	cfg.Worker.Concurrency = 5
+	cfg.Worker.ShutdownTimeout = 5 * time.Second
+	cfg.Metrics.Addr = "127.0.0.1:0"
+	return cfg
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	cfg := testConfig(t)
+	stub := clock.NewStub(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.Open(context.Background(), cfg, log, app.Options{Clock: stub})
+	if err != nil {
+		t.Fatalf("open app: %v", err)
+	}
+	w := worker.New(a)
+	if err := w.Start(); err != nil {
+		_ = a.Close()
+		t.Fatal(err)
+	}
+	pub, err := client.New(client.Config{RedisURL: cfg.Redis.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Stop()
+		_ = pub.Close()
+		_ = a.Close()
+	})
+	return &env{
+		t: t, cfg: cfg, clock: stub, app: a, worker: w, pub: pub,
+		hooks: webhook.New(a.DB, a.Box, stub, webhook.Defaults{MaxRetries: 3, Timeout: 2 * time.Second}, log),
+	}
+}
+
+func (e *env) createWebhook(name, url string, maxRetries int) {
+	e.t.Helper()
+	in := webhook.Input{
+		Name: &name, DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: &url, MaxRetries: &maxRetries,
+	}
+	if _, err := e.hooks.Create(context.Background(), in); err != nil {
+		e.t.Fatalf("create webhook %s: %v", name, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// scrape reads /metrics over HTTP, as Prometheus would.
+func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse scrape: %v", err)
+	}
+	return families
+}
+
+// sample finds the series of name whose labels include want ("k=v" pairs);
+// for a histogram it returns the sample count.
+func sample(families map[string]*dto.MetricFamily, name string, want ...string) (float64, bool) {
+	f, ok := families[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for _, kv := range want {
+			k, v, _ := strings.Cut(kv, "=")
+			if labels[k] != v {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// expect compares every named series with its wanted value.
+func expect(t *testing.T, families map[string]*dto.MetricFamily, want map[string]float64) {
+	t.Helper()
+	for series, v := range want {
+		name, labels, _ := strings.Cut(series, "{")
+		var kvs []string
+		if labels = strings.TrimSuffix(labels, "}"); labels != "" {
+			kvs = strings.Split(labels, ",")
+		}
+		got, ok := sample(families, name, kvs...)
+		if !ok {
+			t.Errorf("%s: missing from the scrape", series)
+			continue
+		}
+		if got != v {
+			t.Errorf("%s = %v, want %v", series, got, v)
+		}
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling an external effect with a deadline
+	}
+}
+
+func attemptsTotal(families map[string]*dto.MetricFamily) float64 {
+	var sum float64
+	for _, m := range families["homing_attempts_total"].GetMetric() {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum
+}
+
+func TestLifecycleMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ok := newReceiver(t, http.StatusOK)
+	down := newReceiver(t, http.StatusServiceUnavailable)
+	gone := newReceiver(t, http.StatusServiceUnavailable)
+	e.createWebhook("ok", ok.srv.URL, 3)
+	e.createWebhook("down", down.srv.URL, 3)
+	e.createWebhook("gone", gone.srv.URL, 0)
+	addr := e.worker.MetricsAddr()
+	if strings.HasSuffix(addr, ":0") {
+		t.Fatalf("MetricsAddr %q is not the bound address", addr)
+	}
+
+	// Before anything happened every series is there, at zero.
+	expect(t, scrape(t, addr), map[string]float64{
+		"homing_deliveries_total{status=Delivered}": 0,
+		"homing_attempts_total{class=timeout}":      0,
+		"homing_due_backlog":                        0,
+	})
+
+	if _, err := e.pub.Publish(context.Background(), client.Event{
+		ID: "ev-metrics", DocType: "Sales Order", DocName: "SO-1", Event: "on_submit", Doc: map[string]any{"name": "SO-1"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var fam map[string]*dto.MetricFamily
+	eventually(t, "three attempts to be counted", func() bool {
+		fam = scrape(t, addr)
+		return attemptsTotal(fam) >= 3
+	})
+	expect(t, fam, map[string]float64{
+		"homing_deliveries_total{status=Delivered}": 1,
+		"homing_deliveries_total{status=Failed}":    1,
+		"homing_deliveries_total{status=Exhausted}": 1,
+		"homing_attempts_total{class=2xx}":          1,
+		"homing_attempts_total{class=5xx}":          2,
+		"homing_attempts_total{class=4xx}":          0,
+		"homing_attempts_total{class=connection}":   0,
+		"homing_attempt_duration_seconds":           3,
+		"homing_due_backlog":                        0,
+		"homing_oldest_due_age_seconds":             0,
+		"homing_sweep_enqueued_total":               0,
+		"homing_sweep_duration_seconds":             0,
+	})
+	if got := []int64{ok.n.Load(), down.n.Load(), gone.n.Load()}; got[0] != 1 || got[1] != 1 || got[2] != 1 {
+		t.Errorf("receivers got %v requests, want one each", got)
+	}
+	for _, series := range []string{"asynq_queue_size", "asynq_tasks_enqueued_total", "asynq_queue_latency_seconds"} {
+		if _, ok := sample(fam, series, "queue=default"); !ok {
+			t.Errorf("%s{queue=default} missing: asynq's queue metrics are not registered", series)
+		}
+	}
+	if _, ok := sample(fam, "go_goroutines"); !ok {
+		t.Error("go_goroutines missing: the runtime collector is not registered")
+	}
+
+	// The 503 is retried 5 minutes later; a minute past that it is overdue.
+	e.clock.Advance(6 * time.Minute)
+	expect(t, scrape(t, addr), map[string]float64{
+		"homing_due_backlog":            1,
+		"homing_oldest_due_age_seconds": 60,
+	})
+
+	res, err := e.worker.Sweeper.RunOnce(context.Background())
+	if err != nil || res.Enqueued != 1 {
+		t.Fatalf("sweep: %+v, %v; want one enqueued", res, err)
+	}
+	eventually(t, "the retry to be counted", func() bool {
+		fam = scrape(t, addr)
+		return attemptsTotal(fam) >= 4
+	})
+	expect(t, fam, map[string]float64{
+		"homing_deliveries_total{status=Delivered}": 1,
+		"homing_deliveries_total{status=Failed}":    2,
+		"homing_deliveries_total{status=Exhausted}": 1,
+		"homing_attempts_total{class=2xx}":          1,
+		"homing_attempts_total{class=5xx}":          3,
+		"homing_attempt_duration_seconds":           4,
+		"homing_sweep_enqueued_total":               1,
+		"homing_sweep_duration_seconds":             1,
+		"homing_due_backlog":                        0,
+		"homing_oldest_due_age_seconds":             0,
+	})
+	if n := down.n.Load(); n != 2 {
+		t.Errorf("failing receiver got %d requests, want 2", n)
+	}
+
+	// Disabled before its next retry, the delivery is exhausted without a
+	// request: a final status, but no attempt.
+	if _, err := e.hooks.Update(context.Background(), "down", webhook.Input{Enabled: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(31 * time.Minute)
+	if res, err := e.worker.Sweeper.RunOnce(context.Background()); err != nil || res.Enqueued != 1 {
+		t.Fatalf("second sweep: %+v, %v; want one enqueued", res, err)
+	}
+	eventually(t, "the abandoned delivery to be counted", func() bool {
+		fam = scrape(t, addr)
+		v, _ := sample(fam, "homing_deliveries_total", "status=Exhausted")
+		return v >= 2
+	})
+	expect(t, fam, map[string]float64{
+		"homing_deliveries_total{status=Delivered}": 1,
+		"homing_deliveries_total{status=Failed}":    2,
+		"homing_deliveries_total{status=Exhausted}": 2,
+		"homing_attempts_total{class=5xx}":          3,
+		"homing_attempt_duration_seconds":           4,
+		"homing_sweep_enqueued_total":               2,
+		"homing_sweep_duration_seconds":             2,
+	})
+	if n := down.n.Load(); n != 2 {
+		t.Errorf("disabled receiver got %d requests, want still 2", n)
+	}
+
+	// The database agrees with the counters.
+	var counts []struct {
+		Status string
+		N      int
+	}
+	if err := e.app.DB.Model(&models.Delivery{}).Select("status, count(*) AS n").Group("status").Scan(&counts).Error; err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, c := range counts {
+		got[c.Status] = c.N
+	}
+	if got[models.StatusDelivered] != 1 || got[models.StatusExhausted] != 2 || len(got) != 2 {
+		t.Errorf("deliveries by status %v, want 1 Delivered and 2 Exhausted", got)
+	}
+}
+
+func TestWorkerServesHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	code, body := get(t, e.worker.MetricsAddr(), "/healthz")
+	if code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	code, body = get(t, e.worker.MetricsAddr(), "/readyz")
+	if code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/readyz with database and Redis up: %d %q", code, body)
+	}
+}
+
+func get(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestReadyzTurnsUnreadyWhenRedisStops(t *testing.T) {
+	t.Parallel()
+	db := testenv.Postgres(t)
+	addr, stop := ownRedis(t)
+	srv := metrics.NewServer("127.0.0.1:0", metrics.New(metrics.Options{}), metrics.Ready(db, asynq.RedisClientOpt{Addr: addr}), nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+
+	if code, body := get(t, srv.Addr(), "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz with Redis up: %d %q", code, body)
+	}
+	stop()
+	var code int
+	var body string
+	eventually(t, "/readyz to turn unready", func() bool {
+		code, body = get(t, srv.Addr(), "/readyz")
+		return code != http.StatusOK
+	})
+	if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "redis: ") || !strings.Contains(body, addr) {
+		t.Errorf("/readyz with Redis down: %d %q, want 503 naming redis at %s", code, body, addr)
+	}
+	if strings.Contains(body, "database") {
+		t.Errorf("/readyz blames the database, which is up: %q", body)
+	}
+	if code, body := get(t, srv.Addr(), "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz with Redis down: %d %q; the process is still up", code, body)
+	}
+}
+
+func TestReadyzNamesTheDatabase(t *testing.T) {
+	t.Parallel()
+	db, err := store.Open(testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(db); err != nil {
+		t.Fatal(err)
+	}
+	redisOpt, _ := testenv.Redis(t)
+	ready := metrics.Ready(db, redisOpt)
+	err = ready(context.Background())
+	if err == nil || !strings.HasPrefix(err.Error(), "database: ") || strings.Contains(err.Error(), "redis") {
+		t.Fatalf("readiness with the database closed: %v, want an error naming only the database", err)
+	}
+	srv := metrics.NewServer("127.0.0.1:0", metrics.New(metrics.Options{}), ready, nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	if code, body := get(t, srv.Addr(), "/readyz"); code != http.StatusServiceUnavailable || body != err.Error()+"\n" {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+}
+
+func TestReadyzTimesOut(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	hung := func(context.Context) error { <-release; return nil }
+	srv := metrics.NewServer("127.0.0.1:0", metrics.New(metrics.Options{}), hung, nil)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	code, body := get(t, srv.Addr(), "/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "did not answer within 2s") {
+		t.Errorf("/readyz with a hung check: %d %q", code, body)
+	}
+}
+
+func TestBacklogErrorDropsOnlyBacklog(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Options{
+		Backlog: func(context.Context) (int64, time.Time, error) { return 0, time.Time{}, errors.New("database is down") },
+	})
+	m.Attempt("2xx", time.Second, models.StatusDelivered)
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
+	expect(t, fam, map[string]float64{
+		"homing_attempts_total{class=2xx}":          1,
+		"homing_deliveries_total{status=Delivered}": 1,
+	})
+	if _, ok := fam["homing_due_backlog"]; ok {
+		t.Error("homing_due_backlog served although Backlog failed")
+	}
+}
+
+func TestWorkerStartNamesMetricsAddrWhenPortIsTaken(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = taken.Close() })
+	cfg := testConfig(t)
+	cfg.Metrics.Addr = taken.Addr().String()
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler), app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	w := worker.New(a)
+	err = w.Start()
+	if err == nil {
+		w.Stop()
+		t.Fatal("worker started with its metrics port taken")
+	}
+	if want := fmt.Sprintf("metrics.addr %q", cfg.Metrics.Addr); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("error %q, want it to name %s and say the address is in use", err, want)
+	}
+}
+
+// ownRedis runs a redis-server of the test's own on a free loopback port, so
+// the test can stop it; stop kills it and waits until it is gone.
+func ownRedis(t *testing.T) (addr string, stop func()) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed; it is needed to stop a Redis under test")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	t.Cleanup(stop)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer func() { _ = rdb.Close() }()
+	eventually(t, "redis-server to answer", func() bool { return rdb.Ping(context.Background()).Err() == nil })
+	return addr, stop
+}

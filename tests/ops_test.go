@@ -1,0 +1,184 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRecoverRetryResendThroughRealProcesses exhausts deliveries, then brings
+// them back with the CLI while worker and scheduler run: two recover commands
+// at once, a retry and a resend. The receiver must get exactly one new
+// request per requeued delivery.
+func TestRecoverRetryResendThroughRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	s := newSystem(t)
+	s.start("worker", "worker started")
+	s.start("scheduler", "scheduler started")
+	var mu sync.Mutex
+	up := false
+	rc := newReceiver(t, func(int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if up {
+			return http.StatusOK
+		}
+		return http.StatusInternalServerError
+	})
+	s.ok(t, nil, "homing", "webhook", "create", "--name", "rec", "--doctype", "Invoice", "--event", "on_submit",
+		"--url", rc.URL, "--max-retries", "0")
+	const n = 5
+	ids := make([]string, n)
+	for i := range ids {
+		ev := fmt.Sprintf("rec-%d", i)
+		s.ok(t, nil, "enqueue", "--doctype", "Invoice", "--event", "on_submit", "--event-id", ev, "--doc", `{"name": "INV-1"}`)
+		ids[i] = s.deliveryOf(t, ev)
+		s.waitStatus(t, ids[i], "Exhausted")
+	}
+	if got := len(rc.got()); got != n {
+		t.Fatalf("receiver got %d requests before recovery, want %d", got, n)
+	}
+	mu.Lock()
+	up = true
+	mu.Unlock()
+
+	// retry one by ID.
+	s.ok(t, nil, "homing", "delivery", "retry", ids[0])
+	s.waitStatus(t, ids[0], "Delivered")
+
+	// Two recovers at once: together they requeue the other four once.
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = s.run(t, "homing", "delivery", "recover", "--webhook", "rec", "--since", "1h")
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, r := range results {
+		var k int
+		if r.code != 0 {
+			t.Fatalf("recover: %s", r)
+		}
+		if _, err := fmt.Sscanf(strings.TrimSpace(r.stdout), "requeued %d deliveries", &k); err != nil {
+			t.Fatalf("recover summary %q", r.stdout)
+		}
+		total += k
+	}
+	if total != n-1 {
+		t.Fatalf("the two recovers requeued %d in total, want %d", total, n-1)
+	}
+	for _, id := range ids[1:] {
+		s.waitStatus(t, id, "Delivered")
+	}
+	// resend a Delivered one: a new, linked delivery.
+	r := s.run(t, "homing", "delivery", "resend", ids[0])
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	newID := strings.TrimSpace(r.stdout)
+	s.waitStatus(t, newID, "Delivered")
+	s.stop()
+
+	counts := map[string]int{}
+	for _, g := range rc.got() {
+		counts[g.header.Get("Webhook-Id")]++
+	}
+	for _, id := range ids {
+		if counts[id] != 2 {
+			t.Errorf("delivery %s reached the receiver %d times, want 2 (the failure and one requeued attempt)", id, counts[id])
+		}
+	}
+	if counts[newID] != 1 {
+		t.Errorf("resent delivery reached the receiver %d times, want 1", counts[newID])
+	}
+}
+
+// TestDevModeFromACleanDirectory runs `homing dev` in an empty directory
+// (embedded Redis, SQLite file created there) and publishes with `enqueue` as
+// another process.
+func TestDevModeFromACleanDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisAddr := l.Addr().String()
+	_ = l.Close()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOMING_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "HOMING_METRICS_ADDR=", "HOMING_LOG_FORMAT=text")
+	out := &syncBuffer{}
+	dev := exec.Command(filepath.Join(binDir, "homing"), "dev", "--fast", "--redis-addr", redisAddr, "--monitor-addr", "")
+	dev.Dir, dev.Env, dev.Stdout, dev.Stderr = dir, env, out, out
+	if err := dev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- dev.Wait() }()
+	t.Cleanup(func() {
+		_ = dev.Process.Kill()
+		if t.Failed() {
+			t.Logf("homing dev output:\n%s", out.String())
+		}
+	})
+	eventually(t, "dev mode to start", func() (bool, string) {
+		return strings.Contains(out.String(), "IN MEMORY ONLY"), out.String()
+	})
+	if !strings.Contains(out.String(), redisAddr) {
+		t.Fatalf("dev mode does not print its Redis address %s:\n%s", redisAddr, out.String())
+	}
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	cli := func(name string, args ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		c := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
+		c.Dir = dir
+		c.Env = append(append([]string(nil), env...), "HOMING_REDIS_URL=redis://"+redisAddr+"/0")
+		if b, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
+		}
+	}
+	cli("homing", "webhook", "create", "--name", "dev", "--doctype", "Note", "--event", "after_insert", "--url", rc.URL)
+	cli("enqueue", "--doctype", "Note", "--event", "after_insert", "--doc", `{"title": "hello"}`)
+	eventually(t, "the receiver to get the event", func() (bool, string) {
+		return len(rc.got()) == 1, fmt.Sprintf("%d requests", len(rc.got()))
+	})
+	if b := string(rc.got()[0].body); b != `{"title":"hello"}` {
+		t.Errorf("body %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "homing.db")); err != nil {
+		t.Errorf("dev mode did not use the SQLite default in its directory: %v", err)
+	}
+	_ = dev.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("homing dev exit: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Error("homing dev did not stop on SIGTERM")
+	}
+}
