@@ -198,7 +198,7 @@ func TestCreateRefusesInvalidWebhooks(t *testing.T) {
 		{"method", create("c", "--method", "GET"), []string{`webhook "c": method: "GET"`, "POST, PUT, PATCH, DELETE"}},
 		{"structure", create("d", "--structure", "xml"), []string{`webhook "d": structure: "xml" is not json or form`}},
 		{"signature", create("e", "--signature", "hmac"), []string{`webhook "e": signature`, `"hmac"`}},
-		{"short secret", create("f", "--secret", "short"), []string{`webhook "f": secret`, "at least 16"}},
+		{"short whsec secret", create("f", "--secret", "whsec_c2hvcnQ="), []string{`webhook "f": secret`, "at least 16"}},
 		{"template", create("g", "--template", "{{ doc.name"), []string{`webhook "g": template`}},
 		{"condition", create("h", "--condition", "doc.total >"), []string{`webhook "h": condition`}},
 		{"field", create("i", "--field", "=x"), []string{`webhook "i": field`}},
