@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homingdev/homing/app"
+
 	"github.com/homingdev/homing/inspect"
 )
 
@@ -45,26 +47,19 @@ func newDeliveryListCmd(e *env) *cobra.Command {
 			return nil
 		},
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			a, err := e.openApp(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			ds, err := inspect.List(cmd.Context(), a.DB, f)
-			if err != nil {
-				return err
-			}
-			if ds == nil {
-				ds = []inspect.Delivery{}
-			}
-			if asJSON {
-				return writeJSON(e.stdout, ds)
-			}
-			return printDeliveryTable(e.stdout, ds)
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				ds, err := inspect.List(cmd.Context(), a.DB, f)
+				if err != nil {
+					return err
+				}
+				if ds == nil {
+					ds = []inspect.Delivery{}
+				}
+				if asJSON {
+					return writeJSON(e.stdout, ds)
+				}
+				return printDeliveryTable(e.stdout, ds)
+			})
 		}),
 	}
 	fs := cmd.Flags()
@@ -93,26 +88,19 @@ func newDeliveryShowCmd(e *env) *cobra.Command {
 		Short: "Show a delivery: its frozen request and the history of its attempts",
 		Args:  argNames("delivery ID"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			a, err := e.openApp(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			d, err := inspect.Show(cmd.Context(), a.DB, pos[0])
-			if err != nil {
-				return err
-			}
-			if d.History == nil {
-				d.History = []inspect.Attempt{}
-			}
-			if asJSON {
-				return writeJSON(e.stdout, d)
-			}
-			return printDelivery(e.stdout, d)
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				d, err := inspect.Show(cmd.Context(), a.DB, pos[0])
+				if err != nil {
+					return err
+				}
+				if d.History == nil {
+					d.History = []inspect.Attempt{}
+				}
+				if asJSON {
+					return writeJSON(e.stdout, d)
+				}
+				return printDelivery(e.stdout, d)
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the delivery as JSON")

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homingdev/homing/app"
+
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 )
@@ -18,20 +20,13 @@ func newDeliveryRetryCmd(e *env) *cobra.Command {
 		Short: "Make an Exhausted (or Failed) delivery due now with its attempt budget renewed",
 		Args:  argNames("delivery ID"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			a, err := e.openApp(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			if err := recovery.New(a.DB, a.Clock).Retry(cmd.Context(), pos[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "delivery %s is due now; the next sweep sends it\n", pos[0])
-			return nil
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				if err := recovery.New(a.DB, a.Clock).Retry(cmd.Context(), pos[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "delivery %s is due now; the next sweep sends it\n", pos[0])
+				return nil
+			})
 		}),
 	}
 }
@@ -43,24 +38,17 @@ func newDeliveryResendCmd(e *env) *cobra.Command {
 		Short: "Send a delivery's frozen payload again as a new delivery linked to it",
 		Args:  argNames("delivery ID"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			a, err := e.openApp(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			id, err := recovery.New(a.DB, a.Clock).Resend(cmd.Context(), pos[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(e.stdout, map[string]string{"id": id, "resent_from": pos[0]})
-			}
-			fmt.Fprintf(e.stdout, "%s\n", id)
-			return nil
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				id, err := recovery.New(a.DB, a.Clock).Resend(cmd.Context(), pos[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(e.stdout, map[string]string{"id": id, "resent_from": pos[0]})
+				}
+				fmt.Fprintf(e.stdout, "%s\n", id)
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"id": …, "resent_from": …}`)
@@ -91,36 +79,29 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 			return nil
 		},
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			a, err := e.openApp(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			var progress func(done, total int64)
-			if isTerminal(e.stderr) {
-				progress = func(done, total int64) {
-					const width = 30
-					filled := int(done * width / max(total, 1))
-					fmt.Fprintf(e.stderr, "\r[%s%s] %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), thousands(done), thousands(total))
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				var progress func(done, total int64)
+				if isTerminal(e.stderr) {
+					progress = func(done, total int64) {
+						const width = 30
+						filled := int(done * width / max(total, 1))
+						fmt.Fprintf(e.stderr, "\r[%s%s] %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), thousands(done), thousands(total))
+					}
 				}
-			}
-			n, err := recovery.New(a.DB, a.Clock).Recover(cmd.Context(), f, dryRun, progress)
-			if progress != nil {
-				fmt.Fprintln(e.stderr)
-			}
-			if err != nil {
-				return err
-			}
-			if dryRun {
-				fmt.Fprintf(e.stdout, "would requeue %s deliveries\n", thousands(n))
+				n, err := recovery.New(a.DB, a.Clock).Recover(cmd.Context(), f, dryRun, progress)
+				if progress != nil {
+					fmt.Fprintln(e.stderr)
+				}
+				if err != nil {
+					return err
+				}
+				if dryRun {
+					fmt.Fprintf(e.stdout, "would requeue %s deliveries\n", thousands(n))
+					return nil
+				}
+				fmt.Fprintf(e.stdout, "requeued %s deliveries\n", thousands(n))
 				return nil
-			}
-			fmt.Fprintf(e.stdout, "requeued %s deliveries\n", thousands(n))
-			return nil
+			})
 		}),
 	}
 	fs := cmd.Flags()

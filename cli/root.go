@@ -76,6 +76,21 @@ func (e *env) openApp(ctx context.Context, cfg config.Config) (*app.App, error) 
 	return app.Open(ctx, cfg, log, app.Options{})
 }
 
+// withApp loads the configuration, opens the App for a one-shot command, runs
+// fn on it and closes it.
+func (e *env) withApp(ctx context.Context, fn func(a *app.App) error) error {
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	a, err := e.openApp(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = a.Close() }()
+	return fn(a)
+}
+
 // Homing runs the admin command with args (without the program name) and
 // returns its exit status: 0 success, 1 failure, 2 bad usage.
 func Homing(args []string, stdout, stderr io.Writer) int {

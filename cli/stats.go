@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homingdev/homing/app"
+
 	"github.com/homingdev/homing/inspect"
 )
 
@@ -16,34 +18,27 @@ func newStatsCmd(e *env) *cobra.Command {
 		Short: "Deliveries by status and webhook, the Failed backlog and recent success rates",
 		Args:  argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			a, err := e.openApp(cmd.Context(), cfg)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			st, err := inspect.ComputeStats(cmd.Context(), a.DB, a.Clock.Now())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(e.stdout, st)
-			}
-			fmt.Fprintf(e.stdout, "Delivered %d   Failed %d   Exhausted %d\n", st.ByStatus["Delivered"], st.ByStatus["Failed"], st.ByStatus["Exhausted"])
-			fmt.Fprintf(e.stdout, "Failed backlog %d, due now %d, oldest overdue next_retry %s\n\n", st.FailedBacklog, st.DueNow, timeOrDash(st.OldestOverdue))
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WEBHOOK\tDELIVERED\tFAILED\tEXHAUSTED\tATTEMPTS 1H\tSUCCESS 1H")
-			for _, w := range st.Webhooks {
-				rate := "-"
-				if w.SuccessRateLastHour != nil {
-					rate = fmt.Sprintf("%.1f%%", *w.SuccessRateLastHour*100)
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				st, err := inspect.ComputeStats(cmd.Context(), a.DB, a.Clock.Now())
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", w.Webhook, w.Delivered, w.Failed, w.Exhausted, w.AttemptsLastHour, rate)
-			}
-			return tw.Flush()
+				if asJSON {
+					return writeJSON(e.stdout, st)
+				}
+				fmt.Fprintf(e.stdout, "Delivered %d   Failed %d   Exhausted %d\n", st.ByStatus["Delivered"], st.ByStatus["Failed"], st.ByStatus["Exhausted"])
+				fmt.Fprintf(e.stdout, "Failed backlog %d, due now %d, oldest overdue next_retry %s\n\n", st.FailedBacklog, st.DueNow, timeOrDash(st.OldestOverdue))
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "WEBHOOK\tDELIVERED\tFAILED\tEXHAUSTED\tATTEMPTS 1H\tSUCCESS 1H")
+				for _, w := range st.Webhooks {
+					rate := "-"
+					if w.SuccessRateLastHour != nil {
+						rate = fmt.Sprintf("%.1f%%", *w.SuccessRateLastHour*100)
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", w.Webhook, w.Delivered, w.Failed, w.Exhausted, w.AttemptsLastHour, rate)
+				}
+				return tw.Flush()
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the statistics as JSON")
