@@ -265,21 +265,15 @@ func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason st
 func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode Mode, hook *models.Webhook, at time.Time, req delivery.Request, res delivery.Result) (Outcome, error) {
 	now := d.now()
 	out := Outcome{Sent: res.Class != delivery.ClassInvalid, Result: res, Attempt: row.Attempts}
-	switch {
-	case res.OK():
-		out.Status = models.StatusDelivered
-	case mode == Sync:
-		out.Status = models.StatusExhausted
-	default:
-		if next, ok := d.schedule.Next(now, row.Attempts, row.MaxRetries); ok && res.Class != delivery.ClassInvalid {
-			out.Status = models.StatusFailed
-			out.NextRetry = &next
-		} else {
-			out.Status = models.StatusExhausted
-		}
-	}
+	dec := decide(d.schedule, now, row.Attempts, row.MaxRetries, mode, res)
+	out.Status, out.NextRetry = dec.status, dec.next
 	if res.Err != nil {
 		out.Reason = sanitize(res.Err.Error(), 2048)
+	}
+	goneReason := ""
+	if dec.gone {
+		goneReason = fmt.Sprintf("receiver answered 410 Gone to delivery %s at %s", row.ID, now.Format(time.RFC3339))
+		out.Reason = "receiver answered 410 Gone: webhook disabled"
 	}
 	var code *int
 	if res.StatusCode != 0 {
@@ -334,10 +328,19 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 			d.log.Warn("delivery changed while its attempt was in flight; outcome kept in history only", "delivery", row.ID)
 		}
 		applied = r.RowsAffected == 1
+		if dec.gone {
+			if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).
+				Updates(map[string]any{"enabled": false, "disabled_reason": goneReason, "updated_at": now}).Error; err != nil {
+				return fmt.Errorf("disable webhook %q after 410 Gone: %w", hook.Name, err)
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return out, err
+	}
+	if dec.gone {
+		d.log.Warn("webhook disabled: receiver answered 410 Gone", "webhook", hook.Name, "delivery", row.ID)
 	}
 	if d.observer != nil {
 		status := ""

@@ -44,6 +44,7 @@ type receiver struct {
 	mu      sync.Mutex
 	reqs    []received
 	status  int
+	header  http.Header // added to every response
 	block   chan struct{} // when non-nil, requests wait for it to close
 	arrived chan struct{} // signalled on every request
 }
@@ -56,6 +57,9 @@ func newReceiver(t *testing.T) *receiver {
 		r.mu.Lock()
 		r.reqs = append(r.reqs, received{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
 		status, block := r.status, r.block
+		for k, v := range r.header {
+			w.Header()[k] = v
+		}
 		r.mu.Unlock()
 		r.arrived <- struct{}{}
 		if block != nil {

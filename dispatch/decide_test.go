@@ -1,0 +1,62 @@
+package dispatch
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/retry"
+)
+
+func TestDecideStatusRules(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	hdr := func(v string) http.Header { return http.Header{"Retry-After": {v}} }
+	fail := errors.New("failed")
+	tests := []struct {
+		name       string
+		attempts   int
+		maxRetries int
+		mode       Mode
+		res        delivery.Result
+		status     string
+		in         time.Duration // 0 = no next retry
+		gone       bool
+	}{
+		{"2xx delivered", 1, 3, First, delivery.Result{StatusCode: 204, Class: delivery.Class2xx}, models.StatusDelivered, 0, false},
+		{"5xx first failure", 1, 3, First, delivery.Result{StatusCode: 500, Class: delivery.Class5xx, Err: fail}, models.StatusFailed, 5 * time.Minute, false},
+		{"timeout backs off like any failure", 2, 3, Retry, delivery.Result{Class: delivery.ClassTimeout, Err: fail}, models.StatusFailed, 30 * time.Minute, false},
+		{"connection refused", 3, 3, Retry, delivery.Result{Class: delivery.ClassConnection, Err: fail}, models.StatusFailed, 2 * time.Hour, false},
+		{"3xx is a failure", 1, 3, First, delivery.Result{StatusCode: 302, Class: delivery.Class3xx, Err: fail}, models.StatusFailed, 5 * time.Minute, false},
+		{"budget used up", 4, 3, Retry, delivery.Result{StatusCode: 500, Class: delivery.Class5xx, Err: fail}, models.StatusExhausted, 0, false},
+		{"max_retries 0 is final", 1, 0, First, delivery.Result{StatusCode: 500, Class: delivery.Class5xx, Err: fail}, models.StatusExhausted, 0, false},
+		{"unbuildable is final", 1, 3, First, delivery.Result{Class: delivery.ClassInvalid, Err: fail}, models.StatusExhausted, 0, false},
+		{"sync failure is final", 1, 0, Sync, delivery.Result{StatusCode: 500, Class: delivery.Class5xx, Err: fail}, models.StatusExhausted, 0, false},
+		{"410 gone", 1, 3, First, delivery.Result{StatusCode: 410, Class: delivery.Class4xx, Err: fail}, models.StatusExhausted, 0, true},
+		{"503 Retry-After seconds later than schedule", 1, 3, First, delivery.Result{StatusCode: 503, Class: delivery.Class5xx, Header: hdr("3600"), Err: fail}, models.StatusFailed, time.Hour, false},
+		{"429 Retry-After sooner than schedule keeps schedule", 1, 3, First, delivery.Result{StatusCode: 429, Class: delivery.Class4xx, Header: hdr("10"), Err: fail}, models.StatusFailed, 5 * time.Minute, false},
+		{"Retry-After capped at last entry", 1, 3, First, delivery.Result{StatusCode: 503, Class: delivery.Class5xx, Header: hdr("999999"), Err: fail}, models.StatusFailed, 10 * time.Hour, false},
+		{"Retry-After HTTP date", 1, 3, First, delivery.Result{StatusCode: 503, Class: delivery.Class5xx, Header: hdr(now.Add(90 * time.Minute).Format(http.TimeFormat)), Err: fail}, models.StatusFailed, 90 * time.Minute, false},
+		{"Retry-After ignored on 500", 1, 3, First, delivery.Result{StatusCode: 500, Class: delivery.Class5xx, Header: hdr("3600"), Err: fail}, models.StatusFailed, 5 * time.Minute, false},
+		{"garbage Retry-After ignored", 1, 3, First, delivery.Result{StatusCode: 503, Class: delivery.Class5xx, Header: hdr("soon"), Err: fail}, models.StatusFailed, 5 * time.Minute, false},
+	}
+	for _, tt := range tests {
+		got := decide(retry.DefaultSchedule, now, tt.attempts, tt.maxRetries, tt.mode, tt.res)
+		if got.status != tt.status || got.gone != tt.gone {
+			t.Errorf("%s: status %s gone %v, want %s %v", tt.name, got.status, got.gone, tt.status, tt.gone)
+			continue
+		}
+		switch {
+		case tt.in == 0 && got.next != nil:
+			t.Errorf("%s: next retry %s, want none", tt.name, got.next)
+		case tt.in != 0 && (got.next == nil || got.next.Sub(now) != tt.in):
+			t.Errorf("%s: next retry %v, want +%s", tt.name, got.next, tt.in)
+		}
+		if (got.status == models.StatusFailed) != (got.next != nil) {
+			t.Errorf("%s: Failed must go with a next retry and nothing else", tt.name)
+		}
+	}
+}

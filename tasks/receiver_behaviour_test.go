@@ -1,0 +1,63 @@
+package tasks_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/models"
+)
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, pg)
+	recv := newReceiver(t)
+	recv.mu.Lock()
+	recv.status, recv.header = http.StatusServiceUnavailable, http.Header{"Retry-After": {"3600"}}
+	recv.mu.Unlock()
+	h.createWebhook("orders", recv.srv.URL, nil)
+	id := h.publish(salesOrder("ev-retry-after"))
+	d := h.waitAttempts(id, 1)
+	if got := d.NextRetry.Sub(h.clock.Now()); got != time.Hour {
+		t.Fatalf("next retry in %s, want the receiver's Retry-After of 1h (the schedule says 5m)", got)
+	}
+	if n := h.sweep(59 * time.Minute); n != 0 {
+		t.Fatalf("retried %d before Retry-After", n)
+	}
+}
+
+func TestGoneExhaustsAndDisablesTheWebhook(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, pg)
+	recv := newReceiver(t)
+	recv.setStatus(http.StatusServiceUnavailable)
+	h.createWebhook("orders", recv.srv.URL, nil)
+	pendingID := h.publish(salesOrder("ev-before-gone"))
+	h.waitAttempts(pendingID, 1) // Failed, a retry scheduled
+	recv.setStatus(http.StatusGone)
+	id := h.publish(salesOrder("ev-gone"))
+	eventually(t, "410 recorded", func() bool {
+		rows := h.deliveries(id)
+		return len(rows) == 1 && rows[0].Status == models.StatusExhausted
+	})
+	d := h.delivery(id)
+	if d.NextRetry != nil || !strings.Contains(d.LastError, "410") {
+		t.Fatalf("after 410: next %v error %q", d.NextRetry, d.LastError)
+	}
+	w, err := h.hooks.Get(context.Background(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Enabled || !strings.Contains(w.DisabledReason, "410 Gone") {
+		t.Fatalf("webhook enabled %v reason %q, want disabled with the reason", w.Enabled, w.DisabledReason)
+	}
+	// The earlier delivery's retry is exhausted without a request.
+	before := recv.count()
+	h.sweep(5 * time.Minute)
+	eventually(t, "pending delivery exhausted", func() bool { return h.delivery(pendingID).Status == models.StatusExhausted })
+	if p := h.delivery(pendingID); !strings.Contains(p.LastError, "webhook disabled: receiver answered 410 Gone") || recv.count() != before {
+		t.Fatalf("pending delivery %q, receiver got %d more", p.LastError, recv.count()-before)
+	}
+}
