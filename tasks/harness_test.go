@@ -44,7 +44,7 @@ type receiver struct {
 	mu      sync.Mutex
 	reqs    []received
 	status  int
-	header  http.Header // added to every response
+	header  http.Header   // added to every response
 	block   chan struct{} // when non-nil, requests wait for it to close
 	arrived chan struct{} // signalled on every request
 }
