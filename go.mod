@@ -3,6 +3,7 @@ module github.com/homingdev/homing
 go 1.26.0
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/expr-lang/expr v1.17.8
 	github.com/glebarez/sqlite v1.11.0

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"time"
 	"fmt"
 	"log/slog"
 
@@ -68,7 +69,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 			return nil, fmt.Errorf("migrate database: %w", err)
 		}
 	}
-	sender := delivery.NewSender(delivery.SenderConfig{UserAgent: UserAgent(), Now: opts.Clock.Now})
+	sender := delivery.NewSender(SenderConfig(cfg.Delivery, opts.Clock.Now))
 	d := dispatch.New(db, sender, box, dispatch.Config{
 		Schedule: retry.Schedule(cfg.Retry.Schedule),
 		Logger:   log,
@@ -78,6 +79,26 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,
 		Box: box, Sender: sender, Dispatcher: d,
 	}, nil
+}
+
+// Guard is the SSRF guard of cfg, or nil when delivery.allow_private_networks
+// is on.
+func Guard(cfg config.Delivery) *delivery.Guard {
+	if cfg.AllowPrivateNetworks {
+		return nil
+	}
+	return delivery.NewGuard(cfg.AllowedNetworks)
+}
+
+// SenderConfig is the sender every Homing process uses: Homing's
+// User-Agent, and the SSRF guard at dial time unless private networks are
+// allowed.
+func SenderConfig(cfg config.Delivery, now func() time.Time) delivery.SenderConfig {
+	sc := delivery.SenderConfig{UserAgent: UserAgent(), Now: now}
+	if g := Guard(cfg); g != nil {
+		sc.DialControl = g.Control
+	}
+	return sc
 }
 
 // Close releases the database pool and idle connections.

@@ -38,6 +38,9 @@ func newSite(t *testing.T, extra string) *site {
 	}
 	s := &site{t: t, dsn: testenv.SQLiteDSN(t), key: key}
 	s.config = filepath.Join(t.TempDir(), "homing.yaml")
+	if !strings.Contains(extra, "delivery:") {
+		extra += "delivery:\n  allow_private_networks: true\n" // the receivers are on loopback
+	}
 	yaml := fmt.Sprintf("database:\n  url: %q\n  auto_migrate: false\nsecrets:\n  key: %q\nlog:\n  level: info\n%s", s.dsn, key, extra)
 	writeConfig(t, s.config, yaml)
 	return s

@@ -203,6 +203,7 @@ func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) 
 	svc := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
 		MaxRetries: cfg.Retry.DefaultMaxRetries,
 		Timeout:    cfg.Delivery.Timeout,
+		Guard:      app.Guard(cfg.Delivery),
 	}, a.Log)
 	return svc, a, nil
 }

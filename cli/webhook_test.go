@@ -160,7 +160,7 @@ func anyStrings(v any) []string {
 
 func TestCreateDefaultsComeFromConfig(t *testing.T) {
 	t.Parallel()
-	s := newSite(t, "retry:\n  default_max_retries: 7\ndelivery:\n  timeout: 9s\n")
+	s := newSite(t, "retry:\n  default_max_retries: 7\ndelivery:\n  timeout: 9s\n  allow_private_networks: true\n")
 	got := object(t, s.ok(create("orders", "--json")...).stdout)
 	for k, v := range map[string]any{
 		"max_retries": float64(7), "timeout": "9s", "method": "POST", "structure": "json",

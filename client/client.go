@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
+	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
@@ -25,9 +26,6 @@ import (
 
 	"gorm.io/gorm"
 )
-
-// Version is sent as part of the User-Agent of synchronous deliveries.
-const Version = "0.1.0"
 
 // ErrInvalidEvent marks an event Homing refuses; the message says what to fix.
 var ErrInvalidEvent = dispatch.ErrInvalidEvent
@@ -61,6 +59,10 @@ type Config struct {
 	SecretsKey string
 	// MaxPayloadBytes refuses larger documents (default 1 MiB).
 	MaxPayloadBytes int
+	// Delivery holds the synchronous path's network guard settings
+	// (delivery.allow_private_networks, delivery.allowed_networks); the zero
+	// value refuses private and loopback receivers.
+	Delivery config.Delivery
 	Logger          *slog.Logger
 }
 
@@ -71,6 +73,7 @@ func FromConfig(c config.Config) Config {
 		DatabaseURL:     c.Database.URL,
 		SecretsKey:      c.Secrets.Key,
 		MaxPayloadBytes: c.Delivery.MaxPayloadBytes,
+		Delivery:        c.Delivery,
 	}
 }
 
@@ -108,7 +111,7 @@ func New(cfg Config) (*Client, error) {
 			_ = c.queue.Close()
 			return nil, err
 		}
-		c.sender = delivery.NewSender(delivery.SenderConfig{UserAgent: "Homing/" + Version})
+		c.sender = delivery.NewSender(app.SenderConfig(cfg.Delivery, nil))
 		c.disp = dispatch.New(c.db, c.sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger})
 	}
 	return c, nil

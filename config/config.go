@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -83,9 +84,10 @@ type Sweeper struct {
 
 // Delivery bounds outgoing requests.
 type Delivery struct {
-	Timeout              time.Duration // delivery.timeout, per attempt
-	AllowPrivateNetworks bool          // delivery.allow_private_networks
-	MaxPayloadBytes      int           // delivery.max_payload_bytes
+	Timeout              time.Duration  // delivery.timeout, per attempt
+	AllowPrivateNetworks bool           // delivery.allow_private_networks
+	AllowedNetworks      []netip.Prefix // delivery.allowed_networks: CIDRs reachable despite the guard
+	MaxPayloadBytes      int            // delivery.max_payload_bytes
 }
 
 // Worker sizes the asynq server.
@@ -155,7 +157,8 @@ func fields() []field {
 		{"sweeper.interval", "5m", into(parseDuration, func(c *Config) *time.Duration { return &c.Sweeper.Interval })},
 		{"sweeper.batch_size", 500, into(parseInt, func(c *Config) *int { return &c.Sweeper.BatchSize })},
 		{"delivery.timeout", "5s", into(parseDuration, func(c *Config) *time.Duration { return &c.Delivery.Timeout })},
-		{"delivery.allow_private_networks", true, into(parseBool, func(c *Config) *bool { return &c.Delivery.AllowPrivateNetworks })},
+		{"delivery.allowed_networks", "", into(parsePrefixes, func(c *Config) *[]netip.Prefix { return &c.Delivery.AllowedNetworks })},
+		{"delivery.allow_private_networks", false, into(parseBool, func(c *Config) *bool { return &c.Delivery.AllowPrivateNetworks })},
 		{"delivery.max_payload_bytes", 1 << 20, into(parseInt, func(c *Config) *int { return &c.Delivery.MaxPayloadBytes })},
 		{"worker.concurrency", 50, into(parseInt, func(c *Config) *int { return &c.Worker.Concurrency })},
 		{"worker.queues", "default=1", into(parseQueues, func(c *Config) *map[string]int { return &c.Worker.Queues })},
@@ -341,6 +344,23 @@ func parseString(raw any) (string, error) {
 	default:
 		return fmt.Sprint(x), nil
 	}
+}
+
+// parsePrefixes reads CIDRs (a list or one comma-separated string).
+func parsePrefixes(raw any) ([]netip.Prefix, error) {
+	items, err := parseStrings(raw)
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Prefix
+	for _, s := range items {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR such as 10.1.0.0/16 or fd00::/8", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // parseStrings reads a YAML list or one comma-separated string.

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -43,7 +44,7 @@ func TestDefault(t *testing.T) {
 			DefaultMaxRetries: 3,
 		},
 		Sweeper:   Sweeper{Interval: 5 * time.Minute, BatchSize: 500},
-		Delivery:  Delivery{Timeout: 5 * time.Second, AllowPrivateNetworks: true, MaxPayloadBytes: 1048576},
+		Delivery:  Delivery{Timeout: 5 * time.Second, AllowPrivateNetworks: false, MaxPayloadBytes: 1048576},
 		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second},
 		Log:       Log{Level: "info", Format: "json"},
 		Secrets:   Secrets{Key: ""},
@@ -246,17 +247,20 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"sweeper.interval":                {"1m30s", func(c *Config) { c.Sweeper.Interval = 90 * time.Second }},
 		"sweeper.batch_size":              {"1", func(c *Config) { c.Sweeper.BatchSize = 1 }},
 		"delivery.timeout":                {"100ms", func(c *Config) { c.Delivery.Timeout = 100 * time.Millisecond }},
-		"delivery.allow_private_networks": {"0", func(c *Config) { c.Delivery.AllowPrivateNetworks = false }},
-		"delivery.max_payload_bytes":      {"1024", func(c *Config) { c.Delivery.MaxPayloadBytes = 1024 }},
-		"worker.concurrency":              {"10000", func(c *Config) { c.Worker.Concurrency = 10000 }},
-		"worker.queues":                   {"a=1", func(c *Config) { c.Worker.Queues = map[string]int{"a": 1} }},
-		"worker.shutdown_timeout":         {"0s", func(c *Config) { c.Worker.ShutdownTimeout = 0 }},
-		"log.level":                       {"debug", func(c *Config) { c.Log.Level = "debug" }},
-		"log.format":                      {"text", func(c *Config) { c.Log.Format = "text" }},
-		"secrets.key":                     {"c2VjcmV0", func(c *Config) { c.Secrets.Key = "c2VjcmV0" }},
-		"retention.delivered":             {"24h", func(c *Config) { c.Retention.Delivered = 24 * time.Hour }},
-		"retention.exhausted":             {"48h", func(c *Config) { c.Retention.Exhausted = 48 * time.Hour }},
-		"metrics.addr":                    {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
+		"delivery.allow_private_networks": {"1", func(c *Config) { c.Delivery.AllowPrivateNetworks = true }},
+		"delivery.allowed_networks": {"10.1.0.0/16, fd00::/8", func(c *Config) {
+			c.Delivery.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")}
+		}},
+		"delivery.max_payload_bytes": {"1024", func(c *Config) { c.Delivery.MaxPayloadBytes = 1024 }},
+		"worker.concurrency":         {"10000", func(c *Config) { c.Worker.Concurrency = 10000 }},
+		"worker.queues":              {"a=1", func(c *Config) { c.Worker.Queues = map[string]int{"a": 1} }},
+		"worker.shutdown_timeout":    {"0s", func(c *Config) { c.Worker.ShutdownTimeout = 0 }},
+		"log.level":                  {"debug", func(c *Config) { c.Log.Level = "debug" }},
+		"log.format":                 {"text", func(c *Config) { c.Log.Format = "text" }},
+		"secrets.key":                {"c2VjcmV0", func(c *Config) { c.Secrets.Key = "c2VjcmV0" }},
+		"retention.delivered":        {"24h", func(c *Config) { c.Retention.Delivered = 24 * time.Hour }},
+		"retention.exhausted":        {"48h", func(c *Config) { c.Retention.Exhausted = 48 * time.Hour }},
+		"metrics.addr":               {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
 	}
 	keys := Config{}.Keys()
 	if len(keys) != len(values) {

@@ -261,6 +261,9 @@ func classifyFailure(parent, reqCtx context.Context, timeout time.Duration, err 
 	if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
 		return ClassTimeout, fmt.Errorf("request timed out after %s: %w", timeout, context.DeadlineExceeded)
 	}
+	if errors.Is(inner, ErrForbiddenTarget) {
+		return ClassInvalid, fmt.Errorf("%w", inner)
+	}
 	var opErr *net.OpError
 	if errors.As(inner, &opErr) && opErr.Op == "dial" {
 		return ClassConnection, inner

@@ -63,6 +63,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	redisURL := "redis://" + mr.Addr() + "/0"
 	cfg.Redis.URL = redisURL
 	cfg.Database.AutoMigrate = true
+	// Trying Homing on a laptop means receivers on localhost.
+	cfg.Delivery.AllowPrivateNetworks = true
 	if opts.Fast {
 		cfg.Retry.Schedule = []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second}
 		cfg.Sweeper.Interval = time.Second
@@ -95,7 +97,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	fmt.Fprintf(opts.Out, `
   Homing dev mode
   ===============
-  embedded Redis : %s   (export HOMING_REDIS_URL=%s to publish from another shell)
+  embedded Redis : %s
+  other shells   : export HOMING_REDIS_URL=%s HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true
   database       : %s
   retry schedule : %v, sweep every %s
 

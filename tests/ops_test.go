@@ -156,7 +156,7 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 		defer cancel()
 		c := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 		c.Dir = dir
-		c.Env = append(append([]string(nil), env...), "HOMING_REDIS_URL=redis://"+redisAddr+"/0")
+		c.Env = append(append([]string(nil), env...), "HOMING_REDIS_URL=redis://"+redisAddr+"/0", "HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true")
 		if b, err := c.CombinedOutput(); err != nil {
 			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
 		}

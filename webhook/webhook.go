@@ -68,6 +68,10 @@ type Input struct {
 type Defaults struct {
 	MaxRetries int
 	Timeout    time.Duration
+	// Guard, when set, refuses URLs whose host resolves to an address
+	// deliveries may not reach (the SSRF guard; sends are checked again at
+	// dial time).
+	Guard *delivery.Guard
 }
 
 // Service creates, changes and reads webhooks.
@@ -124,6 +128,9 @@ func (s *Service) Create(ctx context.Context, in Input) (models.Webhook, error) 
 	if err := s.apply(&w, in); err != nil {
 		return w, err
 	}
+	if err := s.checkTarget(ctx, w.RequestURL); err != nil {
+		return w, err
+	}
 	if err := s.db.WithContext(ctx).Create(&w).Error; err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
 			return w, fmt.Errorf("%w: %q (choose another name, or use webhook update)", ErrExists, w.Name)
@@ -142,6 +149,11 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 	}
 	if err := s.apply(&w, in); err != nil {
 		return w, err
+	}
+	if in.URL != nil {
+		if err := s.checkTarget(ctx, w.RequestURL); err != nil {
+			return w, err
+		}
 	}
 	w.UpdatedAt = s.now()
 	if in.Enabled != nil && *in.Enabled {
@@ -248,6 +260,21 @@ func (s *Service) RotateSecret(ctx context.Context, name string, secret string, 
 	}
 	s.log.Info("webhook secret rotated", "webhook", name, "grace", grace.String())
 	return w, nil
+}
+
+// checkTarget refuses a URL whose host the SSRF guard would refuse.
+func (s *Service) checkTarget(ctx context.Context, raw string) error {
+	if s.defaults.Guard == nil {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return invalid("url", "%q is not a URL: %v", raw, err)
+	}
+	if err := s.defaults.Guard.CheckHost(ctx, u.Hostname()); err != nil {
+		return fmt.Errorf("%w: url: %w", ErrInvalid, err)
+	}
+	return nil
 }
 
 func invalid(field string, format string, args ...any) error {
