@@ -5,9 +5,9 @@ package app
 
 import (
 	"context"
-	"time"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/hibiken/asynq"
 	"gorm.io/gorm"

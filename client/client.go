@@ -63,7 +63,7 @@ type Config struct {
 	// (delivery.allow_private_networks, delivery.allowed_networks); the zero
 	// value refuses private and loopback receivers.
 	Delivery config.Delivery
-	Logger          *slog.Logger
+	Logger   *slog.Logger
 }
 
 // FromConfig takes a publisher's settings from Homing's configuration.
