@@ -71,9 +71,10 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 	}
 	sender := delivery.NewSender(SenderConfig(cfg.Delivery, opts.Clock.Now))
 	d := dispatch.New(db, sender, box, dispatch.Config{
-		Schedule: retry.Schedule(cfg.Retry.Schedule),
-		Logger:   log,
-		Clock:    opts.Clock,
+		Schedule:     retry.Schedule(cfg.Retry.Schedule),
+		DisableAfter: cfg.Health.DisableAfter,
+		Logger:       log,
+		Clock:        opts.Clock,
 	})
 	return &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,

@@ -33,6 +33,15 @@ type Config struct {
 	Secrets   Secrets
 	Metrics   Metrics
 	Retention Retention
+	Health    Health
+}
+
+// Health disables endpoints that only fail.
+type Health struct {
+	// DisableAfter (health.disable_after): a webhook whose deliveries have
+	// only failed for this long is disabled and its pending retries are
+	// exhausted; 0 turns this off.
+	DisableAfter time.Duration
 }
 
 // Retention says how long final deliveries are kept before the periodic
@@ -168,6 +177,7 @@ func fields() []field {
 		{"secrets.key", "", into(parseString, func(c *Config) *string { return &c.Secrets.Key })},
 		{"retention.delivered", "720h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Delivered })},
 		{"retention.exhausted", "2160h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Exhausted })},
+		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 	}
 }
@@ -568,6 +578,9 @@ func (c Config) problems() []*KeyError {
 		if n < lo || n > hi {
 			bad(key, "must be between %d and %d, got %d", lo, hi, n)
 		}
+	}
+	if c.Health.DisableAfter < 0 {
+		bad("health.disable_after", "must not be negative (0 turns it off), got %s", c.Health.DisableAfter)
 	}
 	for key, d := range map[string]time.Duration{"retention.delivered": c.Retention.Delivered, "retention.exhausted": c.Retention.Exhausted} {
 		if d < time.Hour {

@@ -50,6 +50,7 @@ func TestDefault(t *testing.T) {
 		Secrets:   Secrets{Key: ""},
 		Metrics:   Metrics{Addr: ":9464"},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
+		Health:    Health{DisableAfter: 120 * time.Hour},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", d, want)
@@ -113,6 +114,7 @@ metrics: {addr: "127.0.0.1:9000"}
 					Secrets:   Secrets{Key: "abc"},
 					Metrics:   Metrics{Addr: "127.0.0.1:9000"},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
+					Health:    Health{DisableAfter: 120 * time.Hour},
 				}
 			},
 		},
@@ -260,6 +262,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"secrets.key":                {"c2VjcmV0", func(c *Config) { c.Secrets.Key = "c2VjcmV0" }},
 		"retention.delivered":        {"24h", func(c *Config) { c.Retention.Delivered = 24 * time.Hour }},
 		"retention.exhausted":        {"48h", func(c *Config) { c.Retention.Exhausted = 48 * time.Hour }},
+		"health.disable_after":       {"0s", func(c *Config) { c.Health.DisableAfter = 0 }},
 		"metrics.addr":               {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
 	}
 	keys := Config{}.Keys()

@@ -270,10 +270,16 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	if res.Err != nil {
 		out.Reason = sanitize(res.Err.Error(), 2048)
 	}
-	goneReason := ""
+	disableReason := ""
 	if dec.gone {
-		goneReason = fmt.Sprintf("receiver answered 410 Gone to delivery %s at %s", row.ID, now.Format(time.RFC3339))
+		disableReason = fmt.Sprintf("receiver answered 410 Gone to delivery %s at %s", row.ID, now.Format(time.RFC3339))
 		out.Reason = "receiver answered 410 Gone: webhook disabled"
+	}
+	unhealthy := !res.OK() && d.disableAfter > 0 && hook.FailingSince != nil && !hook.FailingSince.After(now.Add(-d.disableAfter))
+	if unhealthy && !dec.gone {
+		disableReason = fmt.Sprintf("deliveries only failed since %s (health.disable_after %s)", hook.FailingSince.UTC().Format(time.RFC3339), d.disableAfter)
+		out.Status, out.NextRetry = models.StatusExhausted, nil
+		out.Reason = "webhook disabled: " + disableReason + "; last error: " + out.Reason
 	}
 	var code *int
 	if res.StatusCode != 0 {
@@ -328,19 +334,13 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 			d.log.Warn("delivery changed while its attempt was in flight; outcome kept in history only", "delivery", row.ID)
 		}
 		applied = r.RowsAffected == 1
-		if dec.gone {
-			if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).
-				Updates(map[string]any{"enabled": false, "disabled_reason": goneReason, "updated_at": now}).Error; err != nil {
-				return fmt.Errorf("disable webhook %q after 410 Gone: %w", hook.Name, err)
-			}
-		}
-		return nil
+		return d.recordHealth(tx, hook, row.ID, res, now, disableReason)
 	})
 	if err != nil {
 		return out, err
 	}
-	if dec.gone {
-		d.log.Warn("webhook disabled: receiver answered 410 Gone", "webhook", hook.Name, "delivery", row.ID)
+	if disableReason != "" {
+		d.log.Warn("webhook disabled", "webhook", hook.Name, "delivery", row.ID, "reason", disableReason)
 	}
 	if d.observer != nil {
 		status := ""
@@ -354,6 +354,36 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		"attempt", row.Attempts, "status", out.Status, "class", string(res.Class),
 		"status_code", res.StatusCode, "duration_ms", res.Duration.Milliseconds(), "error", out.Reason)
 	return out, nil
+}
+
+// recordHealth keeps the webhook's failing_since clock (reset by any
+// success, started by the first failure after one) and, with a reason,
+// disables the webhook and exhausts its other pending retries, so nothing
+// more is sent to an endpoint that is gone or has only failed for
+// health.disable_after. Reads only what load already has: a healthy
+// webhook's success costs no extra statement.
+func (d *Dispatcher) recordHealth(tx *gorm.DB, hook *models.Webhook, deliveryID string, res delivery.Result, now time.Time, disableReason string) error {
+	switch {
+	case disableReason != "":
+		if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).
+			Updates(map[string]any{"enabled": false, "disabled_reason": disableReason, "updated_at": now}).Error; err != nil {
+			return fmt.Errorf("disable webhook %q: %w", hook.Name, err)
+		}
+		if err := tx.Model(&models.Delivery{}).
+			Where("webhook_id = ? AND status = ? AND id <> ?", hook.ID, models.StatusFailed, deliveryID).
+			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "webhook disabled: " + disableReason, "updated_at": now}).Error; err != nil {
+			return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", hook.Name, err)
+		}
+	case res.OK() && hook.FailingSince != nil:
+		if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).Update("failing_since", nil).Error; err != nil {
+			return fmt.Errorf("reset health of webhook %q: %w", hook.Name, err)
+		}
+	case !res.OK() && hook.FailingSince == nil && res.Class != delivery.ClassInvalid && res.Class != delivery.ClassCanceled:
+		if err := tx.Model(&models.Webhook{}).Where("id = ? AND failing_since IS NULL", hook.ID).Update("failing_since", now).Error; err != nil {
+			return fmt.Errorf("record failure of webhook %q: %w", hook.Name, err)
+		}
+	}
+	return nil
 }
 
 // sanitize makes s storable as PostgreSQL text (valid UTF-8, no NUL) and cuts

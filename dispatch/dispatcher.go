@@ -31,6 +31,9 @@ const claimMargin = time.Minute
 // Config holds what the dispatcher needs from Homing's configuration.
 type Config struct {
 	Schedule retry.Schedule
+	// DisableAfter disables a webhook whose deliveries have only failed for
+	// this long (health.disable_after); 0 never disables.
+	DisableAfter time.Duration
 	// Logger receives one line per attempt outcome; secrets never reach it.
 	Logger *slog.Logger
 	Clock  clock.Clock
@@ -44,30 +47,32 @@ type Config struct {
 
 // Dispatcher fans out events and runs attempts against one database.
 type Dispatcher struct {
-	db       *gorm.DB
-	sender   *delivery.Sender
-	box      *secretbox.Box
-	schedule retry.Schedule
-	log      *slog.Logger
-	clock    clock.Clock
-	newID    func() string
-	conds    *conditionCache
-	observer Observer
+	db           *gorm.DB
+	sender       *delivery.Sender
+	box          *secretbox.Box
+	schedule     retry.Schedule
+	disableAfter time.Duration
+	log          *slog.Logger
+	clock        clock.Clock
+	newID        func() string
+	conds        *conditionCache
+	observer     Observer
 }
 
 // New builds a Dispatcher. The sender is shared by every attempt so that
 // connections to a receiver are reused.
 func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *Dispatcher {
 	d := &Dispatcher{
-		db:       db,
-		sender:   sender,
-		box:      box,
-		schedule: cfg.Schedule,
-		log:      cfg.Logger,
-		clock:    cfg.Clock,
-		newID:    cfg.NewID,
-		conds:    newConditionCache(),
-		observer: cfg.Observer,
+		db:           db,
+		sender:       sender,
+		box:          box,
+		schedule:     cfg.Schedule,
+		disableAfter: cfg.DisableAfter,
+		log:          cfg.Logger,
+		clock:        cfg.Clock,
+		newID:        cfg.NewID,
+		conds:        newConditionCache(),
+		observer:     cfg.Observer,
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

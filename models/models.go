@@ -47,6 +47,7 @@ type Webhook struct {
 	SignatureScheme  string     `gorm:"column:signature_scheme"`
 	Enabled          bool       `gorm:"column:enabled"`
 	DisabledReason   string     `gorm:"column:disabled_reason"`
+	FailingSince     *time.Time `gorm:"column:failing_since"` // first failure since the last success`
 	MaxRetries       int        `gorm:"column:max_retries"`
 	Queue            string     `gorm:"column:queue"`
 	TimeoutMS        int64      `gorm:"column:timeout_ms"`

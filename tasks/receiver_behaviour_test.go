@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/webhook"
 )
 
 func TestRetryAfterIsHonoured(t *testing.T) {
@@ -59,5 +60,49 @@ func TestGoneExhaustsAndDisablesTheWebhook(t *testing.T) {
 	eventually(t, "pending delivery exhausted", func() bool { return h.delivery(pendingID).Status == models.StatusExhausted })
 	if p := h.delivery(pendingID); !strings.Contains(p.LastError, "webhook disabled: receiver answered 410 Gone") || recv.count() != before {
 		t.Fatalf("pending delivery %q, receiver got %d more", p.LastError, recv.count()-before)
+	}
+}
+
+func TestEndpointThatOnlyFailsIsDisabledAfterHealthWindow(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, pg)
+	recv := newReceiver(t)
+	recv.setStatus(http.StatusInternalServerError)
+	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.MaxRetries = ptr(50) })
+	// A failure starts the clock; a success in between resets it.
+	h.waitAttempts(h.publish(salesOrder("ev-h-1")), 1)
+	w, _ := h.hooks.Get(context.Background(), "orders")
+	if w.FailingSince == nil || !w.FailingSince.Equal(h.clock.Now()) {
+		t.Fatalf("failing_since %v after the first failure", w.FailingSince)
+	}
+	recv.setStatus(http.StatusOK)
+	h.clock.Advance(4 * 24 * time.Hour)
+	h.waitAttempts(h.publish(salesOrder("ev-h-2")), 1)
+	if w, _ = h.hooks.Get(context.Background(), "orders"); w.FailingSince != nil {
+		t.Fatalf("a success did not reset the clock: %v", w.FailingSince)
+	}
+	// Fail again, then keep failing past health.disable_after (5 days).
+	recv.setStatus(http.StatusInternalServerError)
+	pending := h.publish(salesOrder("ev-h-3"))
+	h.waitAttempts(pending, 1)
+	h.clock.Advance(5*24*time.Hour + time.Second)
+	last := h.publish(salesOrder("ev-h-4"))
+	h.waitAttempts(last, 1)
+	w, _ = h.hooks.Get(context.Background(), "orders")
+	if w.Enabled || !strings.Contains(w.DisabledReason, "health.disable_after") {
+		t.Fatalf("webhook enabled %v reason %q, want disabled by the health rule", w.Enabled, w.DisabledReason)
+	}
+	for _, ev := range []string{pending, last} {
+		d := h.delivery(ev)
+		if d.Status != models.StatusExhausted || d.NextRetry != nil || !strings.Contains(d.LastError, "webhook disabled") {
+			t.Errorf("%s: %s next %v error %q, want Exhausted with the reason", ev, d.Status, d.NextRetry, d.LastError)
+		}
+	}
+	if d := h.delivery("ev-h-1"); d.Status != models.StatusExhausted {
+		t.Errorf("the oldest pending retry is %s, want Exhausted", d.Status)
+	}
+	// Enabling again starts with a clean record.
+	if w, err := h.hooks.SetEnabled(context.Background(), "orders", true, ""); err != nil || w.FailingSince != nil {
+		t.Fatalf("re-enable: %v %v", w.FailingSince, err)
 	}
 }

@@ -158,6 +158,7 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 	w.UpdatedAt = s.now()
 	if in.Enabled != nil && *in.Enabled {
 		w.DisabledReason = ""
+		w.FailingSince = nil
 	}
 	res := s.db.WithContext(ctx).Model(&models.Webhook{}).Where("id = ?", w.ID).Select("*").Omit("id", "created_at").Updates(&w)
 	if res.Error != nil {
@@ -180,8 +181,14 @@ func (s *Service) SetEnabled(ctx context.Context, name string, enabled bool, rea
 		reason = ""
 	}
 	w.Enabled, w.DisabledReason, w.UpdatedAt = enabled, reason, s.now()
+	updates := map[string]any{"enabled": enabled, "disabled_reason": reason, "updated_at": w.UpdatedAt}
+	if enabled {
+		// A re-enabled endpoint starts with a clean health record.
+		updates["failing_since"] = nil
+		w.FailingSince = nil
+	}
 	if err := s.db.WithContext(ctx).Model(&models.Webhook{}).Where("id = ?", w.ID).
-		Updates(map[string]any{"enabled": enabled, "disabled_reason": reason, "updated_at": w.UpdatedAt}).Error; err != nil {
+		Updates(updates).Error; err != nil {
 		return w, fmt.Errorf("update webhook %q: %w", name, err)
 	}
 	return w, nil

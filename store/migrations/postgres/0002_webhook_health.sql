@@ -1,0 +1,3 @@
+-- Endpoint health: when a webhook's deliveries started failing without a
+-- success since (NULL while healthy).
+ALTER TABLE webhooks ADD COLUMN failing_since timestamptz;
