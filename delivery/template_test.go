@@ -131,3 +131,28 @@ func TestRenderTemplateTimeLimit(t *testing.T) {
 		t.Errorf("error = %v, want the time limit", err)
 	}
 }
+
+// FuzzTemplate throws arbitrary template source at the parser and renderer:
+// never a panic, and a template that parses renders within the limits or
+// fails with ErrUnbuildable.
+func FuzzTemplate(f *testing.F) {
+	for _, s := range []string{
+		`{"name": "{{ doc.name }}"}`, `{% if doc.x %}1{% else %}2{% endif %}`, `{{ doc.items | length }}`,
+		`{% for a in doc.items %}{% for b in doc.items %}{{ a }}{{ b }}{% endfor %}{% endfor %}`,
+		`{% raw %}{{ x }}{% endraw %}`, `{{ "a" ~ doc.name }}`, `{% set x = doc.name %}{{ x }}`, `{{`, `{%`, `{#`,
+	} {
+		f.Add(s)
+	}
+	doc := map[string]any{"name": "SO-1", "x": true, "items": []any{int64(1), "two", nil}}
+	f.Fuzz(func(t *testing.T, src string) {
+		if strings.Contains(src, "*") {
+			t.Skip("a single huge multiplication allocates before any limit applies (see doc.go)")
+		}
+		if err := ValidateTemplate(src); err != nil {
+			return
+		}
+		if _, _, err := Build(Spec{Structure: StructureJSON, Template: src}, doc); err != nil && !errors.Is(err, ErrUnbuildable) {
+			t.Fatalf("render error %v does not wrap ErrUnbuildable", err)
+		}
+	})
+}

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/tasks"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -105,4 +108,39 @@ func TestEndpointThatOnlyFailsIsDisabledAfterHealthWindow(t *testing.T) {
 	if w, err := h.hooks.SetEnabled(context.Background(), "orders", true, ""); err != nil || w.FailingSince != nil {
 		t.Fatalf("re-enable: %v %v", w.FailingSince, err)
 	}
+}
+
+func TestCorruptedTaskPayloadsAreArchivedWithoutRows(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, pg)
+	recv := newReceiver(t)
+	h.createWebhook("orders", recv.srv.URL, nil)
+	ac := asynq.NewClient(h.redis)
+	defer ac.Close()
+	bad := []struct{ typ, payload string }{
+		{tasks.TypeEvent, `{`},
+		{tasks.TypeEvent, `{"id":"x","doc_type":"Sales Order","event":"on_submit","doc":"not an object"}`},
+		{tasks.TypeEvent, `{"id":"","doc_type":"Sales Order","event":"on_submit","doc":{}}`},
+		{tasks.TypeEvent, `{"id":"x","doc_type":"Sales Order","event":"on_explode","doc":{}}`},
+		{tasks.TypeDeliver, `[]`},
+		{tasks.TypeDeliver, `{"delivery_id":""}`},
+		{tasks.TypeRetry, `{"delivery_id":42}`},
+		{tasks.TypeRetry, "\x00\xff"},
+	}
+	for _, b := range bad {
+		if _, err := ac.Enqueue(asynq.NewTask(b.typ, []byte(b.payload)), asynq.Queue(tasks.DefaultQueue), asynq.MaxRetry(5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "corrupted tasks archived", func() bool {
+		info, err := h.insp.GetQueueInfo(tasks.DefaultQueue)
+		return err == nil && info.Archived == len(bad)
+	})
+	var rows int64
+	h.db.Model(&models.Delivery{}).Count(&rows)
+	if rows != 0 || recv.count() != 0 {
+		t.Fatalf("corrupted payloads wrote %d rows and sent %d requests", rows, recv.count())
+	}
+	// The worker is still healthy.
+	h.waitAttempts(h.publish(salesOrder("ev-after-corrupt")), 1)
 }
