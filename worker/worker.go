@@ -67,10 +67,7 @@ func New(a *app.App) *Worker {
 	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log}
 	mux := asynq.NewServeMux()
 	h.Register(mux)
-	queues := cfg.Worker.Queues
-	if len(queues) == 0 {
-		queues = map[string]int{tasks.DefaultQueue: 1}
-	}
+	queues := withSystemQueue(cfg.Worker.Queues)
 	srv := asynq.NewServer(a.Redis, asynq.Config{
 		Concurrency:       cfg.Worker.Concurrency,
 		Queues:            queues,
@@ -131,4 +128,24 @@ func (w *Worker) stopMetrics() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = w.metrics.Stop(ctx)
+}
+
+// withSystemQueue adds tasks.SystemQueue to the configured queues with a
+// weight equal to all of theirs together, so sweeps are fetched first about
+// half of the time however long the delivery queues are.
+func withSystemQueue(configured map[string]int) map[string]int {
+	queues := make(map[string]int, len(configured)+1)
+	total := 0
+	for q, w := range configured {
+		queues[q] = w
+		total += w
+	}
+	if len(queues) == 0 {
+		queues[tasks.DefaultQueue] = 1
+		total = 1
+	}
+	if _, ok := queues[tasks.SystemQueue]; !ok {
+		queues[tasks.SystemQueue] = max(total, 1)
+	}
+	return queues
 }
