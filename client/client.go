@@ -53,6 +53,11 @@ type Event struct {
 type Config struct {
 	// RedisURL is where the worker's queues live (redis://host:port/db).
 	RedisURL string
+	// RedisSentinel and RedisCluster, when set, take precedence over
+	// RedisURL's host (its password, database and TLS scheme still apply),
+	// as redis.sentinel.* and redis.cluster.addrs do for the workers.
+	RedisSentinel config.RedisSentinel
+	RedisCluster  config.RedisCluster
 	// DatabaseURL is needed only to publish workflow_transition events.
 	DatabaseURL string
 	// SecretsKey opens webhook secrets to sign synchronous deliveries.
@@ -70,6 +75,8 @@ type Config struct {
 func FromConfig(c config.Config) Config {
 	return Config{
 		RedisURL:        c.Redis.URL,
+		RedisSentinel:   c.Redis.Sentinel,
+		RedisCluster:    c.Redis.Cluster,
 		DatabaseURL:     c.Database.URL,
 		SecretsKey:      c.Secrets.Key,
 		MaxPayloadBytes: c.Delivery.MaxPayloadBytes,
@@ -95,9 +102,9 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	opt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	opt, err := app.RedisConn(config.Redis{URL: cfg.RedisURL, Sentinel: cfg.RedisSentinel, Cluster: cfg.RedisCluster})
 	if err != nil {
-		return nil, fmt.Errorf("redis.url: %w", err)
+		return nil, err
 	}
 	c := &Client{cfg: cfg, queue: asynq.NewClient(opt)}
 	if cfg.DatabaseURL != "" {
