@@ -1,0 +1,197 @@
+package tests
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/store"
+)
+
+// within is eventually with its own deadline, for waits that asynq's lease
+// and recoverer make longer than waitTimeout.
+func within(t *testing.T, timeout time.Duration, what string, cond func() (done bool, status string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		done, status := cond()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; last: %s", what, timeout, status)
+		}
+		time.Sleep(pollInterval) // a poll interval, not a synchronisation
+	}
+}
+
+// envValue is the value of key in env ("" when unset).
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			v = strings.TrimPrefix(kv, key+"=")
+		}
+	}
+	return v
+}
+
+// withEnv returns a copy of env with key set to value.
+func withEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
+
+// spawn starts a long-running binary with s.env, like s.start, but leaves it
+// out of s.procs: the fault tests kill and restart it themselves. Cleanup
+// kills it if it is still running.
+func (s *system) spawn(t *testing.T, name, ready string) *process {
+	t.Helper()
+	p := &process{name: name, output: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(filepath.Join(binDir, name))
+	p.cmd.Env = s.env
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s (pid %d) output:\n%s", name, p.cmd.Process.Pid, p.output.String())
+		}
+	})
+	eventually(t, name+" to start", func() (bool, string) {
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited at start (%v):\n%s", name, p.err, p.output.String())
+		default:
+		}
+		return strings.Contains(p.output.String(), ready), p.output.String()
+	})
+	return p
+}
+
+// kill SIGKILLs p and waits for it to be gone.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s: %v", p.name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(waitTimeout):
+		t.Fatalf("%s survived SIGKILL for %s", p.name, waitTimeout)
+	}
+}
+
+// terminate SIGTERMs p and checks that it exits 0.
+func (p *process) terminate(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("signal %s: %v", p.name, err)
+		return
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("%s did not exit 0 after SIGTERM: %v", p.name, p.err)
+		}
+	case <-time.After(waitTimeout):
+		t.Errorf("%s did not stop within %s of SIGTERM", p.name, waitTimeout)
+	}
+}
+
+// openDB opens the system's database for direct checks.
+func (s *system) openDB(t *testing.T) *gorm.DB {
+	t.Helper()
+	db, err := store.Open(envValue(s.env, "HOMING_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(db) })
+	return db
+}
+
+// statusCounts counts the deliveries of webhook by status.
+func statusCounts(db *gorm.DB, webhook string) (map[string]int, error) {
+	var rows []struct {
+		Status string
+		N      int
+	}
+	err := db.Model(&models.Delivery{}).Select("status, count(*) AS n").
+		Where("webhook_name = ?", webhook).Group("status").Scan(&rows).Error
+	out := map[string]int{}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, err
+}
+
+// deliveriesOf returns the deliveries of webhook.
+func deliveriesOf(t *testing.T, db *gorm.DB, webhook string) []models.Delivery {
+	t.Helper()
+	var rows []models.Delivery
+	if err := db.Where("webhook_name = ?", webhook).Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// okByID counts the 2xx receipts of each webhook-id.
+func okByID(rs []receipt) map[string]int {
+	out := map[string]int{}
+	for _, r := range rs {
+		if r.status/100 == 2 {
+			out[r.header.Get("webhook-id")]++
+		}
+	}
+	return out
+}
+
+// freePort returns a loopback port nobody listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// dbName is the database name in a postgres:// URL.
+func dbName(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+func countStatus(m map[string]int) string {
+	return fmt.Sprint(m)
+}
