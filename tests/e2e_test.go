@@ -71,17 +71,7 @@ const (
 // deadline with cond's last word.
 func eventually(t *testing.T, what string, cond func() (done bool, status string)) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		done, status := cond()
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last: %s", what, waitTimeout, status)
-		}
-		time.Sleep(pollInterval) // a poll interval, not a synchronisation
-	}
+	within(t, waitTimeout, what, cond)
 }
 
 // syncBuffer collects a process's output while it runs.
