@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
@@ -19,6 +20,7 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/retry"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/store"
@@ -97,7 +99,7 @@ type Client struct {
 // New connects a publisher.
 func New(cfg Config) (*Client, error) {
 	if cfg.MaxPayloadBytes <= 0 {
-		cfg.MaxPayloadBytes = 1 << 20
+		cfg.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -162,10 +164,61 @@ func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
 	return dev.ID, nil
 }
 
+// DefaultMaxPayloadBytes is the largest document a publisher accepts when
+// its configuration names no limit.
+const DefaultMaxPayloadBytes = 1 << 20
+
+// ErrSyncInTx is returned by PublishTx for a workflow_transition event: it
+// is delivered synchronously, and a delivery cannot wait for a commit.
+var ErrSyncInTx = errors.New("workflow_transition events are delivered synchronously and cannot wait for a commit: call Publish (outside the transaction, or before committing) and roll back on its error")
+
+// PublishTx writes ev into Homing's transactional outbox inside tx, the
+// caller's own transaction on Homing's database: the event exists if and
+// only if tx commits, so a business write and its event can never part. The
+// relay (in the scheduler, in homing serve, and once at every worker start)
+// queues committed events within milliseconds (PostgreSQL NOTIFY) or one
+// outbox.poll_interval at worst. It returns the event ID (a new UUIDv7 when
+// ev.ID is empty); publishing an ID the outbox has seen before writes
+// nothing and still returns the ID.
+//
+// tx must be on the database named by Homing's database.url, migrated
+// (homing migrate). workflow_transition events are refused with
+// ErrSyncInTx.
+func PublishTx(ctx context.Context, tx *gorm.DB, ev Event) (string, error) {
+	return publishTx(ctx, tx, ev, DefaultMaxPayloadBytes)
+}
+
+// PublishTx is the package's PublishTx with this client's
+// delivery.max_payload_bytes.
+func (c *Client) PublishTx(ctx context.Context, tx *gorm.DB, ev Event) (string, error) {
+	return publishTx(ctx, tx, ev, c.cfg.MaxPayloadBytes)
+}
+
+func publishTx(ctx context.Context, tx *gorm.DB, ev Event, maxPayloadBytes int) (string, error) {
+	if tx == nil {
+		return "", errors.New("PublishTx: tx is nil (pass the *gorm.DB of your open transaction)")
+	}
+	dev, err := prepare(ev, maxPayloadBytes)
+	if err != nil {
+		return "", err
+	}
+	if dev.Event == models.EventWorkflowTransition {
+		return dev.ID, ErrSyncInTx
+	}
+	if _, err := outbox.Add(ctx, tx, dev, time.Now()); err != nil {
+		return dev.ID, err
+	}
+	return dev.ID, nil
+}
+
 // prepare fills the ID, checks the event and the document's size, and gives
 // the document the shape the worker will see after decoding it from Redis,
 // so the synchronous path renders exactly what the queued path would.
 func (c *Client) prepare(ev Event) (dispatch.Event, error) {
+	return prepare(ev, c.cfg.MaxPayloadBytes)
+}
+
+func prepare(ev Event, maxPayloadBytes int) (dispatch.Event, error) {
 	if ev.ID == "" {
 		ev.ID = uuid.Must(uuid.NewV7()).String()
 	}
@@ -176,8 +229,8 @@ func (c *Client) prepare(ev Event) (dispatch.Event, error) {
 	if err != nil {
 		return dispatch.Event{}, fmt.Errorf("%w: doc cannot be encoded as JSON: %v", ErrInvalidEvent, err)
 	}
-	if len(b) > c.cfg.MaxPayloadBytes {
-		return dispatch.Event{}, fmt.Errorf("%w: doc is %d bytes, more than delivery.max_payload_bytes (%d)", ErrInvalidEvent, len(b), c.cfg.MaxPayloadBytes)
+	if len(b) > maxPayloadBytes {
+		return dispatch.Event{}, fmt.Errorf("%w: doc is %d bytes, more than delivery.max_payload_bytes (%d)", ErrInvalidEvent, len(b), maxPayloadBytes)
 	}
 	doc, err := dispatch.DecodeDoc(b)
 	if err != nil {

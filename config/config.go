@@ -34,6 +34,15 @@ type Config struct {
 	Metrics   Metrics
 	Retention Retention
 	Health    Health
+	Outbox    Outbox
+}
+
+// Outbox paces the relay that moves committed outbox events into asynq.
+type Outbox struct {
+	// PollInterval (outbox.poll_interval) is the relay's fallback poll: on
+	// PostgreSQL it is woken by NOTIFY within milliseconds and polls only in
+	// case a notification was missed; on SQLite polling is all it does.
+	PollInterval time.Duration
 }
 
 // Health disables endpoints that only fail.
@@ -179,6 +188,7 @@ func fields() []field {
 		{"retention.exhausted", "2160h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Exhausted })},
 		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
+		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 	}
 }
 
@@ -641,6 +651,8 @@ func (c Config) problems() []*KeyError {
 	default:
 		bad("log.format", "%q is not json or text", c.Log.Format)
 	}
+
+	betweenD("outbox.poll_interval", c.Outbox.PollInterval, 10*time.Millisecond, time.Hour)
 
 	if a := c.Metrics.Addr; a != "" {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {

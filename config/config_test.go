@@ -51,6 +51,7 @@ func TestDefault(t *testing.T) {
 		Metrics:   Metrics{Addr: ":9464"},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 		Health:    Health{DisableAfter: 120 * time.Hour},
+		Outbox:    Outbox{PollInterval: time.Second},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", d, want)
@@ -92,6 +93,7 @@ worker:
 log: {level: debug, format: text}
 secrets: {key: abc}
 metrics: {addr: "127.0.0.1:9000"}
+outbox: {poll_interval: 2s}
 `
 	tests := []struct {
 		name string
@@ -115,6 +117,7 @@ metrics: {addr: "127.0.0.1:9000"}
 					Metrics:   Metrics{Addr: "127.0.0.1:9000"},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 					Health:    Health{DisableAfter: 120 * time.Hour},
+					Outbox:    Outbox{PollInterval: 2 * time.Second},
 				}
 			},
 		},
@@ -139,6 +142,7 @@ metrics: {addr: "127.0.0.1:9000"}
 				c.Log = Log{Level: "debug", Format: "text"}
 				c.Secrets.Key = "abc"
 				c.Metrics.Addr = "127.0.0.1:9000"
+				c.Outbox.PollInterval = 2 * time.Second
 			},
 		},
 		{
@@ -264,6 +268,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"retention.exhausted":        {"48h", func(c *Config) { c.Retention.Exhausted = 48 * time.Hour }},
 		"health.disable_after":       {"0s", func(c *Config) { c.Health.DisableAfter = 0 }},
 		"metrics.addr":               {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
+		"outbox.poll_interval":       {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
 	}
 	keys := Config{}.Keys()
 	if len(keys) != len(values) {

@@ -179,3 +179,25 @@ func jsonScan(src any, dst any) error {
 	}
 	return nil
 }
+
+// OutboxEvent is an event committed by a producer's transaction and not yet
+// moved into asynq by the relay.
+type OutboxEvent struct {
+	ID        int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	EventID   string    `gorm:"column:event_id"`
+	Payload   string    `gorm:"column:payload"` // the webhook:event task payload (JSON)
+	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
+}
+
+// TableName pins the table name the migrations create.
+func (OutboxEvent) TableName() string { return "outbox_events" }
+
+// PublishedEvent records that an event ID was accepted through the outbox,
+// so a repeat is recognised after the outbox row itself is gone.
+type PublishedEvent struct {
+	EventID   string    `gorm:"column:event_id;primaryKey"`
+	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
+}
+
+// TableName pins the table name the migrations create.
+func (PublishedEvent) TableName() string { return "published_events" }

@@ -70,6 +70,16 @@ type DeliveryPayload struct {
 
 // NewEventTask builds the fan-out task of ev.
 func NewEventTask(ev dispatch.Event) (*asynq.Task, error) {
+	b, err := EncodeEvent(ev)
+	if err != nil {
+		return nil, err
+	}
+	return EventTask(ev.ID, b), nil
+}
+
+// EncodeEvent is the webhook:event payload of ev: what the outbox stores and
+// the relay queues unchanged.
+func EncodeEvent(ev dispatch.Event) ([]byte, error) {
 	doc, err := json.Marshal(ev.Doc)
 	if err != nil {
 		return nil, fmt.Errorf("encode document: %w", err)
@@ -78,8 +88,14 @@ func NewEventTask(ev dispatch.Event) (*asynq.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
 	}
-	return asynq.NewTask(TypeEvent, b,
-		asynq.TaskID(EventTaskID(ev.ID)), asynq.Queue(DefaultQueue), asynq.MaxRetry(MaxRetry), asynq.Timeout(5*time.Minute)), nil
+	return b, nil
+}
+
+// EventTask is the fan-out task of event eventID whose payload is already
+// encoded (EncodeEvent).
+func EventTask(eventID string, payload []byte) *asynq.Task {
+	return asynq.NewTask(TypeEvent, payload,
+		asynq.TaskID(EventTaskID(eventID)), asynq.Queue(DefaultQueue), asynq.MaxRetry(MaxRetry), asynq.Timeout(5*time.Minute))
 }
 
 // DecodeEvent parses a webhook:event payload.

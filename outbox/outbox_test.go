@@ -1,0 +1,103 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/outbox"
+	"github.com/homingdev/homing/tasks"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func event(id string) dispatch.Event {
+	return dispatch.Event{ID: id, DocType: "Sales Order", DocName: "SO-1", Event: "on_submit", Doc: map[string]any{"name": "SO-1", "grand_total": int64(1500)}}
+}
+
+func outboxRows(t *testing.T, db *gorm.DB) []models.OutboxEvent {
+	t.Helper()
+	var rows []models.OutboxEvent
+	if err := db.Order("id").Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// TestAddFollowsTheTransaction: the event exists if and only if the caller's
+// transaction commits, and an ID is accepted once.
+func TestAddFollowsTheTransaction(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			ctx := context.Background()
+			rollback := errors.New("business write failed")
+			err := db.Transaction(func(tx *gorm.DB) error {
+				if ok, err := outbox.Add(ctx, tx, event("ev-rolled-back"), t0); err != nil || !ok {
+					t.Fatalf("Add in a transaction = %v, %v", ok, err)
+				}
+				return rollback
+			})
+			if !errors.Is(err, rollback) {
+				t.Fatalf("transaction = %v", err)
+			}
+			if rows := outboxRows(t, db); len(rows) != 0 {
+				t.Fatalf("a rolled-back transaction left %d outbox rows", len(rows))
+			}
+
+			err = db.Transaction(func(tx *gorm.DB) error {
+				ok, err := outbox.Add(ctx, tx, event("ev-1"), t0)
+				if err != nil || !ok {
+					t.Fatalf("Add = %v, %v", ok, err)
+				}
+				// A repeat in the same transaction is recognised and does not
+				// abort it.
+				ok, err = outbox.Add(ctx, tx, event("ev-1"), t0)
+				if err != nil || ok {
+					t.Fatalf("second Add of ev-1 = %v, %v; want false, nil", ok, err)
+				}
+				return tx.Exec("SELECT 1").Error
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, err := outbox.Add(ctx, db, event("ev-1"), t0)
+			if err != nil || ok {
+				t.Fatalf("Add of ev-1 after commit = %v, %v; want false, nil", ok, err)
+			}
+			rows := outboxRows(t, db)
+			if len(rows) != 1 || rows[0].EventID != "ev-1" || !rows[0].CreatedAt.Equal(t0) {
+				t.Fatalf("outbox rows = %+v, want one for ev-1 at %s", rows, t0)
+			}
+			ev, err := tasks.DecodeEvent([]byte(rows[0].Payload))
+			if err != nil {
+				t.Fatalf("stored payload does not decode as a webhook:event task: %v", err)
+			}
+			if ev.ID != "ev-1" || ev.DocName != "SO-1" || ev.Doc["grand_total"] != int64(1500) {
+				t.Fatalf("stored payload decodes to %+v", ev)
+			}
+		})
+	}
+}
+
+func TestAddRefusesAnInvalidEvent(t *testing.T) {
+	t.Parallel()
+	db := testenv.SQLite(t)
+	ev := event("ev-bad")
+	ev.Event = "on_explode"
+	_, err := outbox.Add(context.Background(), db, ev, t0)
+	if !errors.Is(err, dispatch.ErrInvalidEvent) {
+		t.Fatalf("Add of an unknown event = %v, want ErrInvalidEvent", err)
+	}
+	if rows := outboxRows(t, db); len(rows) != 0 {
+		t.Fatalf("an invalid event left %d outbox rows", len(rows))
+	}
+}
