@@ -138,6 +138,7 @@ func newHomingCmd(e *env) *cobra.Command {
 		newStatsCmd(e),
 		newDevCmd(e),
 		newMonitorCmd(e),
+		newTokenCmd(e),
 	)
 	return root
 }
