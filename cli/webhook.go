@@ -221,12 +221,8 @@ func webhookError(name string, err error) error {
 	return err
 }
 
-// shownView is a webhook as printed by create, update and rotate-secret: the
-// generated secret appears here, once, and nowhere else.
-type shownView struct {
-	webhook.View
-	Secret string `json:"secret,omitempty"`
-}
+// shownView is a webhook as printed by create, update and rotate-secret.
+type shownView = webhook.ShownView
 
 func newWebhookCreateCmd(e *env) *cobra.Command {
 	var f webhookFlags

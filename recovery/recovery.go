@@ -29,7 +29,19 @@ var (
 	// ErrDelivered means a Delivered delivery was asked to be retried; use
 	// resend for a new delivery of the same payload.
 	ErrDelivered = errors.New("delivery was delivered")
+	// ErrNotBuilt means a delivery whose request could never be built was
+	// asked to be resent: there is no payload.
+	ErrNotBuilt = errors.New("delivery was never built")
 )
+
+// messageError is an error with its own text that still matches err.
+type messageError struct {
+	msg string
+	err error
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.err }
 
 // BatchSize is how many rows one recover statement touches.
 const BatchSize = 500
@@ -194,7 +206,7 @@ func (s *Service) resend(ctx context.Context, id, key string) (string, bool, err
 		return "", false, fmt.Errorf("read delivery %s: %w", id, err)
 	}
 	if len(orig.Payload) == 0 && orig.Attempts == 0 && orig.Status == models.StatusExhausted {
-		return "", false, fmt.Errorf("delivery %s was never built (%s): there is no payload to resend", id, orig.LastError)
+		return "", false, &messageError{msg: fmt.Sprintf("delivery %s was never built (%s): there is no payload to resend", id, orig.LastError), err: ErrNotBuilt}
 	}
 	now := s.now()
 	maxRetries := orig.MaxRetries
