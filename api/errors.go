@@ -136,7 +136,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)              // JSON read by programs, served with nosniff
+	// Read by programs and served with nosniff: no need to escape <, >, &.
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil { // the API's own types always encode
 		status = http.StatusInternalServerError
 		b.Reset()

@@ -139,6 +139,7 @@ func newHomingCmd(e *env) *cobra.Command {
 		newDevCmd(e),
 		newMonitorCmd(e),
 		newTokenCmd(e),
+		newServeCmd(e),
 	)
 	return root
 }

@@ -200,12 +200,18 @@ func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
-		MaxRetries: cfg.Retry.DefaultMaxRetries,
-		Timeout:    cfg.Delivery.Timeout,
-		Guard:      app.Guard(cfg.Delivery),
+	return webhookService(a), a, nil
+}
+
+// webhookService is the webhook service every command (and the API) uses:
+// defaults from retry.default_max_retries and delivery.timeout, and the
+// SSRF guard unless private networks are allowed.
+func webhookService(a *app.App) *webhook.Service {
+	return webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
+		MaxRetries: a.Config.Retry.DefaultMaxRetries,
+		Timeout:    a.Config.Delivery.Timeout,
+		Guard:      app.Guard(a.Config.Delivery),
 	}, a.Log)
-	return svc, a, nil
 }
 
 // webhookError puts the webhook's name in front of a validation error, as in
