@@ -20,6 +20,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -77,6 +78,9 @@ func New(cfg Config) *Server {
 	}
 	return s
 }
+
+// bodyReadTimeout bounds how long reading one request's body may take.
+const bodyReadTimeout = time.Minute
 
 // Scopes of the routes table: none (no token), or the token scope needed.
 const scopeNone = ""
@@ -182,6 +186,11 @@ func (s *Server) endpoint(rt route) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		// A body trickled in byte by byte must not hold the connection
+		// forever. Only reading is bounded: a workflow_transition's answer
+		// may take as long as its webhooks do. (Transport time, not domain
+		// time: the wall clock is right here.)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 		if rt.scope != scopeNone {
 			tok, err := s.authenticate(r, rt.scope)
 			if err != nil {
