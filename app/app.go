@@ -16,6 +16,7 @@ import (
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/retry"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/store"
@@ -100,6 +101,21 @@ func SenderConfig(cfg config.Delivery, now func() time.Time) delivery.SenderConf
 		sc.DialControl = g.Control
 	}
 	return sc
+}
+
+// Relay builds this process's outbox relay, enqueuing with client: woken by
+// PostgreSQL's NOTIFY on commit, and polling every outbox.poll_interval
+// (only polling on SQLite).
+func (a *App) Relay(client *asynq.Client) *outbox.Relay {
+	listen := ""
+	if store.DialectOf(a.DB) == store.Postgres {
+		listen = a.Config.Database.URL
+	}
+	return outbox.NewRelay(a.DB, client, outbox.RelayConfig{
+		PollInterval: a.Config.Outbox.PollInterval,
+		ListenURL:    listen,
+		Logger:       a.Log,
+	})
 }
 
 // Close releases the database pool and idle connections.

@@ -92,7 +92,7 @@ func newWorkerCmd(e *env) *cobra.Command {
 func newSchedulerCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "scheduler",
-		Short: "Run the scheduler: enqueue a sweep every sweeper.interval, until signalled",
+		Short: "Run the scheduler: enqueue a sweep every sweeper.interval and relay the outbox, until signalled",
 		Args:  argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			cfg, err := e.config()
@@ -106,24 +106,34 @@ func newSchedulerCmd(e *env) *cobra.Command {
 			routeRedisLogs(log, slog.LevelDebug) // until started: pingRedis reports
 			ctx, stop := untilSignalled(cmd.Context())
 			defer stop()
-			opt, err := app.RedisOpt(cfg.Redis.URL)
+			// The database is the outbox the relay moves into Redis.
+			a, err := app.Open(ctx, cfg, log, app.Options{})
 			if err != nil {
 				return err
 			}
-			if err := pingRedis(ctx, opt); err != nil {
+			defer func() { _ = a.Close() }()
+			if err := pingRedis(ctx, a.Redis); err != nil {
 				return err
 			}
-			s, err := scheduler.New(opt, cfg.Sweeper.Interval, log)
+			s, err := scheduler.New(a.Redis, cfg.Sweeper.Interval, log)
 			if err != nil {
+				return err
+			}
+			queue := asynq.NewClient(a.Redis)
+			defer func() { _ = queue.Close() }()
+			relay := a.Relay(queue)
+			if err := relay.Start(ctx); err != nil {
 				return err
 			}
 			if err := s.Start(); err != nil {
+				relay.Stop()
 				return err
 			}
 			routeRedisLogs(log, slog.LevelWarn)
-			log.Info("scheduler started", "sweep_interval", cfg.Sweeper.Interval.String())
+			log.Info("scheduler started", "sweep_interval", cfg.Sweeper.Interval.String(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
 			<-ctx.Done()
 			stop()
+			relay.Stop()
 			s.Stop()
 			log.Info("scheduler stopped")
 			return nil

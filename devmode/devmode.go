@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/config"
@@ -87,6 +88,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 		return err
 	}
 	defer s.Stop()
+	queue := asynq.NewClient(a.Redis)
+	defer func() { _ = queue.Close() }()
+	relay := a.Relay(queue)
+	if err := relay.Start(ctx); err != nil {
+		return err
+	}
+	defer relay.Stop()
 	if opts.Extra != nil {
 		stop, err := opts.Extra(a)
 		if err != nil {

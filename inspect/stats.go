@@ -30,7 +30,12 @@ type Stats struct {
 	FailedBacklog int64            `json:"failed_backlog"`
 	DueNow        int64            `json:"due_now"`
 	OldestOverdue *time.Time       `json:"oldest_overdue_next_retry"`
-	At            time.Time        `json:"at"`
+	// OutboxPending counts committed events no relay has queued yet, and
+	// OutboxOldest is when the oldest was published: old rows mean no relay
+	// is running (no scheduler) or Redis is unreachable.
+	OutboxPending int64      `json:"outbox_pending"`
+	OutboxOldest  *time.Time `json:"outbox_oldest_created_at"`
+	At            time.Time  `json:"at"`
 }
 
 // ComputeStats reads the statistics as of now.
@@ -105,6 +110,9 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 		t := oldest.NextRetry.UTC()
 		st.OldestOverdue = &t
 	}
+	if err := outboxBacklog(ctx, db, &st); err != nil {
+		return st, err
+	}
 	for _, w := range by {
 		st.Webhooks = append(st.Webhooks, *w)
 	}
@@ -113,4 +121,22 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 		st.Webhooks = []WebhookStats{}
 	}
 	return st, nil
+}
+
+// outboxBacklog fills the outbox fields of st.
+func outboxBacklog(ctx context.Context, db *gorm.DB, st *Stats) error {
+	if err := db.WithContext(ctx).Model(&models.OutboxEvent{}).Count(&st.OutboxPending).Error; err != nil {
+		return fmt.Errorf("count outbox events: %w", err)
+	}
+	if st.OutboxPending == 0 {
+		return nil
+	}
+	var oldest models.OutboxEvent
+	// Served by outbox_events' primary key: ids grow with time.
+	if err := db.WithContext(ctx).Select("created_at").Order("id").Take(&oldest).Error; err != nil {
+		return fmt.Errorf("oldest outbox event: %w", err)
+	}
+	t := oldest.CreatedAt.UTC()
+	st.OutboxOldest = &t
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
@@ -99,5 +100,29 @@ func TestAddRefusesAnInvalidEvent(t *testing.T) {
 	}
 	if rows := outboxRows(t, db); len(rows) != 0 {
 		t.Fatalf("an invalid event left %d outbox rows", len(rows))
+	}
+}
+
+// TestStatsShowTheOutboxBacklog: homing stats tells how many committed
+// events wait for a relay, and since when.
+func TestStatsShowTheOutboxBacklog(t *testing.T) {
+	t.Parallel()
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	st, err := inspect.ComputeStats(ctx, db, t0)
+	if err != nil || st.OutboxPending != 0 || st.OutboxOldest != nil {
+		t.Fatalf("stats of an empty outbox: %d pending, oldest %v, %v", st.OutboxPending, st.OutboxOldest, err)
+	}
+	for i, id := range []string{"ev-1", "ev-2", "ev-3"} {
+		if _, err := outbox.Add(ctx, db, event(id), t0.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err = inspect.ComputeStats(ctx, db, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.OutboxPending != 3 || st.OutboxOldest == nil || !st.OutboxOldest.Equal(t0) {
+		t.Fatalf("stats: %d pending, oldest %v; want 3 since %s", st.OutboxPending, st.OutboxOldest, t0)
 	}
 }

@@ -64,6 +64,10 @@ func New(db *gorm.DB, cfg Config) *Retention {
 type Result struct {
 	Delivered int64
 	Exhausted int64
+	// EventKeys counts the outbox's idempotency records (published_events)
+	// deleted: they are kept as long as the longer of the two retentions,
+	// so a key outlives the deliveries it protects.
+	EventKeys int64
 }
 
 // RunOnce deletes Delivered rows created before now − retention.delivered and
@@ -78,10 +82,40 @@ func (r *Retention) RunOnce(ctx context.Context) (Result, error) {
 	if res.Exhausted, err = r.purge(ctx, models.StatusExhausted, now.Add(-r.cfg.Exhausted)); err != nil {
 		return res, err
 	}
-	if res.Delivered+res.Exhausted > 0 {
-		r.cfg.Logger.Info("retention", "delivered_deleted", res.Delivered, "exhausted_deleted", res.Exhausted)
+	if res.EventKeys, err = r.purgeEventKeys(ctx, now.Add(-max(r.cfg.Delivered, r.cfg.Exhausted))); err != nil {
+		return res, err
+	}
+	if res.Delivered+res.Exhausted+res.EventKeys > 0 {
+		r.cfg.Logger.Info("retention", "delivered_deleted", res.Delivered, "exhausted_deleted", res.Exhausted, "event_keys_deleted", res.EventKeys)
 	}
 	return res, nil
+}
+
+// purgeEventKeys deletes published_events recorded before before, in
+// batches like purge.
+func (r *Retention) purgeEventKeys(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for i := 0; i < maxBatches; i++ {
+		var ids []string
+		// Served by published_events_created (created_at).
+		if err := r.db.WithContext(ctx).Model(&models.PublishedEvent{}).
+			Where("created_at < ?", before).Order("created_at").Limit(r.cfg.BatchSize).
+			Pluck("event_id", &ids).Error; err != nil {
+			return total, fmt.Errorf("select expired event keys: %w", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		res := r.db.WithContext(ctx).Where("event_id IN ?", ids).Delete(&models.PublishedEvent{})
+		if res.Error != nil {
+			return total, fmt.Errorf("delete expired event keys: %w", res.Error)
+		}
+		total += res.RowsAffected
+		if len(ids) < r.cfg.BatchSize {
+			return total, nil
+		}
+	}
+	return total, nil
 }
 
 func (r *Retention) purge(ctx context.Context, status string, before time.Time) (int64, error) {

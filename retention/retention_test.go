@@ -2,6 +2,7 @@ package retention_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -49,13 +50,24 @@ func TestRetentionDeletesOnlyExpiredFinalRows(t *testing.T) {
 			for i := 0; i < 7; i++ { // more than one batch
 				seed(t, db, "delivered-batch-"+string(rune('a'+i)), models.StatusDelivered, now.Add(-40*day))
 			}
+			for i, age := range []int{91, 95, 100, 89, 1} {
+				key := models.PublishedEvent{EventID: fmt.Sprintf("key-%d-%d", i, age), CreatedAt: now.Add(-time.Duration(age) * day)}
+				if err := db.Create(&key).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
 			r := retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3})
 			res, err := r.RunOnce(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Delivered != 8 || res.Exhausted != 1 {
-				t.Fatalf("deleted %+v, want 8 delivered and 1 exhausted", res)
+			if res.Delivered != 8 || res.Exhausted != 1 || res.EventKeys != 3 {
+				t.Fatalf("deleted %+v, want 8 delivered, 1 exhausted and the 3 event keys older than 90 days", res)
+			}
+			var keys []string
+			db.Model(&models.PublishedEvent{}).Order("event_id").Pluck("event_id", &keys)
+			if fmt.Sprint(keys) != "[key-3-89 key-4-1]" {
+				t.Fatalf("event keys left: %v, want the two younger than the longer retention", keys)
 			}
 			var left []string
 			db.Model(&models.Delivery{}).Order("id").Pluck("id", &left)
@@ -73,7 +85,7 @@ func TestRetentionDeletesOnlyExpiredFinalRows(t *testing.T) {
 			if hist != 3 {
 				t.Fatalf("%d attempt rows left, want the 3 of the kept deliveries", hist)
 			}
-			if res, err := r.RunOnce(context.Background()); err != nil || res.Delivered+res.Exhausted != 0 {
+			if res, err := r.RunOnce(context.Background()); err != nil || res.Delivered+res.Exhausted+res.EventKeys != 0 {
 				t.Fatalf("second run %+v %v", res, err)
 			}
 		})

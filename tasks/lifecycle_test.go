@@ -388,7 +388,9 @@ func TestTwoConcurrentSweepsWithSlowReceiverDeliverEachOnce(t *testing.T) {
 	h := newHarness(t, pg)
 	recv := newReceiver(t)
 	recv.setStatus(http.StatusServiceUnavailable)
-	h.createWebhook("orders", recv.srv.URL, nil)
+	// A timeout longer than the sweeps below take on a loaded machine: a held
+	// retry that timed out would be rescheduled, not delivered.
+	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.Timeout = ptr(time.Minute) })
 	const n = 100
 	// Seed 100 due Failed rows through the real fan-out and first attempt.
 	for i := 0; i < n; i++ {

@@ -3,8 +3,10 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -12,6 +14,7 @@ import (
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/logging"
 	"github.com/homingdev/homing/metrics"
+	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/retention"
 	"github.com/homingdev/homing/sweeper"
 	"github.com/homingdev/homing/tasks"
@@ -28,6 +31,10 @@ type Worker struct {
 	inspector *asynq.Inspector
 	mux       *asynq.ServeMux
 	Sweeper   *sweeper.Sweeper
+	// relay drains the outbox once at start, so events committed while no
+	// scheduler ran are not left waiting for one.
+	relay *outbox.Relay
+	log   *slog.Logger
 	// metrics serves metrics.addr; nil when it is empty.
 	metrics *metrics.Server
 }
@@ -77,7 +84,10 @@ func New(a *app.App) *Worker {
 		LogLevel:          asynq.WarnLevel,
 		RetryDelayFunc:    infraRetryDelay,
 	})
-	return &Worker{server: srv, client: client, inspector: inspector, mux: mux, Sweeper: sw, metrics: metricsSrv}
+	return &Worker{
+		server: srv, client: client, inspector: inspector, mux: mux, Sweeper: sw, metrics: metricsSrv,
+		relay: a.Relay(client), log: cmp.Or(a.Log, slog.New(slog.DiscardHandler)),
+	}
 }
 
 // infraRetryDelay paces asynq's re-runs of tasks that failed for
@@ -87,8 +97,12 @@ func infraRetryDelay(n int, _ error, _ *asynq.Task) time.Duration {
 	return min(time.Duration(1<<min(n, 6))*time.Second, time.Minute)
 }
 
-// Start serves metrics (when metrics.addr is set) and begins processing in
-// the background.
+// outboxDrainTimeout bounds the outbox drain at start: a worker must come up
+// even when the drain cannot finish; the scheduler's relay continues it.
+const outboxDrainTimeout = 30 * time.Second
+
+// Start serves metrics (when metrics.addr is set), begins processing in the
+// background, and drains the outbox once.
 func (w *Worker) Start() error {
 	if w.metrics != nil {
 		if err := w.metrics.Start(); err != nil {
@@ -98,6 +112,13 @@ func (w *Worker) Start() error {
 	if err := w.server.Start(w.mux); err != nil {
 		w.stopMetrics()
 		return fmt.Errorf("start worker: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), outboxDrainTimeout)
+	defer cancel()
+	if n, err := w.relay.Drain(ctx); err != nil {
+		w.log.Warn("outbox drain at start failed; the scheduler's relay will move the rest", "relayed", n, "error", err.Error())
+	} else if n > 0 {
+		w.log.Info("outbox drained at start", "relayed", n)
 	}
 	return nil
 }

@@ -1,0 +1,5 @@
+package outbox
+
+// SetAfterEnqueue makes r stop after enqueuing a batch and before deleting
+// its rows whenever fn returns an error, as a relay killed there would.
+func SetAfterEnqueue(r *Relay, fn func() error) { r.afterEnqueue = fn }

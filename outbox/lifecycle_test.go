@@ -1,0 +1,278 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/outbox"
+	"github.com/homingdev/homing/tasks"
+	"github.com/homingdev/homing/webhook"
+	"github.com/homingdev/homing/worker"
+)
+
+// receiver counts what a real HTTP endpoint got, by webhook-id.
+type receiver struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got map[string]int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	t.Helper()
+	r := &receiver{got: map[string]int{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.mu.Lock()
+		r.got[req.Header.Get("webhook-id")]++
+		r.mu.Unlock()
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) received() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.got))
+	for k, v := range r.got {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *receiver) total() int {
+	n := 0
+	for _, v := range r.received() {
+		n += v
+	}
+	return n
+}
+
+// system is a real worker on PostgreSQL and a private Redis DB, with two
+// webhooks on Sales Order on_submit pointing at one receiver.
+type system struct {
+	app  *app.App
+	cfg  config.Config
+	recv *receiver
+	insp *asynq.Inspector
+}
+
+func newSystem(t *testing.T) *system {
+	t.Helper()
+	redisOpt, _ := testenv.Redis(t)
+	cfg := config.Default()
+	cfg.Database.URL = testenv.PostgresDSN(t)
+	cfg.Redis.URL = testenv.RedisURL(redisOpt)
+	cfg.Metrics.Addr = ""
+	cfg.Worker.Concurrency = 4
+	cfg.Worker.ShutdownTimeout = 5 * time.Second
+	cfg.Delivery.AllowPrivateNetworks = true // the receiver is on loopback
+	a, err := app.Open(context.Background(), cfg, slog.New(slog.DiscardHandler), app.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(redisOpt)
+	t.Cleanup(func() {
+		_ = insp.Close()
+		_ = a.Close()
+	})
+	s := &system{app: a, cfg: cfg, recv: newReceiver(t), insp: insp}
+	hooks := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{MaxRetries: 3, Timeout: 2 * time.Second}, a.Log)
+	for _, name := range []string{"erp", "crm"} {
+		url := s.recv.srv.URL + "/" + name
+		in := webhook.Input{Name: &name, DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: &url}
+		if _, err := hooks.Create(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (s *system) startWorker(t *testing.T) {
+	t.Helper()
+	w := worker.New(s.app)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+}
+
+// processed is how many tasks the default queue has finished today.
+func (s *system) processed(t *testing.T) int {
+	t.Helper()
+	info, err := s.insp.GetQueueInfo(tasks.DefaultQueue)
+	if errors.Is(err, asynq.ErrQueueNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Processed
+}
+
+func wait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling an external effect with a deadline
+	}
+}
+
+func (s *system) deliveries(t *testing.T, eventID string) []models.Delivery {
+	t.Helper()
+	var rows []models.Delivery
+	if err := s.app.DB.Where("event_id = ?", eventID).Order("webhook_name").Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// assertOncePerWebhook checks that the event has one Delivered row per
+// webhook and that the receiver got each exactly once.
+func (s *system) assertOncePerWebhook(t *testing.T, eventID string) {
+	t.Helper()
+	rows := s.deliveries(t, eventID)
+	if len(rows) != 2 {
+		t.Fatalf("event %s has %d deliveries, want one per webhook (2)", eventID, len(rows))
+	}
+	got := s.recv.received()
+	for _, d := range rows {
+		if d.Status != models.StatusDelivered || got[d.ID] != 1 {
+			t.Errorf("delivery %s to %s: status %s, received %d times; want Delivered, once", d.ID, d.WebhookName, d.Status, got[d.ID])
+		}
+	}
+}
+
+func salesOrder(id string) client.Event {
+	return client.Event{ID: id, DocType: "Sales Order", DocName: "SO-1", Event: "on_submit", Doc: map[string]any{"name": "SO-1"}}
+}
+
+// TestPublishTxDeliversIfAndOnlyIfCommitted: a rolled-back business write
+// delivers nothing; a committed one is delivered exactly once per webhook.
+func TestPublishTxDeliversIfAndOnlyIfCommitted(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	s.startWorker(t)
+	queue := asynq.NewClient(s.app.Redis)
+	t.Cleanup(func() { _ = queue.Close() })
+	relay := s.app.Relay(queue)
+	ctx := context.Background()
+	rolledBack := errors.New("the business write failed")
+	err := s.app.DB.Transaction(func(tx *gorm.DB) error {
+		if _, err := client.PublishTx(ctx, tx, salesOrder("so-1-rolled-back")); err != nil {
+			t.Fatal(err)
+		}
+		return rolledBack
+	})
+	if !errors.Is(err, rolledBack) {
+		t.Fatal(err)
+	}
+	err = s.app.DB.Transaction(func(tx *gorm.DB) error {
+		_, err := client.PublishTx(ctx, tx, salesOrder("so-1-committed"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := relay.Drain(ctx); err != nil || n != 1 {
+		t.Fatalf("Drain = %d, %v; want the one committed event", n, err)
+	}
+	wait(t, "the committed event's deliveries", func() bool { return s.recv.total() >= 2 })
+	// event + two first attempts
+	wait(t, "the worker to finish", func() bool { return s.processed(t) >= 3 })
+	s.assertOncePerWebhook(t, "so-1-committed")
+	if rows := s.deliveries(t, "so-1-rolled-back"); len(rows) != 0 {
+		t.Fatalf("the rolled-back event has %d deliveries", len(rows))
+	}
+	if n := s.recv.total(); n != 2 {
+		t.Fatalf("the receiver got %d requests, want 2", n)
+	}
+}
+
+// TestRelayKilledAfterTheEventRan: the relay dies between enqueue and
+// delete, the worker runs the event meanwhile, and the next relay queues it
+// again. The second fan-out meets the (event, webhook) unique key: still one
+// delivery per webhook.
+func TestRelayKilledAfterTheEventRan(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	s.startWorker(t)
+	ctx := context.Background()
+	queue := asynq.NewClient(s.app.Redis)
+	t.Cleanup(func() { _ = queue.Close() })
+	if _, err := client.PublishTx(ctx, s.app.DB, salesOrder("so-2")); err != nil {
+		t.Fatal(err)
+	}
+	dying := s.app.Relay(queue)
+	killed := errors.New("relay killed")
+	outbox.SetAfterEnqueue(dying, func() error { return killed })
+	if _, err := dying.RunOnce(ctx); !errors.Is(err, killed) {
+		t.Fatalf("dying relay = %v", err)
+	}
+	wait(t, "the first fan-out's deliveries", func() bool { return s.recv.total() >= 2 })
+	wait(t, "the first fan-out to finish", func() bool { return s.processed(t) >= 3 })
+	if n, err := s.app.Relay(queue).RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("next relay = %d, %v; want the row left by the killed one", n, err)
+	}
+	wait(t, "the second run of the event task", func() bool { return s.processed(t) >= 4 })
+	s.assertOncePerWebhook(t, "so-2")
+	if n := s.recv.total(); n != 2 {
+		t.Fatalf("the receiver got %d requests, want 2", n)
+	}
+}
+
+// TestWorkerDrainsTheOutboxAtStart: events committed while nothing relayed
+// are delivered once a worker starts, without a scheduler.
+func TestWorkerDrainsTheOutboxAtStart(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	if _, err := client.PublishTx(context.Background(), s.app.DB, salesOrder("so-3")); err != nil {
+		t.Fatal(err)
+	}
+	s.startWorker(t)
+	wait(t, "the deliveries of an event committed before the worker started", func() bool { return s.recv.total() >= 2 })
+	wait(t, "the worker to finish", func() bool { return s.processed(t) >= 3 })
+	s.assertOncePerWebhook(t, "so-3")
+	if rows := outboxRows(t, s.app.DB); len(rows) != 0 {
+		t.Fatalf("%d rows left in the outbox", len(rows))
+	}
+}
+
+// TestPublishTxRefusesWorkflowTransition: a synchronous event cannot wait
+// for a commit, and nothing is written for it.
+func TestPublishTxRefusesWorkflowTransition(t *testing.T) {
+	t.Parallel()
+	db := testenv.SQLite(t)
+	ev := salesOrder("wf-1")
+	ev.Event = models.EventWorkflowTransition
+	_, err := client.PublishTx(context.Background(), db, ev)
+	if !errors.Is(err, client.ErrSyncInTx) {
+		t.Fatalf("PublishTx(workflow_transition) = %v, want ErrSyncInTx", err)
+	}
+	if rows := outboxRows(t, db); len(rows) != 0 {
+		t.Fatalf("%d outbox rows written for a refused event", len(rows))
+	}
+	if _, err := client.PublishTx(context.Background(), nil, salesOrder("x")); err == nil {
+		t.Fatal("PublishTx with a nil transaction succeeded")
+	}
+}
