@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/hibiken/asynq"
 	"github.com/spf13/cobra"
 
 	"github.com/homingdev/homing/api"
@@ -17,11 +18,12 @@ import (
 func newServeCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the HTTP API on api.addr, until signalled",
+		Short: "Serve the HTTP API on api.addr and relay the outbox, until signalled",
 		Long: "serve answers the HTTP API (POST /v1/events, /v1/webhooks, /v1/deliveries; the document\n" +
 			"is at /v1/openapi.json) on api.addr. Requests need a bearer token: homing token create.\n" +
-			"On SIGINT or SIGTERM it stops accepting and finishes requests in flight within\n" +
-			"worker.shutdown_timeout.",
+			"It runs an outbox relay too, so published events reach the queue within milliseconds\n" +
+			"without waiting on the scheduler's. On SIGINT or SIGTERM it stops accepting and finishes\n" +
+			"requests in flight within worker.shutdown_timeout.",
 		Args: argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			cfg, err := e.config()
@@ -32,6 +34,7 @@ func newServeCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			routeRedisLogs(log, slog.LevelDebug) // until started: the relay reports
 			ctx, stop := untilSignalled(cmd.Context())
 			defer stop()
 			a, err := app.Open(ctx, cfg, log, app.Options{})
@@ -39,12 +42,26 @@ func newServeCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer func() { _ = a.Close() }()
+			// Publishing needs only the database; the relay catches up once
+			// Redis answers, so a Redis that is away is a warning, not a
+			// reason to refuse events.
+			if err := pingRedis(ctx, a.Redis); err != nil {
+				log.Warn("events are accepted into the outbox and relayed once Redis answers", "error", err.Error())
+			}
+			queue := asynq.NewClient(a.Redis)
+			defer func() { _ = queue.Close() }()
+			relay := a.Relay(queue)
+			if err := relay.Start(ctx); err != nil {
+				return err
+			}
+			defer relay.Stop()
 			tokens := token.New(a.DB, a.Clock, log)
 			srv := httpserve.New("api", cfg.API.Addr, api.New(apiConfig(a, tokens)), log)
 			if err := srv.Start(); err != nil {
 				return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, err)
 			}
-			log.Info("api started", "addr", srv.Addr())
+			routeRedisLogs(log, slog.LevelWarn)
+			log.Info("api started", "addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
 			warnWithoutTokens(ctx, tokens, log)
 			<-ctx.Done()
 			stop() // a second signal now ends the process at once
@@ -52,6 +69,12 @@ func newServeCmd(e *env) *cobra.Command {
 			sctx, cancel := context.WithTimeout(context.Background(), cfg.Worker.ShutdownTimeout)
 			defer cancel()
 			err = srv.Stop(sctx)
+			// The relay stops after the last request, so what they published
+			// is queued now rather than at the next scheduler's poll.
+			relay.Stop()
+			if _, derr := relay.Drain(sctx); derr != nil {
+				log.Warn("outbox not drained at stop; the scheduler's relay will queue the rest", "error", derr.Error())
+			}
 			log.Info("api stopped")
 			return err
 		}),

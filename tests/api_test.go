@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/homingdev/homing/models"
 )
 
 // apiClient calls a running `homing serve` the way any HTTP client would.
@@ -65,6 +67,13 @@ func (c apiClient) expect(t *testing.T, want int, method, path, body string) api
 	return r
 }
 
+func firstBody(rs []receipt) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	return string(rs[0].body)
+}
+
 var apiAddr = regexp.MustCompile(`msg="api started" addr=(\S+)`)
 
 // startAPI runs `homing serve` on a free loopback port and returns a client
@@ -82,19 +91,21 @@ func (s *system) startAPI(t *testing.T) apiClient {
 	return apiClient{base: "http://" + m[1], token: token}
 }
 
-// TestHTTPAPIEndToEnd drives Homing over HTTP only, with real processes
-// (homing serve, worker, scheduler): create a webhook, deliver a
-// workflow_transition that fails, retry it through the API once the
-// receiver is back. The receiver must get each request exactly once.
+// TestHTTPAPIEndToEnd drives Homing over HTTP only, with real processes.
+// First with worker and homing serve alone, so that serve's relay is the
+// only one moving the outbox into Redis: create a webhook, publish an event
+// (and publish it again), and the receiver gets it once. Then with the
+// scheduler too: a workflow_transition that fails is retried through the
+// API once its receiver is back. Every request arrives exactly once.
 func TestHTTPAPIEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}
 	s := newSystem(t)
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
-	s.start("worker", "worker started")
-	s.start("scheduler", "scheduler started")
+	s.start("worker", "worker started") // its one drain of the outbox is over now
 	c := s.startAPI(t)
+	db := s.openDB(t)
 
 	var mu sync.Mutex
 	up := false
@@ -106,6 +117,7 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 		}
 		return http.StatusServiceUnavailable
 	})
+	orders := newReceiver(t, func(int) int { return http.StatusOK })
 
 	// No token, no entry; the document needs none.
 	if r := (apiClient{base: c.base}).call(t, "GET", "/v1/webhooks", ""); r.status != http.StatusUnauthorized {
@@ -114,6 +126,33 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 	if r := (apiClient{base: c.base}).call(t, "GET", "/v1/openapi.json", ""); r.status != http.StatusOK || r.body["openapi"] == nil {
 		t.Errorf("GET /v1/openapi.json: %d", r.status)
 	}
+
+	c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
+		`{"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": %q, "fields": ["name=order", "grand_total=total"]}`, orders.URL+"/orders"))
+	const so = `{"id": "so-e2e", "doc_type": "Sales Order", "doc_name": "SO-9", "event": "on_submit", "doc": {"name": "SO-9", "grand_total": 1500, "customer": "ACME"}}`
+	if r := c.expect(t, http.StatusAccepted, "POST", "/v1/events", so); r.body["event_id"] != "so-e2e" {
+		t.Fatalf("202 body: %s", r.raw)
+	}
+	eventually(t, "the receiver to get the published event", func() (bool, string) {
+		return len(orders.got()) == 1, fmt.Sprintf("%d requests", len(orders.got()))
+	})
+	// A producer retrying its publish: 200 with the original, nothing written.
+	if r := c.expect(t, http.StatusOK, "POST", "/v1/events", so); r.body["event_id"] != "so-e2e" {
+		t.Fatalf("repeat body: %s", r.raw)
+	}
+	var pending int64
+	if err := db.Model(&models.OutboxEvent{}).Count(&pending).Error; err != nil || pending != 0 {
+		t.Errorf("outbox holds %d rows (%v) after the repeat, want 0: a repeat writes nothing", pending, err)
+	}
+	page := c.expect(t, http.StatusOK, "GET", "/v1/deliveries?event_id=so-e2e", "")
+	list, _ := page.body["deliveries"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("deliveries of so-e2e: %s", page.raw)
+	}
+	soID, _ := list[0].(map[string]any)["id"].(string)
+
+	// Sweeps need the scheduler (which relays too, from now on).
+	s.start("scheduler", "scheduler started")
 
 	created := c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
 		`{"name": "approvals", "doctype": "Leave Application", "event": "workflow_transition", "url": %q, "template": "{\"leave\": \"{{ doc.name }}\", \"state\": \"{{ doc.workflow_state }}\"}"}`,
@@ -159,12 +198,15 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 	if h, _ := d.body["history"].([]any); len(h) != 2 {
 		t.Errorf("history has %d attempts, want 2: %s", len(h), d.raw)
 	}
-	page := c.expect(t, http.StatusOK, "GET", "/v1/deliveries?webhook=approvals&status=delivered", "")
+	page = c.expect(t, http.StatusOK, "GET", "/v1/deliveries?webhook=approvals&status=delivered", "")
 	if list, _ := page.body["deliveries"].([]any); len(list) != 1 || page.body["next_cursor"] != nil {
 		t.Errorf("GET /v1/deliveries: %s", page.raw)
 	}
 
 	s.stop() // homing serve exits 0 on SIGTERM, like the others
+	if got := orders.got(); len(got) != 1 || string(got[0].body) != `{"order":"SO-9","total":1500}` || got[0].header.Get("webhook-id") != soID {
+		t.Errorf("orders receiver got %d requests (first %q), want exactly one {\"order\":\"SO-9\",\"total\":1500} with webhook-id %s", len(got), firstBody(got), soID)
+	}
 	got := rc.got()
 	if len(got) != 2 || got[0].status != http.StatusServiceUnavailable || got[1].status != http.StatusOK {
 		t.Fatalf("receiver answered %v, want one 503 and one 200", statuses(got))
