@@ -138,6 +138,8 @@ func newHomingCmd(e *env) *cobra.Command {
 		newStatsCmd(e),
 		newDevCmd(e),
 		newMonitorCmd(e),
+		newTokenCmd(e),
+		newServeCmd(e),
 	)
 	return root
 }

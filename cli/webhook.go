@@ -200,12 +200,18 @@ func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
-		MaxRetries: cfg.Retry.DefaultMaxRetries,
-		Timeout:    cfg.Delivery.Timeout,
-		Guard:      app.Guard(cfg.Delivery),
+	return webhookService(a), a, nil
+}
+
+// webhookService is the webhook service every command (and the API) uses:
+// defaults from retry.default_max_retries and delivery.timeout, and the
+// SSRF guard unless private networks are allowed.
+func webhookService(a *app.App) *webhook.Service {
+	return webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
+		MaxRetries: a.Config.Retry.DefaultMaxRetries,
+		Timeout:    a.Config.Delivery.Timeout,
+		Guard:      app.Guard(a.Config.Delivery),
 	}, a.Log)
-	return svc, a, nil
 }
 
 // webhookError puts the webhook's name in front of a validation error, as in
@@ -221,12 +227,8 @@ func webhookError(name string, err error) error {
 	return err
 }
 
-// shownView is a webhook as printed by create, update and rotate-secret: the
-// generated secret appears here, once, and nowhere else.
-type shownView struct {
-	webhook.View
-	Secret string `json:"secret,omitempty"`
-}
+// shownView is a webhook as printed by create, update and rotate-secret.
+type shownView = webhook.ShownView
 
 func newWebhookCreateCmd(e *env) *cobra.Command {
 	var f webhookFlags

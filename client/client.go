@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/app"
@@ -219,26 +218,12 @@ func (c *Client) prepare(ev Event) (dispatch.Event, error) {
 }
 
 func prepare(ev Event, maxPayloadBytes int) (dispatch.Event, error) {
-	if ev.ID == "" {
-		ev.ID = uuid.Must(uuid.NewV7()).String()
-	}
 	if ev.Doc == nil {
-		return dispatch.Event{}, fmt.Errorf("%w: doc is missing (give the document as a JSON object)", ErrInvalidEvent)
+		return dispatch.Event{}, &dispatch.FieldError{Field: "doc", Message: "doc is missing (give the document as a JSON object)"}
 	}
 	b, err := json.Marshal(ev.Doc)
 	if err != nil {
-		return dispatch.Event{}, fmt.Errorf("%w: doc cannot be encoded as JSON: %v", ErrInvalidEvent, err)
+		return dispatch.Event{}, &dispatch.FieldError{Field: "doc", Message: fmt.Sprintf("doc cannot be encoded as JSON: %v", err)}
 	}
-	if len(b) > maxPayloadBytes {
-		return dispatch.Event{}, fmt.Errorf("%w: doc is %d bytes, more than delivery.max_payload_bytes (%d)", ErrInvalidEvent, len(b), maxPayloadBytes)
-	}
-	doc, err := dispatch.DecodeDoc(b)
-	if err != nil {
-		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
-	}
-	out := dispatch.Event{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: doc}
-	if err := out.Validate(); err != nil {
-		return dispatch.Event{}, err
-	}
-	return out, nil
+	return dispatch.Prepare(dispatch.Event{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event}, b, maxPayloadBytes)
 }

@@ -35,6 +35,17 @@ type Config struct {
 	Retention Retention
 	Health    Health
 	Outbox    Outbox
+	API       API
+}
+
+// API is where `homing serve` answers HTTP requests.
+type API struct {
+	// Addr (api.addr) is the listen address, host:port.
+	Addr string
+	// MaxBodyBytes (api.max_body_bytes) refuses larger request bodies with
+	// 413 before they are read. It must leave room for a document of
+	// delivery.max_payload_bytes inside its JSON envelope.
+	MaxBodyBytes int
 }
 
 // Outbox paces the relay that moves committed outbox events into asynq.
@@ -189,6 +200,8 @@ func fields() []field {
 		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
+		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
+		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
 	}
 }
 
@@ -655,13 +668,29 @@ func (c Config) problems() []*KeyError {
 	betweenD("outbox.poll_interval", c.Outbox.PollInterval, 10*time.Millisecond, time.Hour)
 
 	if a := c.Metrics.Addr; a != "" {
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			bad("metrics.addr", "%q is not host:port (use :9464 or 127.0.0.1:9464; empty disables metrics)", a)
-		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-			bad("metrics.addr", "%q: port %q is not a number up to 65535", a, port)
+		if err := checkAddr(a); err != nil {
+			bad("metrics.addr", "%v (use :9464 or 127.0.0.1:9464; empty disables metrics)", err)
 		}
 	}
+	if err := checkAddr(c.API.Addr); err != nil {
+		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)
+	}
+	if c.API.MaxBodyBytes < c.Delivery.MaxPayloadBytes {
+		bad("api.max_body_bytes", "must be at least delivery.max_payload_bytes (%d), or documents that fit could never be published over HTTP; got %d", c.Delivery.MaxPayloadBytes, c.API.MaxBodyBytes)
+	}
 	return out
+}
+
+// checkAddr checks a listen address: host:port with a numeric port.
+func checkAddr(a string) error {
+	_, port, err := net.SplitHostPort(a)
+	if err != nil || port == "" {
+		return fmt.Errorf("%q is not host:port", a)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: port %q is not a number up to 65535", a, port)
+	}
+	return nil
 }
 
 func hasAnyPrefix(s string, prefixes ...string) bool {

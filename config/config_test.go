@@ -52,6 +52,7 @@ func TestDefault(t *testing.T) {
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 		Health:    Health{DisableAfter: 120 * time.Hour},
 		Outbox:    Outbox{PollInterval: time.Second},
+		API:       API{Addr: ":8088", MaxBodyBytes: 2097152},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", d, want)
@@ -94,6 +95,7 @@ log: {level: debug, format: text}
 secrets: {key: abc}
 metrics: {addr: "127.0.0.1:9000"}
 outbox: {poll_interval: 2s}
+api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 `
 	tests := []struct {
 		name string
@@ -118,6 +120,7 @@ outbox: {poll_interval: 2s}
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 					Health:    Health{DisableAfter: 120 * time.Hour},
 					Outbox:    Outbox{PollInterval: 2 * time.Second},
+					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192},
 				}
 			},
 		},
@@ -143,6 +146,7 @@ outbox: {poll_interval: 2s}
 				c.Secrets.Key = "abc"
 				c.Metrics.Addr = "127.0.0.1:9000"
 				c.Outbox.PollInterval = 2 * time.Second
+				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192}
 			},
 		},
 		{
@@ -269,6 +273,8 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"health.disable_after":       {"0s", func(c *Config) { c.Health.DisableAfter = 0 }},
 		"metrics.addr":               {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
 		"outbox.poll_interval":       {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
+		"api.addr":                   {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
+		"api.max_body_bytes":         {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
 	}
 	keys := Config{}.Keys()
 	if len(keys) != len(values) {
@@ -366,6 +372,10 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"log format", "log: {format: xml}\n", nil, "log.format", `log.format: "xml" is not json or text`},
 		{"metrics addr without port", "", []string{"HOMING_METRICS_ADDR=9464"}, "metrics.addr", `metrics.addr: "9464" is not host:port`},
 		{"metrics addr bad port", "metrics: {addr: \":http2\"}\n", nil, "metrics.addr", `port "http2" is not a number`},
+		{"api addr empty", "", []string{"HOMING_API_ADDR="}, "api.addr", `api.addr: "" is not host:port (use :8088`},
+		{"api addr without port", "api: {addr: localhost}\n", nil, "api.addr", `"localhost" is not host:port`},
+		{"api body smaller than a payload", "", []string{"HOMING_API_MAX_BODY_BYTES=4096", "HOMING_DELIVERY_MAX_PAYLOAD_BYTES=8192"}, "api.max_body_bytes",
+			"api.max_body_bytes: must be at least delivery.max_payload_bytes (8192)"},
 		{"string key given a list", "redis: {url: [a, b]}\n", nil, "redis.url", "redis.url: must be a single value"},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/homingdev/homing/models"
 )
 
@@ -19,6 +21,28 @@ const (
 
 // ErrInvalidEvent marks an event that can never be fanned out.
 var ErrInvalidEvent = errors.New("invalid event")
+
+// FieldError is an invalid event, naming the field at fault as the event's
+// JSON names it (id, doc_type, doc_name, event, doc), so that an API can point
+// at it. It matches ErrInvalidEvent with errors.Is.
+type FieldError struct {
+	// Field is the JSON name of the field at fault.
+	Field string
+	// Message says what is wrong and what to do, starting with the field's
+	// name: "doc_type is empty".
+	Message string
+	// TooLarge marks a document over the payload limit.
+	TooLarge bool
+}
+
+func (e *FieldError) Error() string { return ErrInvalidEvent.Error() + ": " + e.Message }
+
+// Is makes errors.Is(err, ErrInvalidEvent) hold.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalidEvent }
+
+func invalid(field, format string, args ...any) error {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
 
 // Event is one document event: "Sales Order SO-1 was submitted".
 type Event struct {
@@ -33,21 +57,50 @@ type Event struct {
 func (e Event) Validate() error {
 	switch {
 	case e.ID == "":
-		return fmt.Errorf("%w: id is empty", ErrInvalidEvent)
+		return invalid("id", "id is empty")
 	case len(e.ID) > MaxIDLength:
-		return fmt.Errorf("%w: id is %d characters long, at most %d allowed", ErrInvalidEvent, len(e.ID), MaxIDLength)
+		return invalid("id", "id is %d characters long, at most %d allowed", len(e.ID), MaxIDLength)
 	case strings.TrimSpace(e.DocType) == "":
-		return fmt.Errorf("%w: doc_type is empty", ErrInvalidEvent)
+		return invalid("doc_type", "doc_type is empty")
 	case len(e.DocType) > MaxNameLength:
-		return fmt.Errorf("%w: doc_type is longer than %d characters", ErrInvalidEvent, MaxNameLength)
+		return invalid("doc_type", "doc_type is longer than %d characters", MaxNameLength)
 	case len(e.DocName) > MaxIDLength:
-		return fmt.Errorf("%w: doc_name is longer than %d characters", ErrInvalidEvent, MaxIDLength)
+		return invalid("doc_name", "doc_name is longer than %d characters", MaxIDLength)
 	case !slices.Contains(models.DocEvents, e.Event):
-		return fmt.Errorf("%w: event %q is not one of %s", ErrInvalidEvent, e.Event, strings.Join(models.DocEvents, ", "))
+		return invalid("event", "event %q is not one of %s", e.Event, strings.Join(models.DocEvents, ", "))
 	case e.Doc == nil:
-		return fmt.Errorf("%w: doc is missing (give the document as a JSON object)", ErrInvalidEvent)
+		return invalid("doc", "doc is missing (give the document as a JSON object)")
 	}
 	return nil
+}
+
+// Prepare is the one path every producer's event takes (client.Publish,
+// client.PublishTx, POST /v1/events): it fills an empty ID with a new
+// UUIDv7, checks the document against maxPayloadBytes, gives it the shape the
+// worker will see after decoding it from Redis (so the synchronous path
+// renders exactly what the queued path would) and validates the event. doc
+// is the document's JSON encoding; ev.Doc is ignored. The size counted is
+// that of doc as given.
+func Prepare(ev Event, doc []byte, maxPayloadBytes int) (Event, error) {
+	if ev.ID == "" {
+		ev.ID = uuid.Must(uuid.NewV7()).String()
+	}
+	if t := bytes.TrimSpace(doc); len(t) == 0 || string(t) == "null" {
+		return Event{}, invalid("doc", "doc is missing (give the document as a JSON object)")
+	}
+	if len(doc) > maxPayloadBytes {
+		return Event{}, &FieldError{Field: "doc", TooLarge: true,
+			Message: fmt.Sprintf("doc is %d bytes, more than delivery.max_payload_bytes (%d)", len(doc), maxPayloadBytes)}
+	}
+	m, err := DecodeDoc(doc)
+	if err != nil {
+		return Event{}, invalid("doc", "doc: %v", err)
+	}
+	ev.Doc = m
+	if err := ev.Validate(); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
 }
 
 // DecodeDoc parses a document given as JSON. Numbers become int64 when they

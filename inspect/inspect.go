@@ -4,6 +4,8 @@ package inspect
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,8 +15,13 @@ import (
 	"github.com/homingdev/homing/models"
 )
 
-// ErrNotFound is returned for an unknown delivery ID.
-var ErrNotFound = errors.New("delivery not found")
+// Errors callers tell apart with errors.Is.
+var (
+	// ErrNotFound is returned for an unknown delivery ID.
+	ErrNotFound = errors.New("delivery not found")
+	// ErrBadCursor is returned for a cursor ListPage did not make.
+	ErrBadCursor = errors.New("invalid cursor")
+)
 
 // Delivery is a delivery as `homing delivery list --json` prints it.
 type Delivery struct {
@@ -64,6 +71,17 @@ type Filter struct {
 	Webhook string
 	EventID string
 	Limit   int
+	// Cursor continues a listing where an earlier page ended (its
+	// NextCursor); "" starts from the newest.
+	Cursor string
+}
+
+// Page is one page of a listing, newest first.
+type Page struct {
+	Deliveries []Delivery `json:"deliveries"`
+	// NextCursor continues the listing after the last delivery of this
+	// page; nil when there is nothing more.
+	NextCursor *string `json:"next_cursor"`
 }
 
 // Statuses a filter may name.
@@ -85,10 +103,50 @@ func summary(d models.Delivery) Delivery {
 
 // List returns deliveries, newest first.
 func List(ctx context.Context, db *gorm.DB, f Filter) ([]Delivery, error) {
+	p, err := ListPage(ctx, db, f)
+	return p.Deliveries, err
+}
+
+// position is where a page ended: the listing's sort key of its last row.
+type position struct {
+	CreatedAt time.Time `json:"c"`
+	ID        string    `json:"i"`
+}
+
+// encodeCursor makes the opaque cursor of a position.
+func encodeCursor(p position) string {
+	b, _ := json.Marshal(p) // a time and a string always encode
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (position, error) {
+	var p position
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err != nil || p.ID == "" || p.CreatedAt.IsZero() {
+		return position{}, fmt.Errorf("%w: %q is not a cursor this listing returned (start again without one)", ErrBadCursor, s)
+	}
+	return p, nil
+}
+
+// ListPage returns at most f.Limit deliveries (default 50), newest first,
+// after f.Cursor, and the cursor of the page that follows. Paging is by key
+// (created_at, id), not by offset, so rows created while a client pages
+// through never shift a page: nothing is skipped or shown twice.
+func ListPage(ctx context.Context, db *gorm.DB, f Filter) (Page, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
 	q := db.WithContext(ctx).Model(&models.Delivery{}).Omit("payload", "last_response", "headers")
+	if f.Cursor != "" {
+		after, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return Page{Deliveries: []Delivery{}}, err
+		}
+		q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", after.CreatedAt, after.CreatedAt, after.ID)
+	}
 	if f.Status != "" {
 		q = q.Where("status = ?", f.Status)
 	}
@@ -99,14 +157,21 @@ func List(ctx context.Context, db *gorm.DB, f Filter) ([]Delivery, error) {
 		q = q.Where("event_id = ?", f.EventID)
 	}
 	var rows []models.Delivery
-	if err := q.Order("created_at DESC, id DESC").Limit(f.Limit).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list deliveries: %w", err)
+	// One row more than asked says whether another page follows.
+	if err := q.Order("created_at DESC, id DESC").Limit(f.Limit + 1).Find(&rows).Error; err != nil {
+		return Page{Deliveries: []Delivery{}}, fmt.Errorf("list deliveries: %w", err)
 	}
-	out := make([]Delivery, len(rows))
+	page := Page{Deliveries: make([]Delivery, 0, min(len(rows), f.Limit))}
 	for i, r := range rows {
-		out[i] = summary(r)
+		if i == f.Limit {
+			last := rows[i-1]
+			next := encodeCursor(position{CreatedAt: last.CreatedAt.UTC(), ID: last.ID})
+			page.NextCursor = &next
+			break
+		}
+		page.Deliveries = append(page.Deliveries, summary(r))
 	}
-	return out, nil
+	return page, nil
 }
 
 // Show returns one delivery with its frozen request and attempt history.

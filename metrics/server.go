@@ -29,16 +29,23 @@ func NewServer(addr string, m *Metrics, ready func(ctx context.Context) error, l
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.HandleFunc("GET /readyz", readyHandler(ready))
+	mux.Handle("GET /healthz", HealthHandler())
+	mux.Handle("GET /readyz", ReadyHandler(ready))
 	return &Server{httpserve.New("metrics", addr, mux, log)}
 }
 
-// readyHandler answers a readiness probe.
-func readyHandler(ready func(ctx context.Context) error) http.HandlerFunc {
+// HealthHandler answers a liveness probe: 200 "ok" while the process serves
+// at all.
+func HealthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+}
+
+// ReadyHandler answers a readiness probe: 200 when ready returns nil within
+// ReadyTimeout, else 503 with its error. A nil ready is always ready.
+func ReadyHandler(ready func(ctx context.Context) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := checkReady(r.Context(), ready); err != nil {

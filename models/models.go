@@ -201,3 +201,17 @@ type PublishedEvent struct {
 
 // TableName pins the table name the migrations create.
 func (PublishedEvent) TableName() string { return "published_events" }
+
+// APIToken is a bearer token of the HTTP API. Only the SHA-256 of the token
+// is stored; the token itself is shown once, when it is created.
+type APIToken struct {
+	ID         string     `gorm:"column:id;primaryKey"`
+	Name       string     `gorm:"column:name"`
+	Scope      string     `gorm:"column:scope"` // publish or admin
+	TokenHash  string     `gorm:"column:token_hash"`
+	CreatedAt  time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	LastUsedAt *time.Time `gorm:"column:last_used_at"`
+}
+
+// TableName pins the table name the migrations create.
+func (APIToken) TableName() string { return "api_tokens" }

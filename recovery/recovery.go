@@ -8,10 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/models"
@@ -26,7 +29,19 @@ var (
 	// ErrDelivered means a Delivered delivery was asked to be retried; use
 	// resend for a new delivery of the same payload.
 	ErrDelivered = errors.New("delivery was delivered")
+	// ErrNotBuilt means a delivery whose request could never be built was
+	// asked to be resent: there is no payload.
+	ErrNotBuilt = errors.New("delivery was never built")
 )
+
+// messageError is an error with its own text that still matches err.
+type messageError struct {
+	msg string
+	err error
+}
+
+func (e *messageError) Error() string { return e.msg }
+func (e *messageError) Unwrap() error { return e.err }
 
 // BatchSize is how many rows one recover statement touches.
 const BatchSize = 500
@@ -152,18 +167,46 @@ func (s *Service) Recover(ctx context.Context, f Filter, dryRun bool, progress f
 
 // Resend creates a new delivery of id's frozen payload and headers (even of
 // a Delivered one), linked to the original, Failed and due now so the next
-// sweep sends it. It returns the new delivery's ID.
+// sweep sends it. It returns the new delivery's ID. Each call is a new
+// delivery; ResendOnce is the form that is safe to repeat.
 func (s *Service) Resend(ctx context.Context, id string) (string, error) {
+	newID, _, err := s.resend(ctx, id, "")
+	return newID, err
+}
+
+// MaxKeyLength bounds a ResendOnce key.
+const MaxKeyLength = 100
+
+// ErrInvalidKey is a ResendOnce key that is empty, too long or not printable.
+var ErrInvalidKey = errors.New("invalid idempotency key")
+
+// ResendOnce is Resend made safe to repeat: however often it is called with
+// the same key for the same delivery (a button pressed twice, a client
+// retrying after a timeout), there is one new delivery, and every call
+// returns its ID. created reports whether this call made it. The key is
+// scoped to the delivery: the same key for another delivery is another
+// resend.
+func (s *Service) ResendOnce(ctx context.Context, id, key string) (newID string, created bool, err error) {
+	if key == "" || len(key) > MaxKeyLength || strings.ContainsFunc(key, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+		return "", false, fmt.Errorf("%w: %q must be 1 to %d printable characters without spaces", ErrInvalidKey, key, MaxKeyLength)
+	}
+	return s.resend(ctx, id, key)
+}
+
+// resend makes the new delivery. Its event ID keeps the (event, webhook)
+// key unique: "<event>/resend/<new id>" for a deliberate second delivery,
+// or "<event>/resend/<key>", which the unique key then lets exist once.
+func (s *Service) resend(ctx context.Context, id, key string) (string, bool, error) {
 	var orig models.Delivery
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&orig).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return "", fmt.Errorf("%w: %q (see homing delivery list)", ErrNotFound, id)
+		return "", false, fmt.Errorf("%w: %q (see homing delivery list)", ErrNotFound, id)
 	}
 	if err != nil {
-		return "", fmt.Errorf("read delivery %s: %w", id, err)
+		return "", false, fmt.Errorf("read delivery %s: %w", id, err)
 	}
 	if len(orig.Payload) == 0 && orig.Attempts == 0 && orig.Status == models.StatusExhausted {
-		return "", fmt.Errorf("delivery %s was never built (%s): there is no payload to resend", id, orig.LastError)
+		return "", false, &messageError{msg: fmt.Sprintf("delivery %s was never built (%s): there is no payload to resend", id, orig.LastError), err: ErrNotBuilt}
 	}
 	now := s.now()
 	maxRetries := orig.MaxRetries
@@ -172,19 +215,34 @@ func (s *Service) Resend(ctx context.Context, id string) (string, error) {
 		maxRetries = hook.MaxRetries
 	}
 	newID := uuid.Must(uuid.NewV7()).String()
+	suffix := newID
+	if key != "" {
+		suffix = key
+	}
 	from := orig.ID
 	row := models.Delivery{
 		ID: newID, WebhookID: orig.WebhookID, WebhookName: orig.WebhookName,
-		// A new event ID keeps the (event, webhook) key unique: this is a
-		// deliberate second delivery of the same event.
-		EventID: orig.EventID + "/resend/" + newID,
+		EventID: orig.EventID + "/resend/" + suffix,
 		DocType: orig.DocType, DocName: orig.DocName, DocEvent: orig.DocEvent,
 		Method: orig.Method, URL: orig.URL, Headers: orig.Headers, Payload: orig.Payload,
 		Status: models.StatusFailed, NextRetry: &now, MaxRetries: maxRetries,
 		ResentFrom: &from, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
-		return "", fmt.Errorf("resend delivery %s: %w", id, err)
+	res := s.db.WithContext(ctx).
+		Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}, {Name: "webhook_id"}}, DoNothing: true}).
+		Create(&row)
+	if res.Error != nil {
+		return "", false, fmt.Errorf("resend delivery %s: %w", id, res.Error)
 	}
-	return newID, nil
+	if res.RowsAffected == 1 {
+		return newID, true, nil
+	}
+	// The key was used before: answer with the delivery it made. Served by
+	// deliveries_event_webhook (event_id, webhook_id).
+	var existing models.Delivery
+	if err := s.db.WithContext(ctx).Select("id").
+		Where("event_id = ? AND webhook_id = ?", row.EventID, row.WebhookID).Take(&existing).Error; err != nil {
+		return "", false, fmt.Errorf("read earlier resend of delivery %s: %w", id, err)
+	}
+	return existing.ID, false, nil
 }

@@ -136,12 +136,12 @@ func newSystem(t *testing.T) *system {
 	return &system{t: t, env: env}
 }
 
-// start runs a long-running binary until stop.
-func (s *system) start(name string, ready string) *process {
+// start runs a long-running binary (with args) until stop.
+func (s *system) start(name string, ready string, args ...string) *process {
 	t := s.t
 	t.Helper()
 	p := &process{name: name, output: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, name))
+	p.cmd = exec.Command(filepath.Join(binDir, name), args...)
 	p.cmd.Env = s.env
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {

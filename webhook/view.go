@@ -53,3 +53,11 @@ func ViewOf(w models.Webhook) View {
 		Timeout: w.Timeout().String(), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	}
 }
+
+// ShownView is a webhook as shown right after a change that generated its
+// secret (create, update, rotate-secret, and the API's POST and PATCH): the
+// generated secret appears here, once, and nowhere else.
+type ShownView struct {
+	View
+	Secret string `json:"secret,omitempty"`
+}

@@ -31,6 +31,29 @@ var (
 	ErrInvalid  = errors.New("invalid webhook")
 )
 
+// FieldError is webhook input that cannot be accepted, naming the field at
+// fault, so that the command line and the API can each point at it in their
+// own terms. It matches ErrInvalid with errors.Is, and its cause, if any,
+// through Unwrap.
+type FieldError struct {
+	// Field is the field at fault as the command line's flag names it:
+	// "url", "max-retries", "field", "header".
+	Field string
+	// Message says what is wrong and what to do, starting with Field:
+	// `url: "ftp://x" is not http(s)`.
+	Message string
+	// Err is the underlying cause, when there is one.
+	Err error
+}
+
+func (e *FieldError) Error() string { return ErrInvalid.Error() + ": " + e.Message }
+
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+// Unwrap returns the cause.
+func (e *FieldError) Unwrap() error { return e.Err }
+
 // Limits on webhook fields.
 const (
 	MaxNameLength    = 140
@@ -122,7 +145,7 @@ func (s *Service) Create(ctx context.Context, in Input) (models.Webhook, error) 
 		flag string
 	}{{in.Name, "name"}, {in.DocType, "doctype"}, {in.Event, "event"}, {in.URL, "url"}} {
 		if req.v == nil || strings.TrimSpace(*req.v) == "" {
-			return w, fmt.Errorf("%w: %s is required", ErrInvalid, req.flag)
+			return w, &FieldError{Field: req.flag, Message: req.flag + " is required"}
 		}
 	}
 	if err := s.apply(&w, in); err != nil {
@@ -233,7 +256,7 @@ func (s *Service) List(ctx context.Context) ([]models.Webhook, error) {
 // grace (at most 7 days). Secrets whose grace has ended are dropped.
 func (s *Service) RotateSecret(ctx context.Context, name string, secret string, grace time.Duration) (models.Webhook, error) {
 	if grace < 0 || grace > MaxRotationGrace {
-		return models.Webhook{}, fmt.Errorf("%w: grace %s must be between 0 and 168h (7 days)", ErrInvalid, grace)
+		return models.Webhook{}, &FieldError{Field: "grace", Message: fmt.Sprintf("grace %s must be between 0 and 168h (7 days)", grace)}
 	}
 	w, err := s.Get(ctx, name)
 	if err != nil {
@@ -241,7 +264,7 @@ func (s *Service) RotateSecret(ctx context.Context, name string, secret string, 
 	}
 	parsed, err := signing.ParseSecret(secret)
 	if err != nil {
-		return w, fmt.Errorf("%w: secret: %v", ErrInvalid, err)
+		return w, invalid("secret", "%v", err)
 	}
 	sealed, err := s.box.Seal(string(parsed))
 	if err != nil {
@@ -279,13 +302,13 @@ func (s *Service) checkTarget(ctx context.Context, raw string) error {
 		return invalid("url", "%q is not a URL: %v", raw, err)
 	}
 	if err := s.defaults.Guard.CheckHost(ctx, u.Hostname()); err != nil {
-		return fmt.Errorf("%w: url: %w", ErrInvalid, err)
+		return &FieldError{Field: "url", Message: "url: " + err.Error(), Err: err}
 	}
 	return nil
 }
 
 func invalid(field string, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
+	return &FieldError{Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}
 }
 
 // apply validates and copies the given fields of in onto w.
@@ -383,7 +406,7 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 			}
 			sealed, err := s.box.Seal(string(parsed))
 			if err != nil {
-				return fmt.Errorf("%w: secret: %w", ErrInvalid, err)
+				return &FieldError{Field: "secret", Message: "secret: " + err.Error(), Err: err}
 			}
 			w.Secret = sealed
 		}

@@ -33,3 +33,50 @@ func TestGuardRefusesInternalURLsAtCreation(t *testing.T) {
 		t.Fatalf("update to a private address: %v", err)
 	}
 }
+
+// TestErrorsNameTheField: every refusal is a *FieldError naming the input
+// field, so the CLI and the API can each point at it.
+func TestErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	db := testenv.SQLite(t)
+	box, _ := secretbox.New("")
+	svc := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
+	ctx := context.Background()
+	valid := func(in webhook.Input) webhook.Input {
+		if in.Name == nil {
+			in.Name = ptr("w")
+		}
+		if in.DocType == nil {
+			in.DocType = ptr("D")
+		}
+		if in.Event == nil {
+			in.Event = ptr("on_update")
+		}
+		if in.URL == nil {
+			in.URL = ptr("https://example.com/hook")
+		}
+		return in
+	}
+	for field, in := range map[string]webhook.Input{
+		"name":        {Name: ptr(" ")},
+		"event":       valid(webhook.Input{Event: ptr("on_save")}),
+		"url":         valid(webhook.Input{URL: ptr("ftp://example.com")}),
+		"method":      valid(webhook.Input{Method: ptr("GET")}),
+		"field":       valid(webhook.Input{Fields: &[]string{"=x"}}),
+		"header":      valid(webhook.Input{Headers: &[]string{"no colon"}}),
+		"condition":   valid(webhook.Input{Condition: ptr("doc.(")}),
+		"max-retries": valid(webhook.Input{MaxRetries: ptr(-1)}),
+		"timeout":     valid(webhook.Input{Timeout: ptr(time.Hour)}),
+		"secret":      valid(webhook.Input{Secret: ptr("a-long-enough-secret-1234")}), // no secrets.key
+	} {
+		_, err := svc.Create(ctx, in)
+		var fe *webhook.FieldError
+		if !errors.As(err, &fe) || !errors.Is(err, webhook.ErrInvalid) {
+			t.Errorf("%s: %v, want a *FieldError matching ErrInvalid", field, err)
+			continue
+		}
+		if fe.Field != field || !strings.HasPrefix(fe.Message, field) {
+			t.Errorf("%s: FieldError %+v does not name the field first", field, fe)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+// Package api is Homing's HTTP API (`homing serve`): JSON over HTTP with
+// bearer tokens, for producers that cannot speak asynq's Redis format (a
+// Frappe site is Python) and for operators' tools. It adds no behaviour of
+// its own: publishing goes through the transactional outbox (or, for
+// workflow_transition, the dispatcher's synchronous path), and webhooks,
+// deliveries and recovery are the same services the command line uses.
+//
+// What a client may repeat, and why nothing is delivered twice: a publish
+// carries its event ID, recorded once in published_events; a repeat is
+// answered 200 with the original. A repeated workflow_transition finds its
+// (event, webhook) rows and sends nothing new. A retry only makes a row
+// Failed and due, and the sweeper's TaskID queues it once. A resend with an
+// Idempotency-Key makes one new delivery per key.
+//
+// The routes, their methods and their scopes are one table (routes); the
+// OpenAPI document served at /v1/openapi.json is tested against it.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/metrics"
+	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/token"
+	"github.com/homingdev/homing/webhook"
+)
+
+// Config is what the API runs on.
+type Config struct {
+	DB *gorm.DB
+	// Dispatcher delivers workflow_transition events synchronously.
+	Dispatcher *dispatch.Dispatcher
+	Webhooks   *webhook.Service
+	Recovery   *recovery.Service
+	Tokens     *token.Service
+	// MaxBodyBytes (api.max_body_bytes) refuses larger request bodies.
+	MaxBodyBytes int64
+	// MaxPayloadBytes (delivery.max_payload_bytes) refuses larger documents.
+	MaxPayloadBytes int
+	// Ready answers /readyz; nil is always ready.
+	Ready  func(ctx context.Context) error
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Server answers the API's requests. It is an http.Handler; `homing serve`
+// runs it on api.addr.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+	log *slog.Logger
+}
+
+// New builds the API.
+func New(cfg Config) *Server {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 2 << 20
+	}
+	if cfg.MaxPayloadBytes <= 0 {
+		cfg.MaxPayloadBytes = 1 << 20
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.method+" "+rt.path, s.endpoint(rt))
+	}
+	return s
+}
+
+// bodyReadTimeout bounds how long reading one request's body may take.
+const bodyReadTimeout = time.Minute
+
+// Scopes of the routes table: none (no token), or the token scope needed.
+const scopeNone = ""
+
+// route is one endpoint: method and path as the OpenAPI document spells
+// them, the token scope it needs, and its handler.
+type route struct {
+	method, path string
+	scope        string
+	handle       handlerFunc
+}
+
+// handlerFunc serves one request; an error it returns is written as the
+// API's JSON error by endpoint.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// routes is every endpoint the API serves.
+func (s *Server) routes() []route {
+	return []route{
+		{http.MethodPost, "/v1/events", token.ScopePublish, s.publishEvent},
+
+		{http.MethodGet, "/v1/webhooks", token.ScopeAdmin, s.listWebhooks},
+		{http.MethodPost, "/v1/webhooks", token.ScopeAdmin, s.createWebhook},
+		{http.MethodGet, "/v1/webhooks/{name}", token.ScopeAdmin, s.getWebhook},
+		{http.MethodPatch, "/v1/webhooks/{name}", token.ScopeAdmin, s.updateWebhook},
+		{http.MethodDelete, "/v1/webhooks/{name}", token.ScopeAdmin, s.deleteWebhook},
+
+		{http.MethodGet, "/v1/deliveries", token.ScopeAdmin, s.listDeliveries},
+		{http.MethodGet, "/v1/deliveries/{id}", token.ScopeAdmin, s.getDelivery},
+		{http.MethodPost, "/v1/deliveries/{id}/retry", token.ScopeAdmin, s.retryDelivery},
+		{http.MethodPost, "/v1/deliveries/{id}/resend", token.ScopeAdmin, s.resendDelivery},
+
+		{http.MethodGet, "/v1/openapi.json", scopeNone, serveOpenAPI},
+		{http.MethodGet, "/healthz", scopeNone, handle(metrics.HealthHandler())},
+		{http.MethodGet, "/readyz", scopeNone, handle(metrics.ReadyHandler(s.cfg.Ready))},
+	}
+}
+
+// handle adapts a plain http.Handler to the routes table.
+func handle(h http.Handler) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h.ServeHTTP(w, r)
+		return nil
+	}
+}
+
+// ServeHTTP routes a request. Requests no route matches get the API's JSON
+// error (404 not_found, or 405 method_not_allowed with Allow) rather than
+// the mux's plain text.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	// Let the mux decide (404, 405 with its Allow, or a redirect to the
+	// clean path), then answer in JSON.
+	rec := &recorder{header: http.Header{}}
+	s.mux.ServeHTTP(rec, r)
+	switch rec.status {
+	case http.StatusNotFound:
+		s.writeError(w, r, &Error{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: "no endpoint " + r.URL.Path + " (GET /v1/openapi.json lists them)"})
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		s.writeError(w, r, &Error{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+			Message: r.Method + " is not allowed on " + r.URL.Path + "; use " + rec.header.Get("Allow")})
+	default:
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body)
+	}
+}
+
+// recorder keeps what the mux answers to an unmatched request.
+type recorder struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	r.body = append(r.body, b...)
+	return len(b), nil
+}
+
+// endpoint wraps a route's handler: body size limit, authentication, then
+// the handler, whose error becomes the JSON error response.
+func (s *Server) endpoint(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			s.writeError(w, r, bodyTooLarge(s.cfg.MaxBodyBytes))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		// A body trickled in byte by byte must not hold the connection
+		// forever. Only reading is bounded: a workflow_transition's answer
+		// may take as long as its webhooks do. (Transport time, not domain
+		// time: the wall clock is right here.)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+		if rt.scope != scopeNone {
+			tok, err := s.authenticate(r, rt.scope)
+			if err != nil {
+				setChallenge(w, err)
+				s.writeError(w, r, err)
+				return
+			}
+			r = r.WithContext(withToken(r.Context(), tok))
+		}
+		if err := rt.handle(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}

@@ -1,0 +1,150 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/webhook"
+)
+
+// Error codes: stable strings clients may switch on. Each goes with one
+// HTTP status.
+const (
+	CodeUnauthorized     = "unauthorized"       // 401: no token, a malformed header, or a token that is not valid
+	CodeForbidden        = "forbidden"          // 403: the token's scope does not allow the endpoint
+	CodeNotFound         = "not_found"          // 404
+	CodeMethodNotAllowed = "method_not_allowed" // 405, with Allow
+	CodeConflict         = "conflict"           // 409: a webhook name taken, a delivery in a state that forbids it
+	CodePayloadTooLarge  = "payload_too_large"  // 413: the body over api.max_body_bytes, or doc over delivery.max_payload_bytes
+	CodeInvalidJSON      = "invalid_json"       // 400: not JSON, not the request's shape, or an unknown field
+	CodeInvalidRequest   = "invalid_request"    // 422: well-formed, but a value is not acceptable
+	CodeDeliveryFailed   = "delivery_failed"    // 502: a workflow_transition event did not reach every webhook
+	CodeInternal         = "internal"           // 500
+)
+
+// Error is an API error response. Handlers return it (or an error of the
+// services, which writeError maps to one).
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field names the request field at fault (a JSON field, a query
+	// parameter or a header), when there is one.
+	Field string `json:"field,omitempty"`
+	// EventID and Failures are set on delivery_failed.
+	EventID  string                    `json:"event_id,omitempty"`
+	Failures []dispatch.WebhookFailure `json:"failures,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Error *Error `json:"error"`
+}
+
+func errorf(status int, code, field, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalidRequest(field, format string, args ...any) *Error {
+	return errorf(http.StatusUnprocessableEntity, CodeInvalidRequest, field, format, args...)
+}
+
+func notFound(format string, args ...any) *Error {
+	return errorf(http.StatusNotFound, CodeNotFound, "", format, args...)
+}
+
+func conflict(format string, args ...any) *Error {
+	return errorf(http.StatusConflict, CodeConflict, "", format, args...)
+}
+
+func bodyTooLarge(limit int64) *Error {
+	return errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "",
+		"request body is larger than %d bytes (api.max_body_bytes)", limit)
+}
+
+// apiError maps an error to its response. Errors the API does not know are
+// internal: their text stays in the log and never reaches the client.
+func apiError(err error) *Error {
+	var (
+		ae  *Error
+		mbe *http.MaxBytesError
+		efe *dispatch.FieldError
+		se  *dispatch.SyncError
+		wfe *webhook.FieldError
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &mbe):
+		return bodyTooLarge(mbe.Limit)
+	case errors.As(err, &efe):
+		if efe.TooLarge {
+			return errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, efe.Field, "%s", efe.Message)
+		}
+		return invalidRequest(efe.Field, "%s", efe.Message)
+	case errors.As(err, &se):
+		return &Error{Status: http.StatusBadGateway, Code: CodeDeliveryFailed, Message: se.Error(), EventID: se.EventID, Failures: se.Failures}
+	case errors.As(err, &wfe):
+		field := webhookField(wfe.Field)
+		return invalidRequest(field, "%s", field+strings.TrimPrefix(wfe.Message, wfe.Field))
+	case errors.Is(err, webhook.ErrExists):
+		return conflict("%s", strings.Replace(err.Error(), " (choose another name, or use webhook update)", " (choose another name, or PATCH the existing one)", 1))
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error; the server log has the details"}
+}
+
+// webhookField is the JSON name of a webhook input field the webhook
+// package names as the command line's flag.
+func webhookField(flag string) string {
+	switch flag {
+	case "max-retries":
+		return "max_retries"
+	case "field":
+		return "fields"
+	case "header":
+		return "headers"
+	}
+	return flag
+}
+
+// writeError writes err as the API's JSON error and logs what the client
+// does not see.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := apiError(err)
+	switch {
+	case e.Status >= 500 && e.Code == CodeInternal:
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			s.log.Info("api request abandoned by the client", "method", r.Method, "path", r.URL.Path)
+		} else {
+			s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		}
+	default:
+		s.log.Debug("api request refused", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "message", e.Message)
+	}
+	writeJSON(w, e.Status, errorBody{Error: e})
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// Read by programs and served with nosniff: no need to escape <, >, &.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // the API's own types always encode
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString(`{"error":{"code":"internal","message":"cannot encode the response"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/outbox"
+)
+
+// eventRequest is the body of POST /v1/events.
+type eventRequest struct {
+	// ID is the idempotency key; a new UUIDv7 when empty.
+	ID      string          `json:"id"`
+	DocType string          `json:"doc_type"`
+	DocName string          `json:"doc_name"`
+	Event   string          `json:"event"`
+	Doc     json.RawMessage `json:"doc"`
+}
+
+// eventResponse answers a publish.
+type eventResponse struct {
+	EventID string `json:"event_id"`
+}
+
+// publishEvent is POST /v1/events: decode → prepare (the producers' one
+// validation path) → deliver now (workflow_transition) or add to the outbox.
+func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
+	var req eventRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	ev, err := dispatch.Prepare(dispatch.Event{ID: req.ID, DocType: req.DocType, DocName: req.DocName, Event: req.Event}, req.Doc, s.cfg.MaxPayloadBytes)
+	if err != nil {
+		return err
+	}
+	if ev.Event == models.EventWorkflowTransition {
+		return s.deliverNow(w, r, ev)
+	}
+	return s.addToOutbox(w, r, ev)
+}
+
+// addToOutbox commits the event to the outbox, which the relay moves into
+// the queue: 202 for a new event, 200 with the original for an ID published
+// before (nothing is written, and nothing is delivered again). The
+// idempotency record and the outbox row are one transaction, so a crash
+// cannot keep one without the other.
+func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch.Event) error {
+	var inserted bool
+	err := s.cfg.DB.WithContext(r.Context()).Transaction(func(tx *gorm.DB) error {
+		var err error
+		inserted, err = outbox.Add(r.Context(), tx, ev, s.cfg.Clock.Now())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusAccepted
+	if !inserted {
+		status = http.StatusOK
+	}
+	s.log.Debug("event published", "event_id", ev.ID, "doc_type", ev.DocType, "event", ev.Event, "new", inserted, "token", tokenName(r.Context()))
+	writeJSON(w, status, eventResponse{EventID: ev.ID})
+	return nil
+}
+
+// deliverNow is workflow_transition's path: one attempt per matching
+// webhook, now; 200 when every one succeeded, else 502 naming each webhook
+// that failed. A delivery once started is finished and recorded even if the
+// client goes away (its context is detached), so that a client retrying
+// after a timeout is answered from the record instead of a half-done row.
+// Repeating the event ID sends nothing new.
+func (s *Server) deliverNow(w http.ResponseWriter, r *http.Request, ev dispatch.Event) error {
+	ctx := context.WithoutCancel(r.Context())
+	if _, err := s.cfg.Dispatcher.DeliverNow(ctx, ev); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventResponse{EventID: ev.ID})
+	return nil
+}

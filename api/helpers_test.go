@@ -1,0 +1,243 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/api"
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/token"
+	"github.com/homingdev/homing/webhook"
+)
+
+// server is one test's API on its own PostgreSQL database, with a token of
+// each scope.
+type server struct {
+	t       *testing.T
+	db      *gorm.DB
+	srv     *httptest.Server
+	publish string // a publish token
+	admin   string // an admin token
+	tokens  *token.Service
+	box     *secretbox.Box
+}
+
+// options adjust newServer.
+type options struct {
+	maxBodyBytes    int64
+	maxPayloadBytes int
+}
+
+func newServer(t *testing.T, opts ...func(*options)) *server {
+	t.Helper()
+	o := options{maxBodyBytes: 64 << 10, maxPayloadBytes: 16 << 10}
+	for _, f := range opts {
+		f(&o)
+	}
+	db := testenv.Postgres(t)
+	key, err := secretbox.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secretbox.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The receivers are httptest servers on loopback: no SSRF guard.
+	sender := delivery.NewSender(app.SenderConfig(config.Delivery{AllowPrivateNetworks: true}, nil))
+	t.Cleanup(sender.Close)
+	tokens := token.New(db, nil, nil)
+	a := api.New(api.Config{
+		DB:              db,
+		Dispatcher:      dispatch.New(db, sender, box, dispatch.Config{}),
+		Webhooks:        webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second}, nil),
+		Recovery:        recovery.New(db, nil),
+		Tokens:          tokens,
+		MaxBodyBytes:    o.maxBodyBytes,
+		MaxPayloadBytes: o.maxPayloadBytes,
+	})
+	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box}
+	t.Cleanup(s.srv.Close)
+	_, s.publish, err = tokens.Create(context.Background(), "producer", token.ScopePublish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s.admin, err = tokens.Create(context.Background(), "operator", token.ScopeAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// reply is one response.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) String() string { return http.StatusText(r.status) + " " + string(r.body) }
+
+// object decodes the reply as a JSON object.
+func (r reply) object(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+// apiErr is the error object of an error reply.
+type apiErr struct {
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Field    string `json:"field"`
+	EventID  string `json:"event_id"`
+	Failures []struct {
+		Webhook    string `json:"webhook"`
+		DeliveryID string `json:"delivery_id"`
+		Error      string `json:"error"`
+	} `json:"failures"`
+}
+
+// request sends a request with tok ("" for none) and body ("" for none).
+func (s *server) request(method, path, tok, body string, header ...string) reply {
+	s.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.srv.URL+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return s.send(req)
+}
+
+func (s *server) send(req *http.Request) reply {
+	s.t.Helper()
+	resp, err := s.srv.Client().Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// expect sends the request and fails unless the status is want.
+func (s *server) expect(want int, method, path, tok, body string, header ...string) reply {
+	s.t.Helper()
+	r := s.request(method, path, tok, body, header...)
+	if r.status != want {
+		s.t.Fatalf("%s %s: status %d, want %d\n%s", method, path, r.status, want, r.body)
+	}
+	if want != http.StatusNoContent && !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") && !strings.HasPrefix(path, "/healthz") && !strings.HasPrefix(path, "/readyz") {
+		s.t.Errorf("%s %s: Content-Type %q, want application/json", method, path, r.header.Get("Content-Type"))
+	}
+	return r
+}
+
+// refused sends the request and checks the JSON error: status, code, and
+// field ("" when none is expected); it returns the error object.
+func (s *server) refused(status int, code, field, method, path, tok, body string, header ...string) apiErr {
+	s.t.Helper()
+	r := s.expect(status, method, path, tok, body, header...)
+	var e struct {
+		Error *apiErr `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error == nil {
+		s.t.Fatalf("%s %s: body is not {\"error\": …}: %s", method, path, r.body)
+	}
+	if e.Error.Code != code || e.Error.Field != field || e.Error.Message == "" {
+		s.t.Errorf("%s %s: error %+v, want code %q field %q and a message", method, path, *e.Error, code, field)
+	}
+	var raw map[string]map[string]any
+	_ = json.Unmarshal(r.body, &raw)
+	if _, ok := raw["error"]["field"]; ok && field == "" {
+		s.t.Errorf("%s %s: error carries an empty field: %s", method, path, r.body)
+	}
+	return *e.Error
+}
+
+func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+
+// receiver records the requests it gets and answers with its status.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+	ids    []string
+	status int
+}
+
+func newReceiver(t *testing.T, status int) *receiver {
+	rc := &receiver{status: status}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.bodies = append(rc.bodies, b)
+		rc.ids = append(rc.ids, r.Header.Get("webhook-id"))
+		code := rc.status
+		rc.mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) got() [][]byte {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.bodies)
+}
+
+// compact re-encodes a JSON text without spaces, for comparisons.
+func compact(t *testing.T, s string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,201 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/webhook"
+)
+
+// webhookRequest is the body of POST /v1/webhooks and PATCH
+// /v1/webhooks/{name}: the fields of the webhook view that can be written,
+// plus the secret. An absent (or null) field is "not given": the default on
+// create, unchanged on PATCH.
+type webhookRequest struct {
+	Name       *string            `json:"name"`
+	DocType    *string            `json:"doctype"`
+	Event      *string            `json:"event"`
+	Condition  *string            `json:"condition"`
+	URL        *string            `json:"url"`
+	Method     *string            `json:"method"`
+	Structure  *string            `json:"structure"`
+	Template   *string            `json:"template"`
+	Fields     *[]string          `json:"fields"`
+	Headers    *map[string]string `json:"headers"`
+	Signature  *string            `json:"signature"`
+	MaxRetries *int               `json:"max_retries"`
+	Timeout    *string            `json:"timeout"`
+	Queue      *string            `json:"queue"`
+	Enabled    *bool              `json:"enabled"`
+	// Secret sets the signing secret ("" removes it); GenerateSecret makes
+	// a new one, returned once in the response.
+	Secret         *string `json:"secret"`
+	GenerateSecret bool    `json:"generate_secret"`
+
+	// Read-only fields of the view: refused with a message rather than as
+	// unknown, since a client may have copied them from a GET.
+	HasSecret      json.RawMessage `json:"has_secret"`
+	DisabledReason json.RawMessage `json:"disabled_reason"`
+	CreatedAt      json.RawMessage `json:"created_at"`
+	UpdatedAt      json.RawMessage `json:"updated_at"`
+}
+
+// webhookList is the body of GET /v1/webhooks.
+type webhookList struct {
+	Webhooks []webhook.View `json:"webhooks"`
+}
+
+// input turns the request into the webhook service's input, and reports
+// whether a secret is to be generated.
+func (req webhookRequest) input() (webhook.Input, bool, error) {
+	for field, v := range map[string]json.RawMessage{"has_secret": req.HasSecret, "disabled_reason": req.DisabledReason, "created_at": req.CreatedAt, "updated_at": req.UpdatedAt} {
+		if v != nil {
+			return webhook.Input{}, false, invalidRequest(field, "%s is read-only: leave it out", field)
+		}
+	}
+	in := webhook.Input{
+		Name: req.Name, DocType: req.DocType, Event: req.Event, Condition: req.Condition, URL: req.URL,
+		Method: req.Method, Structure: req.Structure, Template: req.Template, Fields: req.Fields,
+		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
+		Secret: req.Secret,
+	}
+	if req.Headers != nil {
+		headers := make([]string, 0, len(*req.Headers))
+		for _, k := range slices.Sorted(maps.Keys(*req.Headers)) {
+			if strings.Contains(k, ":") {
+				return in, false, invalidRequest("headers", "headers: %q: a header name cannot contain \":\"", k)
+			}
+			headers = append(headers, k+": "+(*req.Headers)[k])
+		}
+		in.Headers = &headers
+	}
+	if req.Timeout != nil {
+		d, err := time.ParseDuration(*req.Timeout)
+		if err != nil {
+			return in, false, invalidRequest("timeout", "timeout: %q is not a duration such as \"5s\" or \"1500ms\"", *req.Timeout)
+		}
+		in.Timeout = &d
+	}
+	if req.GenerateSecret && req.Secret != nil {
+		return in, false, invalidRequest("generate_secret", "give secret or generate_secret, not both")
+	}
+	return in, req.GenerateSecret, nil
+}
+
+// withGeneratedSecret fills in.Secret with a new secret when asked to.
+func withGeneratedSecret(in *webhook.Input, generate bool) (string, error) {
+	if !generate {
+		return "", nil
+	}
+	s, err := signing.GenerateSecret()
+	if err != nil {
+		return "", err
+	}
+	secret := string(s)
+	in.Secret = &secret
+	return secret, nil
+}
+
+// webhookPath is the URL of webhook name.
+func webhookPath(name string) string { return "/v1/webhooks/" + url.PathEscape(name) }
+
+// webhookNotFound maps the service's not-found to a 404 naming the webhook.
+func webhookNotFound(name string, err error) error {
+	if errors.Is(err, webhook.ErrNotFound) {
+		return notFound("webhook %q not found (GET /v1/webhooks lists them)", name)
+	}
+	return err
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	ws, err := s.cfg.Webhooks.List(r.Context())
+	if err != nil {
+		return err
+	}
+	out := webhookList{Webhooks: make([]webhook.View, len(ws))}
+	for i, wh := range ws {
+		out.Webhooks[i] = webhook.ViewOf(wh)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// createWebhook is POST /v1/webhooks: 201 with the webhook, its Location,
+// and a generated secret shown this once.
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
+	var req webhookRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	in, generate, err := req.input()
+	if err != nil {
+		return err
+	}
+	secret, err := withGeneratedSecret(&in, generate)
+	if err != nil {
+		return err
+	}
+	wh, err := s.cfg.Webhooks.Create(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", webhookPath(wh.Name))
+	writeJSON(w, http.StatusCreated, webhook.ShownView{View: webhook.ViewOf(wh), Secret: secret})
+	return nil
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	wh, err := s.cfg.Webhooks.Get(r.Context(), name)
+	if err != nil {
+		return webhookNotFound(name, err)
+	}
+	writeJSON(w, http.StatusOK, webhook.ViewOf(wh))
+	return nil
+}
+
+// updateWebhook is PATCH /v1/webhooks/{name}: only the fields given change.
+func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	var req webhookRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	in, generate, err := req.input()
+	if err != nil {
+		return err
+	}
+	secret, err := withGeneratedSecret(&in, generate)
+	if err != nil {
+		return err
+	}
+	wh, err := s.cfg.Webhooks.Update(r.Context(), name, in)
+	if err != nil {
+		return webhookNotFound(name, err)
+	}
+	if wh.Name != name {
+		w.Header().Set("Location", webhookPath(wh.Name))
+	}
+	writeJSON(w, http.StatusOK, webhook.ShownView{View: webhook.ViewOf(wh), Secret: secret})
+	return nil
+}
+
+// deleteWebhook is DELETE /v1/webhooks/{name}: 204. Its deliveries stay.
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := s.cfg.Webhooks.Delete(r.Context(), name); err != nil {
+		return webhookNotFound(name, err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/hibiken/asynq"
+	"github.com/spf13/cobra"
+
+	"github.com/homingdev/homing/api"
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/internal/httpserve"
+	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/token"
+)
+
+func newServeCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API on api.addr and relay the outbox, until signalled",
+		Long: "serve answers the HTTP API (POST /v1/events, /v1/webhooks, /v1/deliveries; the document\n" +
+			"is at /v1/openapi.json) on api.addr. Requests need a bearer token: homing token create.\n" +
+			"It runs an outbox relay too, so published events reach the queue within milliseconds\n" +
+			"without waiting on the scheduler's. On SIGINT or SIGTERM it stops accepting and finishes\n" +
+			"requests in flight within worker.shutdown_timeout.",
+		Args: argNames(),
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			cfg, err := e.config()
+			if err != nil {
+				return err
+			}
+			log, err := e.logger(cfg)
+			if err != nil {
+				return err
+			}
+			routeRedisLogs(log, slog.LevelDebug) // until started: the relay reports
+			ctx, stop := untilSignalled(cmd.Context())
+			defer stop()
+			a, err := app.Open(ctx, cfg, log, app.Options{})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			// Publishing needs only the database; the relay catches up once
+			// Redis answers, so a Redis that is away is a warning, not a
+			// reason to refuse events.
+			if err := pingRedis(ctx, a.Redis); err != nil {
+				log.Warn("events are accepted into the outbox and relayed once Redis answers", "error", err.Error())
+			}
+			queue := asynq.NewClient(a.Redis)
+			defer func() { _ = queue.Close() }()
+			relay := a.Relay(queue)
+			if err := relay.Start(ctx); err != nil {
+				return err
+			}
+			defer relay.Stop()
+			tokens := token.New(a.DB, a.Clock, log)
+			srv := httpserve.New("api", cfg.API.Addr, api.New(apiConfig(a, tokens)), log)
+			if err := srv.Start(); err != nil {
+				return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, err)
+			}
+			routeRedisLogs(log, slog.LevelWarn)
+			log.Info("api started", "addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
+			warnWithoutTokens(ctx, tokens, log)
+			<-ctx.Done()
+			stop() // a second signal now ends the process at once
+			log.Info("api stopping: finishing requests in flight", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
+			sctx, cancel := context.WithTimeout(context.Background(), cfg.Worker.ShutdownTimeout)
+			defer cancel()
+			err = srv.Stop(sctx)
+			// The relay stops after the last request, so what they published
+			// is queued now rather than at the next scheduler's poll.
+			relay.Stop()
+			if _, derr := relay.Drain(sctx); derr != nil {
+				log.Warn("outbox not drained at stop; the scheduler's relay will queue the rest", "error", derr.Error())
+			}
+			log.Info("api stopped")
+			return err
+		}),
+	}
+}
+
+// apiConfig wires the API to a's services: the same webhook service, recovery
+// and dispatcher as the command line and the worker.
+func apiConfig(a *app.App, tokens *token.Service) api.Config {
+	return api.Config{
+		DB:              a.DB,
+		Dispatcher:      a.Dispatcher,
+		Webhooks:        webhookService(a),
+		Recovery:        recovery.New(a.DB, a.Clock),
+		Tokens:          tokens,
+		MaxBodyBytes:    int64(a.Config.API.MaxBodyBytes),
+		MaxPayloadBytes: a.Config.Delivery.MaxPayloadBytes,
+		// Ready while the database answers: events are accepted into the
+		// outbox even while Redis is away.
+		Ready: func(ctx context.Context) error {
+			sqlDB, err := a.DB.DB()
+			if err != nil {
+				return fmt.Errorf("database: %w", err)
+			}
+			if err := sqlDB.PingContext(ctx); err != nil {
+				return fmt.Errorf("database: %w", err)
+			}
+			return nil
+		},
+		Clock:  a.Clock,
+		Logger: a.Log,
+	}
+}
+
+// warnWithoutTokens tells the operator that every request will be refused
+// until a token exists.
+func warnWithoutTokens(ctx context.Context, tokens *token.Service, log *slog.Logger) {
+	list, err := tokens.List(ctx)
+	if err == nil && len(list) == 0 {
+		log.Warn("no API token exists: every request will be refused with 401; create one with homing token create --name NAME [--scope admin]")
+	}
+}

@@ -1,0 +1,60 @@
+package dispatch
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+func TestPrepareNamesTheField(t *testing.T) {
+	t.Parallel()
+	base := Event{ID: "ev-1", DocType: "Sales Order", Event: "on_submit"}
+	for _, tc := range []struct {
+		name     string
+		ev       Event
+		doc      string
+		field    string
+		tooLarge bool
+		message  string
+	}{
+		{"no doc", base, "", "doc", false, "doc is missing"},
+		{"null doc", base, " null ", "doc", false, "doc is missing"},
+		{"array doc", base, "[1]", "doc", false, "JSON object"},
+		{"broken doc", base, `{"a":`, "doc", false, "not valid JSON"},
+		{"large doc", base, `{"a": "` + strings.Repeat("x", 2000) + `"}`, "doc", true, "delivery.max_payload_bytes (1024)"},
+		{"no doctype", Event{ID: "x", Event: "on_submit"}, "{}", "doc_type", false, "doc_type is empty"},
+		{"bad event", Event{ID: "x", DocType: "D", Event: "on_save"}, "{}", "event", false, `event "on_save" is not one of`},
+		{"long id", Event{ID: strings.Repeat("i", MaxIDLength+1), DocType: "D", Event: "on_submit"}, "{}", "id", false, "at most 200"},
+		{"long name", Event{ID: "x", DocType: "D", DocName: strings.Repeat("n", MaxIDLength+1), Event: "on_submit"}, "{}", "doc_name", false, "doc_name is longer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Prepare(tc.ev, []byte(tc.doc), 1024)
+			var fe *FieldError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrInvalidEvent) {
+				t.Fatalf("Prepare = %v, want a *FieldError matching ErrInvalidEvent", err)
+			}
+			if fe.Field != tc.field || fe.TooLarge != tc.tooLarge || !strings.Contains(fe.Message, tc.message) {
+				t.Errorf("FieldError = %+v, want field %q, too large %v, message mentioning %q", fe, tc.field, tc.tooLarge, tc.message)
+			}
+			if !strings.HasPrefix(err.Error(), "invalid event: "+tc.field) {
+				t.Errorf("error %q does not start with the field", err)
+			}
+		})
+	}
+}
+
+func TestPrepareFillsTheIDAndNormalisesNumbers(t *testing.T) {
+	t.Parallel()
+	ev, err := Prepare(Event{DocType: "Sales Order", Event: "on_submit"}, []byte(`{"total": 1500, "rate": 1.5, "lines": [{"qty": 2}]}`), 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := uuid.Parse(ev.ID); err != nil || u.Version() != 7 {
+		t.Errorf("ID = %q, want a new UUIDv7", ev.ID)
+	}
+	if ev.Doc["total"] != int64(1500) || ev.Doc["rate"] != 1.5 || ev.Doc["lines"].([]any)[0].(map[string]any)["qty"] != int64(2) {
+		t.Errorf("Doc = %#v", ev.Doc)
+	}
+}

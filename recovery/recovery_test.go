@@ -1,0 +1,90 @@
+package recovery_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/recovery"
+)
+
+var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// TestResendOnceMakesOneDelivery: a resend asked for again with the same key
+// (a button pressed twice, two racing clients) makes one new delivery.
+func TestResendOnceMakesOneDelivery(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			ctx := context.Background()
+			orig := models.Delivery{
+				ID: "d-1", WebhookID: "w-1", WebhookName: "orders", EventID: "ev-1", DocType: "Note", DocEvent: "on_update",
+				Method: "POST", URL: "https://example.com", Payload: []byte(`{"a":1}`), Status: models.StatusDelivered,
+				Attempts: 1, CreatedAt: t0, UpdatedAt: t0,
+			}
+			if err := db.Create(&orig).Error; err != nil {
+				t.Fatal(err)
+			}
+			svc := recovery.New(db, clock.NewStub(t0.Add(time.Hour)))
+
+			ids := make([]string, 4)
+			created := make([]bool, 4)
+			var wg sync.WaitGroup
+			for i := range ids {
+				wg.Go(func() {
+					var err error
+					if ids[i], created[i], err = svc.ResendOnce(ctx, "d-1", "click-1"); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			made := 0
+			for i := range ids {
+				if ids[i] != ids[0] || ids[i] == "" {
+					t.Errorf("resends with one key returned %v, want one ID", ids)
+				}
+				if created[i] {
+					made++
+				}
+			}
+			if made != 1 {
+				t.Errorf("%d calls report creating the delivery, want 1", made)
+			}
+			var rows []models.Delivery
+			if err := db.Where("resent_from = ?", "d-1").Find(&rows).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 1 || rows[0].ID != ids[0] || rows[0].Status != models.StatusFailed || string(rows[0].Payload) != `{"a":1}` {
+				t.Fatalf("resent deliveries = %+v, want one, Failed and due, with the frozen payload", rows)
+			}
+
+			other, made2, err := svc.ResendOnce(ctx, "d-1", "click-2")
+			if err != nil || !made2 || other == ids[0] {
+				t.Errorf("another key = %q, %v, %v; want a second new delivery", other, made2, err)
+			}
+			plain, err := svc.Resend(ctx, "d-1")
+			if err != nil || plain == ids[0] || plain == other {
+				t.Errorf("Resend without a key = %q, %v; want a new delivery every time", plain, err)
+			}
+			for _, bad := range []string{"", "has space", strings.Repeat("k", recovery.MaxKeyLength+1), "tab\t"} {
+				if _, _, err := svc.ResendOnce(ctx, "d-1", bad); !errors.Is(err, recovery.ErrInvalidKey) {
+					t.Errorf("key %q: %v, want ErrInvalidKey", bad, err)
+				}
+			}
+			if _, _, err := svc.ResendOnce(ctx, "nope", "k"); !errors.Is(err, recovery.ErrNotFound) {
+				t.Errorf("unknown delivery: %v, want ErrNotFound", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,203 @@
+// Package token issues and checks the bearer tokens of Homing's HTTP API.
+// A token is "hmg_" followed by 32 random bytes in base64url; only its
+// SHA-256 is stored, so the database holds nothing that authenticates. A
+// high-entropy token needs no slow hash: there is nothing to guess.
+//
+// Scopes are deliberately two: publish may only publish events (what a
+// producer such as a Frappe site needs), admin may do everything.
+package token
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/models"
+)
+
+// Scopes a token may have.
+const (
+	ScopePublish = "publish"
+	ScopeAdmin   = "admin"
+)
+
+// Scopes lists the scopes, narrowest first.
+var Scopes = []string{ScopePublish, ScopeAdmin}
+
+// Prefix starts every token, so a leaked one is recognisable (and secret
+// scanners can look for it).
+const Prefix = "hmg_"
+
+// MaxNameLength bounds a token's name.
+const MaxNameLength = 140
+
+// touchEvery is how stale last_used_at may get: a token used constantly
+// costs one write a minute, not one per request.
+const touchEvery = time.Minute
+
+// Errors callers tell apart with errors.Is.
+var (
+	ErrNotFound = errors.New("token not found")
+	ErrExists   = errors.New("token already exists")
+	ErrInvalid  = errors.New("invalid token request")
+	// ErrUnknown is an Authorization token that is not (or no longer) one
+	// Homing issued.
+	ErrUnknown = errors.New("unknown token")
+)
+
+// Token is a token as `homing token list --json` shows it: never the token
+// itself.
+type Token struct {
+	Name       string     `json:"name"`
+	Scope      string     `json:"scope"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+func viewOf(m models.APIToken) Token {
+	t := Token{Name: m.Name, Scope: m.Scope, CreatedAt: m.CreatedAt.UTC()}
+	if m.LastUsedAt != nil {
+		u := m.LastUsedAt.UTC()
+		t.LastUsedAt = &u
+	}
+	return t
+}
+
+// Allows reports whether a token of scope may use an endpoint that needs
+// need.
+func Allows(scope, need string) bool {
+	return scope == ScopeAdmin || scope == need
+}
+
+// Service creates, lists, revokes and checks tokens.
+type Service struct {
+	db    *gorm.DB
+	clock clock.Clock
+	log   *slog.Logger
+}
+
+// New builds a Service.
+func New(db *gorm.DB, clk clock.Clock, log *slog.Logger) *Service {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{db: db, clock: clk, log: log}
+}
+
+func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
+
+// Hash is what the database keeps of a token: its SHA-256, in hex.
+func Hash(plain string) string {
+	sum := sha256.Sum256([]byte(plain))
+	return hex.EncodeToString(sum[:])
+}
+
+// generate makes a new token.
+func generate() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate token: %w", err)
+	}
+	return Prefix + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Create issues a token named name with scope ("" means publish) and returns
+// it with the plain token, which is not kept and cannot be shown again.
+func (s *Service) Create(ctx context.Context, name, scope string) (Token, string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > MaxNameLength || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return Token{}, "", fmt.Errorf("%w: name %q must be 1 to %d printable characters", ErrInvalid, name, MaxNameLength)
+	}
+	if scope == "" {
+		scope = ScopePublish
+	}
+	if !slices.Contains(Scopes, scope) {
+		return Token{}, "", fmt.Errorf("%w: scope %q is not one of %s", ErrInvalid, scope, strings.Join(Scopes, ", "))
+	}
+	plain, err := generate()
+	if err != nil {
+		return Token{}, "", err
+	}
+	row := models.APIToken{
+		ID: uuid.Must(uuid.NewV7()).String(), Name: name, Scope: scope,
+		TokenHash: Hash(plain), CreatedAt: s.now(),
+	}
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			return Token{}, "", fmt.Errorf("%w: %q (choose another name, or revoke it first with homing token revoke)", ErrExists, name)
+		}
+		return Token{}, "", fmt.Errorf("create token %q: %w", name, err)
+	}
+	s.log.Info("api token created", "token", name, "scope", scope)
+	return viewOf(row), plain, nil
+}
+
+// List returns every token, by name.
+func (s *Service) List(ctx context.Context) ([]Token, error) {
+	var rows []models.APIToken
+	if err := s.db.WithContext(ctx).Order("name").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	out := make([]Token, len(rows))
+	for i, r := range rows {
+		out[i] = viewOf(r)
+	}
+	return out, nil
+}
+
+// Revoke deletes token name; requests carrying it are refused from then on.
+func (s *Service) Revoke(ctx context.Context, name string) error {
+	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&models.APIToken{})
+	if res.Error != nil {
+		return fmt.Errorf("revoke token %q: %w", name, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: %q (see homing token list)", ErrNotFound, name)
+	}
+	s.log.Info("api token revoked", "token", name)
+	return nil
+}
+
+// Authenticate returns the token plain stands for, or ErrUnknown. It
+// records when the token was last used, at most once a minute.
+func (s *Service) Authenticate(ctx context.Context, plain string) (Token, error) {
+	if !strings.HasPrefix(plain, Prefix) {
+		return Token{}, ErrUnknown
+	}
+	var row models.APIToken
+	// Served by the unique index on token_hash.
+	err := s.db.WithContext(ctx).Where("token_hash = ?", Hash(plain)).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Token{}, ErrUnknown
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("read token: %w", err)
+	}
+	now := s.now()
+	if row.LastUsedAt == nil || now.Sub(*row.LastUsedAt) >= touchEvery {
+		// Best effort: a failed bookkeeping write must not refuse the request.
+		if err := s.db.WithContext(ctx).Model(&models.APIToken{}).Where("id = ?", row.ID).
+			Update("last_used_at", now).Error; err != nil {
+			s.log.Warn("record token use", "token", row.Name, "error", err.Error())
+		} else {
+			row.LastUsedAt = &now
+		}
+	}
+	return viewOf(row), nil
+}
