@@ -30,6 +30,7 @@ func newDevCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&opts.Fast, "fast", false, "compressed retry schedule (5s,10s,20s) and a sweep every second")
 	cmd.Flags().StringVar(&e.devMonitorAddr, "monitor-addr", "127.0.0.1:8080", "loopback `ADDR` for the asynqmon UI (empty disables it)")
+	cmd.Flags().StringVar(&e.devAPIAddr, "api-addr", "127.0.0.1:8088", "loopback `ADDR` for the HTTP API (empty disables it)")
 	cmd.Flags().StringVar(&opts.RedisAddr, "redis-addr", "127.0.0.1:0", "loopback `ADDR` for the embedded Redis (port 0 picks a free one)")
 	return cmd
 }

@@ -34,6 +34,8 @@ type env struct {
 	cfg        *config.Config
 	// devMonitorAddr is where `homing dev` serves the asynqmon UI.
 	devMonitorAddr string
+	// devAPIAddr is where `homing dev` serves the HTTP API.
+	devAPIAddr string
 }
 
 // config loads the configuration named by --config (and the HOMING_*

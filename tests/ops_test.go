@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -130,7 +131,8 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 	}
 	env = append(env, "HOMING_METRICS_ADDR=", "HOMING_LOG_FORMAT=text")
 	out := &syncBuffer{}
-	dev := exec.Command(filepath.Join(binDir, "homing"), "dev", "--fast", "--redis-addr", redisAddr, "--monitor-addr", "")
+	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	dev := exec.Command(filepath.Join(binDir, "homing"), "dev", "--fast", "--redis-addr", redisAddr, "--monitor-addr", "", "--api-addr", apiAddr)
 	dev.Dir, dev.Env, dev.Stdout, dev.Stderr = dir, env, out, out
 	if err := dev.Start(); err != nil {
 		t.Fatal(err)
@@ -149,17 +151,22 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 	if !strings.Contains(out.String(), redisAddr) {
 		t.Fatalf("dev mode does not print its Redis address %s:\n%s", redisAddr, out.String())
 	}
+	if !strings.Contains(out.String(), "http://"+apiAddr+"/v1/") {
+		t.Fatalf("dev mode does not print its API address %s:\n%s", apiAddr, out.String())
+	}
 	rc := newReceiver(t, func(int) int { return http.StatusOK })
-	cli := func(name string, args ...string) {
+	cli := func(name string, args ...string) []byte {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		c := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 		c.Dir = dir
 		c.Env = append(append([]string(nil), env...), "HOMING_REDIS_URL=redis://"+redisAddr+"/0", "HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true")
-		if b, err := c.CombinedOutput(); err != nil {
+		b, err := c.CombinedOutput()
+		if err != nil {
 			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
 		}
+		return b
 	}
 	cli("homing", "webhook", "create", "--name", "dev", "--doctype", "Note", "--event", "after_insert", "--url", rc.URL)
 	cli("enqueue", "--doctype", "Note", "--event", "after_insert", "--doc", `{"title": "hello"}`)
@@ -167,6 +174,35 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 		return len(rc.got()) == 1, fmt.Sprintf("%d requests", len(rc.got()))
 	})
 	if b := string(rc.got()[0].body); b != `{"title":"hello"}` {
+		t.Errorf("body %q", b)
+	}
+
+	// The HTTP API publishes through the outbox, which dev mode relays by
+	// polling its SQLite database.
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(cli("homing", "token", "create", "--name", "dev", "--json"), &tok); err != nil || tok.Token == "" {
+		t.Fatalf("token create --json: %v %+v", err, tok)
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+apiAddr+"/v1/events",
+		strings.NewReader(`{"id": "note-2", "doc_type": "Note", "event": "after_insert", "doc": {"title": "over http"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/events in dev mode: %s, want 202", resp.Status)
+	}
+	eventually(t, "the receiver to get the event published over HTTP", func() (bool, string) {
+		return len(rc.got()) == 2, fmt.Sprintf("%d requests", len(rc.got()))
+	})
+	if b := string(rc.got()[1].body); b != `{"title":"over http"}` {
 		t.Errorf("body %q", b)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "homing.db")); err != nil {
