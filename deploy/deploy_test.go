@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -170,8 +171,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// TestCompose checks the compose file's Redis settings, start order and
-// process counts.
+// TestCompose checks the compose file's Redis settings, start order,
+// process counts, grace periods and the API's published port.
 func TestCompose(t *testing.T) {
 	t.Parallel()
 	c := readCompose(t, deployYAML(t))
@@ -235,7 +236,7 @@ func TestCompose(t *testing.T) {
 				t.Errorf("service %s: depends_on %s: want condition service_healthy, got %q", migrate, dep, got)
 			}
 		}
-		for _, role := range []string{"worker", "scheduler"} {
+		for _, role := range []string{"worker", "scheduler", "serve"} {
 			for _, name := range byRole[role] {
 				if got := getString(c.services[name], "depends_on", migrate, "condition"); got != "service_completed_successfully" {
 					t.Errorf("service %s: depends_on %s: want condition service_completed_successfully, got %q", name, migrate, got)
@@ -246,21 +247,46 @@ func TestCompose(t *testing.T) {
 			t.Errorf("service %s: restart %q: a one-shot must not be restarted", migrate, r)
 		}
 	})
+	// Workers, schedulers and serve drain for worker.shutdown_timeout after
+	// SIGTERM; Docker's SIGKILL must come later.
+	checkGrace := func(t *testing.T, name string) {
+		t.Helper()
+		grace, err := time.ParseDuration(getString(c.services[name], "stop_grace_period"))
+		if shutdown := ws[name].config(t).Worker.ShutdownTimeout; err != nil || grace <= shutdown {
+			t.Errorf("service %s: stop_grace_period %q must be a duration above worker.shutdown_timeout (%s)", name, getString(c.services[name], "stop_grace_period"), shutdown)
+		}
+	}
 	for _, role := range []string{"worker", "scheduler"} {
 		t.Run(role+"s", func(t *testing.T) {
 			n := 0
 			for _, name := range byRole[role] {
 				n += replicas(c.services[name])
-				grace, err := time.ParseDuration(getString(c.services[name], "stop_grace_period"))
-				if shutdown := ws[name].config(t).Worker.ShutdownTimeout; err != nil || grace <= shutdown {
-					t.Errorf("service %s: stop_grace_period %q must be a duration above worker.shutdown_timeout (%s)", name, getString(c.services[name], "stop_grace_period"), shutdown)
-				}
+				checkGrace(t, name)
 			}
 			if n < 2 {
 				t.Errorf("want at least two %s processes, got %d (services %v)", role, n, byRole[role])
 			}
 		})
 	}
+	t.Run("api", func(t *testing.T) {
+		if len(byRole["serve"]) == 0 {
+			t.Fatal("no service runs homing serve")
+		}
+		for _, name := range byRole["serve"] {
+			checkGrace(t, name)
+			port := addrPort(t, ws[name].config(t).API.Addr)
+			published := false
+			for _, p := range publishedPorts(t, name, c.services[name]) {
+				published = published || p.target == port
+				if ip := net.ParseIP(p.hostIP); ip == nil || !ip.IsLoopback() {
+					t.Errorf("service %s: port %d is published on %q: the API is plain HTTP carrying bearer tokens; publish it on 127.0.0.1 behind a TLS-terminating proxy", name, p.target, p.hostIP)
+				}
+			}
+			if !published {
+				t.Errorf("service %s: publishes no port to api.addr's %d (ports %v)", name, port, get(c.services[name], "ports"))
+			}
+		}
+	})
 	if len(byRole["monitor"]) == 0 {
 		t.Error("no service runs homing monitor")
 	}

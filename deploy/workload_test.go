@@ -235,6 +235,46 @@ func replicas(svc map[string]any) int {
 	return 1
 }
 
+// publishedPort is one entry of a compose service's ports: the host address
+// it is bound to ("" for every interface) and the container port.
+type publishedPort struct {
+	hostIP string
+	target int
+}
+
+// publishedPorts reads a compose service's ports, in the short syntax
+// ("[IP:][HOST:]CONTAINER[/PROTO]", IPv6 in brackets) or the long one
+// (target, host_ip). Port ranges fail the test: no file here uses them.
+func publishedPorts(t *testing.T, name string, svc map[string]any) []publishedPort {
+	t.Helper()
+	var out []publishedPort
+	for i, p := range getList(svc, "ports") {
+		if m, ok := p.(map[string]any); ok {
+			n, ok := getInt(m, "target")
+			if !ok {
+				t.Fatalf("%s: service %s: ports[%d] has no numeric target", composePath, name, i)
+			}
+			out = append(out, publishedPort{hostIP: getString(m, "host_ip"), target: n})
+			continue
+		}
+		spec, _, _ := strings.Cut(fmt.Sprint(p), "/")
+		host, target := "", spec
+		if j := strings.LastIndex(spec, ":"); j >= 0 {
+			host, target = spec[:j], spec[j+1:]
+		}
+		ip := ""
+		if j := strings.LastIndex(host, ":"); j >= 0 {
+			ip = strings.Trim(host[:j], "[]")
+		}
+		n, err := strconv.Atoi(target)
+		if err != nil {
+			t.Fatalf("%s: service %s: ports[%d] %q: container port %q is not a number", composePath, name, i, p, target)
+		}
+		out = append(out, publishedPort{hostIP: ip, target: n})
+	}
+	return out
+}
+
 // k8sObject is one Kubernetes object under deploy/k8s/.
 type k8sObject struct {
 	doc  yamlDoc
