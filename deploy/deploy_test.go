@@ -328,8 +328,8 @@ func TestImagesAgree(t *testing.T) {
 	}
 }
 
-// TestKubernetes checks the worker's shutdown and probes, and that every
-// object the issue asks for is there and wired together.
+// TestKubernetes checks the worker's and the API's shutdown and probes, and
+// that every object the issue asks for is there and wired together.
 func TestKubernetes(t *testing.T) {
 	t.Parallel()
 	docs := deployYAML(t)
@@ -338,7 +338,7 @@ func TestKubernetes(t *testing.T) {
 	for _, w := range k8sWorkloads(t, objs, readDockerfile(t)) {
 		byRole[w.role()] = append(byRole[w.role()], w)
 	}
-	wantKind := map[string]string{"worker": "Deployment", "scheduler": "Deployment", "migrate": "Job", "monitor": "Deployment"}
+	wantKind := map[string]string{"worker": "Deployment", "scheduler": "Deployment", "migrate": "Job", "monitor": "Deployment", "serve": "Deployment"}
 	for _, role := range sortedKeys(wantKind) {
 		if len(byRole[role]) != 1 || byRole[role][0].obj.kind != wantKind[role] {
 			t.Errorf("want one %s running %s, got %d", wantKind[role], role, len(byRole[role]))
@@ -351,24 +351,9 @@ func TestKubernetes(t *testing.T) {
 	worker := byRole["worker"][0]
 	t.Run("worker", func(t *testing.T) {
 		cfg := worker.config(t)
-		spec := worker.obj.podSpec()
-		grace, ok := getInt(spec, "terminationGracePeriodSeconds")
-		if !ok {
-			grace = 30 // Kubernetes' default
-		}
-		if time.Duration(grace)*time.Second <= cfg.Worker.ShutdownTimeout {
-			t.Errorf("%s: terminationGracePeriodSeconds %d must exceed worker.shutdown_timeout %s, or the kubelet SIGKILLs attempts in flight", worker.obj, grace, cfg.Worker.ShutdownTimeout)
-		}
+		checkK8sGrace(t, worker, cfg)
 		metrics := addrPort(t, cfg.Metrics.Addr)
-		for probe, want := range map[string]string{"readinessProbe": "/readyz", "livenessProbe": "/healthz"} {
-			p := getMap(worker.container, probe, "httpGet")
-			if got := getString(p, "path"); got != want {
-				t.Errorf("%s: %s path %q, want %s", worker.where, probe, got, want)
-			}
-			if got := containerPort(worker.container, get(p, "port")); got != metrics {
-				t.Errorf("%s: %s port %v is %d, want metrics.addr's %d", worker.where, probe, get(p, "port"), got, metrics)
-			}
-		}
+		checkK8sProbes(t, worker, "metrics.addr", metrics)
 		ann := getMap(worker.obj.doc.v, "spec", "template", "metadata", "annotations")
 		if getString(ann, "prometheus.io/scrape") != "true" || getString(ann, "prometheus.io/port") != strconv.Itoa(metrics) {
 			t.Errorf("%s: want pod annotations prometheus.io/scrape \"true\" and prometheus.io/port %q, got %v", worker.obj, strconv.Itoa(metrics), ann)
@@ -381,9 +366,25 @@ func TestKubernetes(t *testing.T) {
 		}
 	})
 
+	t.Run("api", func(t *testing.T) {
+		api := byRole["serve"][0]
+		cfg := api.config(t)
+		checkK8sGrace(t, api, cfg)
+		port := addrPort(t, cfg.API.Addr)
+		checkK8sProbes(t, api, "api.addr", port)
+		svcs := servicesFor(objs, api, port)
+		if len(svcs) == 0 {
+			t.Errorf("no Service selects %s on api.addr's port %d", api.obj, port)
+		}
+		for _, svc := range svcs {
+			if typ := getString(svc.doc.v, "spec", "type"); typ != "" && typ != "ClusterIP" {
+				t.Errorf("%s: type %s: the API is plain HTTP; keep its Service ClusterIP and expose it through an Ingress that terminates TLS", svc, typ)
+			}
+		}
+	})
+
 	t.Run("monitor service", func(t *testing.T) {
 		mon := byRole["monitor"][0]
-		labels := getMap(mon.obj.doc.v, "spec", "template", "metadata", "labels")
 		listen := ""
 		for i, a := range mon.argv {
 			if a == "--addr" && i+1 < len(mon.argv) {
@@ -396,23 +397,7 @@ func TestKubernetes(t *testing.T) {
 			t.Fatalf("%s: pass --addr so the Service's port is explicit", mon.where)
 		}
 		port := addrPort(t, listen)
-		found := false
-		for _, o := range objs {
-			if o.kind != "Service" || !selects(getMap(o.doc.v, "spec", "selector"), labels) {
-				continue
-			}
-			for i := range getList(o.doc.v, "spec", "ports") {
-				p := getMap(o.doc.v, "spec", "ports", strconv.Itoa(i))
-				target := get(p, "targetPort")
-				if target == nil {
-					target = get(p, "port")
-				}
-				if containerPort(mon.container, target) == port {
-					found = true
-				}
-			}
-		}
-		if !found {
+		if len(servicesFor(objs, mon, port)) == 0 {
 			t.Errorf("no Service selects %s on its port %d", mon.obj, port)
 		}
 	})
@@ -456,6 +441,35 @@ func TestKubernetes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkK8sGrace: w's pods get longer than worker.shutdown_timeout between
+// SIGTERM and SIGKILL, the time the worker gives attempts and serve gives
+// requests in flight.
+func checkK8sGrace(t *testing.T, w k8sWorkload, cfg config.Config) {
+	t.Helper()
+	grace, ok := getInt(w.obj.podSpec(), "terminationGracePeriodSeconds")
+	if !ok {
+		grace = 30 // Kubernetes' default
+	}
+	if time.Duration(grace)*time.Second <= cfg.Worker.ShutdownTimeout {
+		t.Errorf("%s: terminationGracePeriodSeconds %d must exceed worker.shutdown_timeout %s, or the kubelet SIGKILLs work in flight", w.obj, grace, cfg.Worker.ShutdownTimeout)
+	}
+}
+
+// checkK8sProbes: readiness on /readyz and liveness on /healthz, both on
+// port, the port of the listen address key that serves them.
+func checkK8sProbes(t *testing.T, w k8sWorkload, key string, port int) {
+	t.Helper()
+	for _, probe := range []struct{ name, path string }{{"readinessProbe", "/readyz"}, {"livenessProbe", "/healthz"}} {
+		p := getMap(w.container, probe.name, "httpGet")
+		if got := getString(p, "path"); got != probe.path {
+			t.Errorf("%s: %s path %q, want %s", w.where, probe.name, got, probe.path)
+		}
+		if got := containerPort(w.container, get(p, "port")); got != port {
+			t.Errorf("%s: %s port %v is %d, want %s's %d", w.where, probe.name, get(p, "port"), got, key, port)
+		}
+	}
 }
 
 // selects reports whether a Service selector matches pod labels.

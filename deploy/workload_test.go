@@ -404,6 +404,30 @@ func containerPort(c map[string]any, port any) int {
 	return 0
 }
 
+// servicesFor are the Services that select w's pods and send one of their
+// ports to the container's port.
+func servicesFor(objs []k8sObject, w k8sWorkload, port int) []k8sObject {
+	labels := getMap(w.obj.doc.v, "spec", "template", "metadata", "labels")
+	var out []k8sObject
+	for _, o := range objs {
+		if o.kind != "Service" || !selects(getMap(o.doc.v, "spec", "selector"), labels) {
+			continue
+		}
+		for i := range getList(o.doc.v, "spec", "ports") {
+			p := getMap(o.doc.v, "spec", "ports", strconv.Itoa(i))
+			target := get(p, "targetPort")
+			if target == nil {
+				target = get(p, "port")
+			}
+			if containerPort(w.container, target) == port {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // addrPort is the port of a listen address like ":9464".
 func addrPort(t *testing.T, addr string) int {
 	t.Helper()
