@@ -485,15 +485,19 @@ func selects(selector, labels map[string]any) bool {
 	return true
 }
 
-// TestSystemd checks the worker and scheduler units' restart, stop and
-// hardening settings.
+// TestSystemd checks the worker, scheduler and serve units' order, restart,
+// stop and hardening settings.
 func TestSystemd(t *testing.T) {
 	t.Parallel()
 	byRole := map[string]systemdUnit{}
 	for _, u := range systemdUnits(t) {
 		byRole[u.role()] = u
 	}
-	for _, role := range []string{"worker", "scheduler"} {
+	migrate, ok := byRole["migrate"]
+	if !ok {
+		t.Fatalf("no unit in %s runs homing migrate", systemdDir)
+	}
+	for _, role := range []string{"worker", "scheduler", "serve"} {
 		u, ok := byRole[role]
 		if !ok {
 			t.Errorf("no unit in %s runs homing %s", systemdDir, role)
@@ -520,6 +524,13 @@ func TestSystemd(t *testing.T) {
 			stop, err := systemdSpan(svc("TimeoutStopSec"))
 			if shutdown := u.config(t).Worker.ShutdownTimeout; err != nil || stop <= shutdown {
 				t.Errorf("%s: TimeoutStopSec=%q must be above worker.shutdown_timeout %s (%v)", u.file, svc("TimeoutStopSec"), shutdown, err)
+			}
+			var after []string
+			for _, a := range u.unit["Unit"]["After"] {
+				after = append(after, strings.Fields(a)...)
+			}
+			if !slices.Contains(after, path.Base(migrate.file)) {
+				t.Errorf("%s: After=%v: want %s there, so that started together the migrations finish first", u.file, after, path.Base(migrate.file))
 			}
 			if u.unit.last("Install", "WantedBy") == "" {
 				t.Errorf("%s: no [Install] WantedBy=: systemctl enable would do nothing", u.file)
