@@ -472,17 +472,19 @@ func systemdUnits(t *testing.T) []systemdUnit {
 			t.Fatalf("%s: ExecStart: %v", rel, err)
 		}
 		u.argv = argv
-		for _, ef := range u.unit["Service"]["EnvironmentFile"] {
-			if ef == envFileInstalled {
-				u.env = append(u.env, envFile(t, envFileExample)...)
-			}
-		}
+		// Later entries win, and systemd lets EnvironmentFile= override
+		// Environment= wherever each appears: Environment= goes first.
 		for _, e := range u.unit["Service"]["Environment"] {
 			words, err := shellWords(e)
 			if err != nil {
 				t.Fatalf("%s: Environment=%s: %v", rel, e, err)
 			}
 			u.env = append(u.env, words...)
+		}
+		for _, ef := range u.unit["Service"]["EnvironmentFile"] {
+			if ef == envFileInstalled {
+				u.env = append(u.env, envFile(t, envFileExample)...)
+			}
 		}
 		out = append(out, u)
 	}
