@@ -445,15 +445,17 @@ func TestKubernetes(t *testing.T) {
 
 // checkK8sGrace: w's pods get longer than worker.shutdown_timeout between
 // SIGTERM and SIGKILL, the time the worker gives attempts and serve gives
-// requests in flight.
+// requests in flight. The grace period also covers a preStop sleep, which
+// comes before the SIGTERM.
 func checkK8sGrace(t *testing.T, w k8sWorkload, cfg config.Config) {
 	t.Helper()
 	grace, ok := getInt(w.obj.podSpec(), "terminationGracePeriodSeconds")
 	if !ok {
 		grace = 30 // Kubernetes' default
 	}
-	if time.Duration(grace)*time.Second <= cfg.Worker.ShutdownTimeout {
-		t.Errorf("%s: terminationGracePeriodSeconds %d must exceed worker.shutdown_timeout %s, or the kubelet SIGKILLs work in flight", w.obj, grace, cfg.Worker.ShutdownTimeout)
+	pause, _ := getInt(w.container, "lifecycle", "preStop", "sleep", "seconds")
+	if time.Duration(grace-pause)*time.Second <= cfg.Worker.ShutdownTimeout {
+		t.Errorf("%s: terminationGracePeriodSeconds %d must exceed the preStop sleep (%ds) plus worker.shutdown_timeout %s, or the kubelet SIGKILLs work in flight", w.obj, grace, pause, cfg.Worker.ShutdownTimeout)
 	}
 }
 
