@@ -2,8 +2,9 @@
 #
 # One image for every Homing command: the entrypoint is the homing admin CLI,
 # so the container's arguments pick the process ("worker", "scheduler",
-# "migrate", "monitor --addr :8080", "webhook list", ...). The standalone
-# worker, scheduler and enqueue binaries are in /usr/local/bin as well.
+# "serve", "migrate", "monitor --addr :8080", "webhook list", ...). The
+# standalone worker, scheduler and enqueue binaries are in /usr/local/bin as
+# well.
 #
 #   docker build -t ghcr.io/homingdev/homing .
 #   docker run --rm ghcr.io/homingdev/homing secrets genkey
@@ -35,10 +36,12 @@ COPY --from=build /out/ /usr/local/bin/
 USER 65532:65532
 WORKDIR /home/nonroot
 # 9464: the worker's /metrics, /healthz and /readyz (metrics.addr).
+# 8088: homing serve, the HTTP API, with its own /healthz and /readyz (api.addr).
 # 8080: homing monitor (asynqmon) when started with --addr :8080.
-EXPOSE 9464 8080
+EXPOSE 9464 8088 8080
 # The worker and scheduler stop gracefully on SIGTERM: in-flight attempts get
-# worker.shutdown_timeout to finish, the rest stay queued in Redis.
+# worker.shutdown_timeout to finish, the rest stay queued in Redis. serve
+# gives requests in flight the same timeout.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["homing"]
 CMD ["--help"]

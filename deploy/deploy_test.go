@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -170,8 +171,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// TestCompose checks the compose file's Redis settings, start order and
-// process counts.
+// TestCompose checks the compose file's Redis settings, start order,
+// process counts, grace periods and the API's published port.
 func TestCompose(t *testing.T) {
 	t.Parallel()
 	c := readCompose(t, deployYAML(t))
@@ -235,7 +236,7 @@ func TestCompose(t *testing.T) {
 				t.Errorf("service %s: depends_on %s: want condition service_healthy, got %q", migrate, dep, got)
 			}
 		}
-		for _, role := range []string{"worker", "scheduler"} {
+		for _, role := range []string{"worker", "scheduler", "serve"} {
 			for _, name := range byRole[role] {
 				if got := getString(c.services[name], "depends_on", migrate, "condition"); got != "service_completed_successfully" {
 					t.Errorf("service %s: depends_on %s: want condition service_completed_successfully, got %q", name, migrate, got)
@@ -246,21 +247,46 @@ func TestCompose(t *testing.T) {
 			t.Errorf("service %s: restart %q: a one-shot must not be restarted", migrate, r)
 		}
 	})
+	// Workers, schedulers and serve drain for worker.shutdown_timeout after
+	// SIGTERM; Docker's SIGKILL must come later.
+	checkGrace := func(t *testing.T, name string) {
+		t.Helper()
+		grace, err := time.ParseDuration(getString(c.services[name], "stop_grace_period"))
+		if shutdown := ws[name].config(t).Worker.ShutdownTimeout; err != nil || grace <= shutdown {
+			t.Errorf("service %s: stop_grace_period %q must be a duration above worker.shutdown_timeout (%s)", name, getString(c.services[name], "stop_grace_period"), shutdown)
+		}
+	}
 	for _, role := range []string{"worker", "scheduler"} {
 		t.Run(role+"s", func(t *testing.T) {
 			n := 0
 			for _, name := range byRole[role] {
 				n += replicas(c.services[name])
-				grace, err := time.ParseDuration(getString(c.services[name], "stop_grace_period"))
-				if shutdown := ws[name].config(t).Worker.ShutdownTimeout; err != nil || grace <= shutdown {
-					t.Errorf("service %s: stop_grace_period %q must be a duration above worker.shutdown_timeout (%s)", name, getString(c.services[name], "stop_grace_period"), shutdown)
-				}
+				checkGrace(t, name)
 			}
 			if n < 2 {
 				t.Errorf("want at least two %s processes, got %d (services %v)", role, n, byRole[role])
 			}
 		})
 	}
+	t.Run("api", func(t *testing.T) {
+		if len(byRole["serve"]) == 0 {
+			t.Fatal("no service runs homing serve")
+		}
+		for _, name := range byRole["serve"] {
+			checkGrace(t, name)
+			port := addrPort(t, ws[name].config(t).API.Addr)
+			published := false
+			for _, p := range publishedPorts(t, name, c.services[name]) {
+				published = published || p.target == port
+				if ip := net.ParseIP(p.hostIP); ip == nil || !ip.IsLoopback() {
+					t.Errorf("service %s: port %d is published on %q: the API is plain HTTP carrying bearer tokens; publish it on 127.0.0.1 behind a TLS-terminating proxy", name, p.target, p.hostIP)
+				}
+			}
+			if !published {
+				t.Errorf("service %s: publishes no port to api.addr's %d (ports %v)", name, port, get(c.services[name], "ports"))
+			}
+		}
+	})
 	if len(byRole["monitor"]) == 0 {
 		t.Error("no service runs homing monitor")
 	}
@@ -302,8 +328,8 @@ func TestImagesAgree(t *testing.T) {
 	}
 }
 
-// TestKubernetes checks the worker's shutdown and probes, and that every
-// object the issue asks for is there and wired together.
+// TestKubernetes checks the worker's and the API's shutdown and probes, and
+// that every object the issue asks for is there and wired together.
 func TestKubernetes(t *testing.T) {
 	t.Parallel()
 	docs := deployYAML(t)
@@ -312,7 +338,7 @@ func TestKubernetes(t *testing.T) {
 	for _, w := range k8sWorkloads(t, objs, readDockerfile(t)) {
 		byRole[w.role()] = append(byRole[w.role()], w)
 	}
-	wantKind := map[string]string{"worker": "Deployment", "scheduler": "Deployment", "migrate": "Job", "monitor": "Deployment"}
+	wantKind := map[string]string{"worker": "Deployment", "scheduler": "Deployment", "migrate": "Job", "monitor": "Deployment", "serve": "Deployment"}
 	for _, role := range sortedKeys(wantKind) {
 		if len(byRole[role]) != 1 || byRole[role][0].obj.kind != wantKind[role] {
 			t.Errorf("want one %s running %s, got %d", wantKind[role], role, len(byRole[role]))
@@ -325,24 +351,9 @@ func TestKubernetes(t *testing.T) {
 	worker := byRole["worker"][0]
 	t.Run("worker", func(t *testing.T) {
 		cfg := worker.config(t)
-		spec := worker.obj.podSpec()
-		grace, ok := getInt(spec, "terminationGracePeriodSeconds")
-		if !ok {
-			grace = 30 // Kubernetes' default
-		}
-		if time.Duration(grace)*time.Second <= cfg.Worker.ShutdownTimeout {
-			t.Errorf("%s: terminationGracePeriodSeconds %d must exceed worker.shutdown_timeout %s, or the kubelet SIGKILLs attempts in flight", worker.obj, grace, cfg.Worker.ShutdownTimeout)
-		}
+		checkK8sGrace(t, worker, cfg)
 		metrics := addrPort(t, cfg.Metrics.Addr)
-		for probe, want := range map[string]string{"readinessProbe": "/readyz", "livenessProbe": "/healthz"} {
-			p := getMap(worker.container, probe, "httpGet")
-			if got := getString(p, "path"); got != want {
-				t.Errorf("%s: %s path %q, want %s", worker.where, probe, got, want)
-			}
-			if got := containerPort(worker.container, get(p, "port")); got != metrics {
-				t.Errorf("%s: %s port %v is %d, want metrics.addr's %d", worker.where, probe, get(p, "port"), got, metrics)
-			}
-		}
+		checkK8sProbes(t, worker, "metrics.addr", metrics)
 		ann := getMap(worker.obj.doc.v, "spec", "template", "metadata", "annotations")
 		if getString(ann, "prometheus.io/scrape") != "true" || getString(ann, "prometheus.io/port") != strconv.Itoa(metrics) {
 			t.Errorf("%s: want pod annotations prometheus.io/scrape \"true\" and prometheus.io/port %q, got %v", worker.obj, strconv.Itoa(metrics), ann)
@@ -355,9 +366,25 @@ func TestKubernetes(t *testing.T) {
 		}
 	})
 
+	t.Run("api", func(t *testing.T) {
+		api := byRole["serve"][0]
+		cfg := api.config(t)
+		checkK8sGrace(t, api, cfg)
+		port := addrPort(t, cfg.API.Addr)
+		checkK8sProbes(t, api, "api.addr", port)
+		svcs := servicesFor(objs, api, port)
+		if len(svcs) == 0 {
+			t.Errorf("no Service selects %s on api.addr's port %d", api.obj, port)
+		}
+		for _, svc := range svcs {
+			if typ := getString(svc.doc.v, "spec", "type"); typ != "" && typ != "ClusterIP" {
+				t.Errorf("%s: type %s: the API is plain HTTP; keep its Service ClusterIP and expose it through an Ingress that terminates TLS", svc, typ)
+			}
+		}
+	})
+
 	t.Run("monitor service", func(t *testing.T) {
 		mon := byRole["monitor"][0]
-		labels := getMap(mon.obj.doc.v, "spec", "template", "metadata", "labels")
 		listen := ""
 		for i, a := range mon.argv {
 			if a == "--addr" && i+1 < len(mon.argv) {
@@ -370,23 +397,7 @@ func TestKubernetes(t *testing.T) {
 			t.Fatalf("%s: pass --addr so the Service's port is explicit", mon.where)
 		}
 		port := addrPort(t, listen)
-		found := false
-		for _, o := range objs {
-			if o.kind != "Service" || !selects(getMap(o.doc.v, "spec", "selector"), labels) {
-				continue
-			}
-			for i := range getList(o.doc.v, "spec", "ports") {
-				p := getMap(o.doc.v, "spec", "ports", strconv.Itoa(i))
-				target := get(p, "targetPort")
-				if target == nil {
-					target = get(p, "port")
-				}
-				if containerPort(mon.container, target) == port {
-					found = true
-				}
-			}
-		}
-		if !found {
+		if len(servicesFor(objs, mon, port)) == 0 {
 			t.Errorf("no Service selects %s on its port %d", mon.obj, port)
 		}
 	})
@@ -432,6 +443,37 @@ func TestKubernetes(t *testing.T) {
 	})
 }
 
+// checkK8sGrace: w's pods get longer than worker.shutdown_timeout between
+// SIGTERM and SIGKILL, the time the worker gives attempts and serve gives
+// requests in flight. The grace period also covers a preStop sleep, which
+// comes before the SIGTERM.
+func checkK8sGrace(t *testing.T, w k8sWorkload, cfg config.Config) {
+	t.Helper()
+	grace, ok := getInt(w.obj.podSpec(), "terminationGracePeriodSeconds")
+	if !ok {
+		grace = 30 // Kubernetes' default
+	}
+	pause, _ := getInt(w.container, "lifecycle", "preStop", "sleep", "seconds")
+	if time.Duration(grace-pause)*time.Second <= cfg.Worker.ShutdownTimeout {
+		t.Errorf("%s: terminationGracePeriodSeconds %d must exceed the preStop sleep (%ds) plus worker.shutdown_timeout %s, or the kubelet SIGKILLs work in flight", w.obj, grace, pause, cfg.Worker.ShutdownTimeout)
+	}
+}
+
+// checkK8sProbes: readiness on /readyz and liveness on /healthz, both on
+// port, the port of the listen address key that serves them.
+func checkK8sProbes(t *testing.T, w k8sWorkload, key string, port int) {
+	t.Helper()
+	for _, probe := range []struct{ name, path string }{{"readinessProbe", "/readyz"}, {"livenessProbe", "/healthz"}} {
+		p := getMap(w.container, probe.name, "httpGet")
+		if got := getString(p, "path"); got != probe.path {
+			t.Errorf("%s: %s path %q, want %s", w.where, probe.name, got, probe.path)
+		}
+		if got := containerPort(w.container, get(p, "port")); got != port {
+			t.Errorf("%s: %s port %v is %d, want %s's %d", w.where, probe.name, get(p, "port"), got, key, port)
+		}
+	}
+}
+
 // selects reports whether a Service selector matches pod labels.
 func selects(selector, labels map[string]any) bool {
 	if len(selector) == 0 {
@@ -445,15 +487,19 @@ func selects(selector, labels map[string]any) bool {
 	return true
 }
 
-// TestSystemd checks the worker and scheduler units' restart, stop and
-// hardening settings.
+// TestSystemd checks the worker, scheduler and serve units' order, restart,
+// stop and hardening settings.
 func TestSystemd(t *testing.T) {
 	t.Parallel()
 	byRole := map[string]systemdUnit{}
 	for _, u := range systemdUnits(t) {
 		byRole[u.role()] = u
 	}
-	for _, role := range []string{"worker", "scheduler"} {
+	migrate, ok := byRole["migrate"]
+	if !ok {
+		t.Fatalf("no unit in %s runs homing migrate", systemdDir)
+	}
+	for _, role := range []string{"worker", "scheduler", "serve"} {
 		u, ok := byRole[role]
 		if !ok {
 			t.Errorf("no unit in %s runs homing %s", systemdDir, role)
@@ -480,6 +526,13 @@ func TestSystemd(t *testing.T) {
 			stop, err := systemdSpan(svc("TimeoutStopSec"))
 			if shutdown := u.config(t).Worker.ShutdownTimeout; err != nil || stop <= shutdown {
 				t.Errorf("%s: TimeoutStopSec=%q must be above worker.shutdown_timeout %s (%v)", u.file, svc("TimeoutStopSec"), shutdown, err)
+			}
+			var after []string
+			for _, a := range u.unit["Unit"]["After"] {
+				after = append(after, strings.Fields(a)...)
+			}
+			if !slices.Contains(after, path.Base(migrate.file)) {
+				t.Errorf("%s: After=%v: want %s there, so that started together the migrations finish first", u.file, after, path.Base(migrate.file))
 			}
 			if u.unit.last("Install", "WantedBy") == "" {
 				t.Errorf("%s: no [Install] WantedBy=: systemctl enable would do nothing", u.file)

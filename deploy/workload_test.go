@@ -235,6 +235,46 @@ func replicas(svc map[string]any) int {
 	return 1
 }
 
+// publishedPort is one entry of a compose service's ports: the host address
+// it is bound to ("" for every interface) and the container port.
+type publishedPort struct {
+	hostIP string
+	target int
+}
+
+// publishedPorts reads a compose service's ports, in the short syntax
+// ("[IP:][HOST:]CONTAINER[/PROTO]", IPv6 in brackets) or the long one
+// (target, host_ip). Port ranges fail the test: no file here uses them.
+func publishedPorts(t *testing.T, name string, svc map[string]any) []publishedPort {
+	t.Helper()
+	var out []publishedPort
+	for i, p := range getList(svc, "ports") {
+		if m, ok := p.(map[string]any); ok {
+			n, ok := getInt(m, "target")
+			if !ok {
+				t.Fatalf("%s: service %s: ports[%d] has no numeric target", composePath, name, i)
+			}
+			out = append(out, publishedPort{hostIP: getString(m, "host_ip"), target: n})
+			continue
+		}
+		spec, _, _ := strings.Cut(fmt.Sprint(p), "/")
+		host, target := "", spec
+		if j := strings.LastIndex(spec, ":"); j >= 0 {
+			host, target = spec[:j], spec[j+1:]
+		}
+		ip := ""
+		if j := strings.LastIndex(host, ":"); j >= 0 {
+			ip = strings.Trim(host[:j], "[]")
+		}
+		n, err := strconv.Atoi(target)
+		if err != nil {
+			t.Fatalf("%s: service %s: ports[%d] %q: container port %q is not a number", composePath, name, i, p, target)
+		}
+		out = append(out, publishedPort{hostIP: ip, target: n})
+	}
+	return out
+}
+
 // k8sObject is one Kubernetes object under deploy/k8s/.
 type k8sObject struct {
 	doc  yamlDoc
@@ -364,6 +404,30 @@ func containerPort(c map[string]any, port any) int {
 	return 0
 }
 
+// servicesFor are the Services that select w's pods and send one of their
+// ports to the container's port.
+func servicesFor(objs []k8sObject, w k8sWorkload, port int) []k8sObject {
+	labels := getMap(w.obj.doc.v, "spec", "template", "metadata", "labels")
+	var out []k8sObject
+	for _, o := range objs {
+		if o.kind != "Service" || !selects(getMap(o.doc.v, "spec", "selector"), labels) {
+			continue
+		}
+		for i := range getList(o.doc.v, "spec", "ports") {
+			p := getMap(o.doc.v, "spec", "ports", strconv.Itoa(i))
+			target := get(p, "targetPort")
+			if target == nil {
+				target = get(p, "port")
+			}
+			if containerPort(w.container, target) == port {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // addrPort is the port of a listen address like ":9464".
 func addrPort(t *testing.T, addr string) int {
 	t.Helper()
@@ -408,17 +472,19 @@ func systemdUnits(t *testing.T) []systemdUnit {
 			t.Fatalf("%s: ExecStart: %v", rel, err)
 		}
 		u.argv = argv
-		for _, ef := range u.unit["Service"]["EnvironmentFile"] {
-			if ef == envFileInstalled {
-				u.env = append(u.env, envFile(t, envFileExample)...)
-			}
-		}
+		// Later entries win, and systemd lets EnvironmentFile= override
+		// Environment= wherever each appears: Environment= goes first.
 		for _, e := range u.unit["Service"]["Environment"] {
 			words, err := shellWords(e)
 			if err != nil {
 				t.Fatalf("%s: Environment=%s: %v", rel, e, err)
 			}
 			u.env = append(u.env, words...)
+		}
+		for _, ef := range u.unit["Service"]["EnvironmentFile"] {
+			if ef == envFileInstalled {
+				u.env = append(u.env, envFile(t, envFileExample)...)
+			}
 		}
 		out = append(out, u)
 	}
