@@ -130,18 +130,29 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// createWebhook is POST /v1/webhooks: 201 with the webhook, its Location,
-// and a generated secret shown this once.
-func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
+// decodeWebhook reads a create or update body into the webhook service's
+// input, with the secret it generated when the body asked for one ("" when
+// not).
+func decodeWebhook(r *http.Request) (webhook.Input, string, error) {
 	var req webhookRequest
 	if err := decode(r, &req); err != nil {
-		return err
+		return webhook.Input{}, "", err
 	}
 	in, generate, err := req.input()
 	if err != nil {
-		return err
+		return webhook.Input{}, "", err
 	}
 	secret, err := withGeneratedSecret(&in, generate)
+	if err != nil {
+		return webhook.Input{}, "", err
+	}
+	return in, secret, nil
+}
+
+// createWebhook is POST /v1/webhooks: 201 with the webhook, its Location,
+// and a generated secret shown this once.
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
+	in, secret, err := decodeWebhook(r)
 	if err != nil {
 		return err
 	}
@@ -167,15 +178,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 // updateWebhook is PATCH /v1/webhooks/{name}: only the fields given change.
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	var req webhookRequest
-	if err := decode(r, &req); err != nil {
-		return err
-	}
-	in, generate, err := req.input()
-	if err != nil {
-		return err
-	}
-	secret, err := withGeneratedSecret(&in, generate)
+	in, secret, err := decodeWebhook(r)
 	if err != nil {
 		return err
 	}
