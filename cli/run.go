@@ -41,6 +41,31 @@ func pingRedis(ctx context.Context, opt asynq.RedisConnOpt) error {
 	return nil
 }
 
+// runService runs a long-running command: it loads the configuration, builds
+// the logger, opens the App and calls fn, whose ctx ends on SIGINT or
+// SIGTERM; fn calls stop once it has seen that, so that a second signal
+// ends the process at once. Redis client logs stay at debug level until fn
+// raises them, since a failed start-up ping reports for itself.
+func (e *env) runService(cmd *cobra.Command, fn func(ctx context.Context, stop context.CancelFunc, a *app.App) error) error {
+	cfg, err := e.config()
+	if err != nil {
+		return err
+	}
+	log, err := e.logger(cfg)
+	if err != nil {
+		return err
+	}
+	routeRedisLogs(log, slog.LevelDebug)
+	ctx, stop := untilSignalled(cmd.Context())
+	defer stop()
+	a, err := app.Open(ctx, cfg, log, app.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = a.Close() }()
+	return fn(ctx, stop, a)
+}
+
 // redisPingTimeout bounds the start-up check of Redis.
 const redisPingTimeout = 10 * time.Second
 
@@ -50,41 +75,28 @@ func newWorkerCmd(e *env) *cobra.Command {
 		Short: "Run the worker: fan-out, first attempts, retries and sweeps, until signalled",
 		Args:  argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			log, err := e.logger(cfg)
-			if err != nil {
-				return err
-			}
-			routeRedisLogs(log, slog.LevelDebug) // until started: pingRedis reports
-			ctx, stop := untilSignalled(cmd.Context())
-			defer stop()
-			a, err := app.Open(ctx, cfg, log, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			if err := pingRedis(ctx, a.Redis); err != nil {
-				return err
-			}
-			w := worker.New(a)
-			if err := w.Start(); err != nil {
-				return err
-			}
-			routeRedisLogs(log, slog.LevelWarn)
-			started := []any{"concurrency", cfg.Worker.Concurrency, "queues", cfg.Worker.Queues}
-			if addr := w.MetricsAddr(); addr != "" {
-				started = append(started, "metrics_addr", addr)
-			}
-			log.Info("worker started", started...)
-			<-ctx.Done()
-			stop() // a second signal now ends the process at once
-			log.Info("worker stopping: finishing in-flight deliveries", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
-			w.Stop()
-			log.Info("worker stopped")
-			return nil
+			return e.runService(cmd, func(ctx context.Context, stop context.CancelFunc, a *app.App) error {
+				cfg, log := a.Config, a.Log
+				if err := pingRedis(ctx, a.Redis); err != nil {
+					return err
+				}
+				w := worker.New(a)
+				if err := w.Start(); err != nil {
+					return err
+				}
+				routeRedisLogs(log, slog.LevelWarn)
+				started := []any{"concurrency", cfg.Worker.Concurrency, "queues", cfg.Worker.Queues}
+				if addr := w.MetricsAddr(); addr != "" {
+					started = append(started, "metrics_addr", addr)
+				}
+				log.Info("worker started", started...)
+				<-ctx.Done()
+				stop() // a second signal now ends the process at once
+				log.Info("worker stopping: finishing in-flight deliveries", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
+				w.Stop()
+				log.Info("worker stopped")
+				return nil
+			})
 		}),
 	}
 }
@@ -95,48 +107,36 @@ func newSchedulerCmd(e *env) *cobra.Command {
 		Short: "Run the scheduler: enqueue a sweep every sweeper.interval and relay the outbox, until signalled",
 		Args:  argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			log, err := e.logger(cfg)
-			if err != nil {
-				return err
-			}
-			routeRedisLogs(log, slog.LevelDebug) // until started: pingRedis reports
-			ctx, stop := untilSignalled(cmd.Context())
-			defer stop()
-			// The database is the outbox the relay moves into Redis.
-			a, err := app.Open(ctx, cfg, log, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			if err := pingRedis(ctx, a.Redis); err != nil {
-				return err
-			}
-			s, err := scheduler.New(a.Redis, cfg.Sweeper.Interval, log)
-			if err != nil {
-				return err
-			}
-			queue := asynq.NewClient(a.Redis)
-			defer func() { _ = queue.Close() }()
-			relay := a.Relay(queue)
-			if err := relay.Start(ctx); err != nil {
-				return err
-			}
-			if err := s.Start(); err != nil {
+			// The scheduler opens the database too: it is the outbox the
+			// relay moves into Redis.
+			return e.runService(cmd, func(ctx context.Context, stop context.CancelFunc, a *app.App) error {
+				cfg, log := a.Config, a.Log
+				if err := pingRedis(ctx, a.Redis); err != nil {
+					return err
+				}
+				s, err := scheduler.New(a.Redis, cfg.Sweeper.Interval, log)
+				if err != nil {
+					return err
+				}
+				queue := asynq.NewClient(a.Redis)
+				defer func() { _ = queue.Close() }()
+				relay := a.Relay(queue)
+				if err := relay.Start(ctx); err != nil {
+					return err
+				}
+				if err := s.Start(); err != nil {
+					relay.Stop()
+					return err
+				}
+				routeRedisLogs(log, slog.LevelWarn)
+				log.Info("scheduler started", "sweep_interval", cfg.Sweeper.Interval.String(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
+				<-ctx.Done()
+				stop()
 				relay.Stop()
-				return err
-			}
-			routeRedisLogs(log, slog.LevelWarn)
-			log.Info("scheduler started", "sweep_interval", cfg.Sweeper.Interval.String(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
-			<-ctx.Done()
-			stop()
-			relay.Stop()
-			s.Stop()
-			log.Info("scheduler stopped")
-			return nil
+				s.Stop()
+				log.Info("scheduler stopped")
+				return nil
+			})
 		}),
 	}
 }

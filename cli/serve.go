@@ -26,57 +26,44 @@ func newServeCmd(e *env) *cobra.Command {
 			"requests in flight within worker.shutdown_timeout.",
 		Args: argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
+			return e.runService(cmd, func(ctx context.Context, stop context.CancelFunc, a *app.App) error {
+				cfg, log := a.Config, a.Log
+				// Publishing needs only the database; the relay catches up once
+				// Redis answers, so a Redis that is away is a warning, not a
+				// reason to refuse events.
+				if err := pingRedis(ctx, a.Redis); err != nil {
+					log.Warn("events are accepted into the outbox and relayed once Redis answers", "error", err.Error())
+				}
+				queue := asynq.NewClient(a.Redis)
+				defer func() { _ = queue.Close() }()
+				relay := a.Relay(queue)
+				if err := relay.Start(ctx); err != nil {
+					return err
+				}
+				defer relay.Stop()
+				tokens := token.New(a.DB, a.Clock, log)
+				srv := httpserve.New("api", cfg.API.Addr, api.New(apiConfig(a, tokens)), log)
+				if err := srv.Start(); err != nil {
+					return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, err)
+				}
+				routeRedisLogs(log, slog.LevelWarn)
+				log.Info("api started", "addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
+				warnWithoutTokens(ctx, tokens, log)
+				<-ctx.Done()
+				stop() // a second signal now ends the process at once
+				log.Info("api stopping: finishing requests in flight", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
+				sctx, cancel := context.WithTimeout(context.Background(), cfg.Worker.ShutdownTimeout)
+				defer cancel()
+				err := srv.Stop(sctx)
+				// The relay stops after the last request, so what they published
+				// is queued now rather than at the next scheduler's poll.
+				relay.Stop()
+				if _, derr := relay.Drain(sctx); derr != nil {
+					log.Warn("outbox not drained at stop; the scheduler's relay will queue the rest", "error", derr.Error())
+				}
+				log.Info("api stopped")
 				return err
-			}
-			log, err := e.logger(cfg)
-			if err != nil {
-				return err
-			}
-			routeRedisLogs(log, slog.LevelDebug) // until started: the relay reports
-			ctx, stop := untilSignalled(cmd.Context())
-			defer stop()
-			a, err := app.Open(ctx, cfg, log, app.Options{})
-			if err != nil {
-				return err
-			}
-			defer func() { _ = a.Close() }()
-			// Publishing needs only the database; the relay catches up once
-			// Redis answers, so a Redis that is away is a warning, not a
-			// reason to refuse events.
-			if err := pingRedis(ctx, a.Redis); err != nil {
-				log.Warn("events are accepted into the outbox and relayed once Redis answers", "error", err.Error())
-			}
-			queue := asynq.NewClient(a.Redis)
-			defer func() { _ = queue.Close() }()
-			relay := a.Relay(queue)
-			if err := relay.Start(ctx); err != nil {
-				return err
-			}
-			defer relay.Stop()
-			tokens := token.New(a.DB, a.Clock, log)
-			srv := httpserve.New("api", cfg.API.Addr, api.New(apiConfig(a, tokens)), log)
-			if err := srv.Start(); err != nil {
-				return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, err)
-			}
-			routeRedisLogs(log, slog.LevelWarn)
-			log.Info("api started", "addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
-			warnWithoutTokens(ctx, tokens, log)
-			<-ctx.Done()
-			stop() // a second signal now ends the process at once
-			log.Info("api stopping: finishing requests in flight", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
-			sctx, cancel := context.WithTimeout(context.Background(), cfg.Worker.ShutdownTimeout)
-			defer cancel()
-			err = srv.Stop(sctx)
-			// The relay stops after the last request, so what they published
-			// is queued now rather than at the next scheduler's poll.
-			relay.Stop()
-			if _, derr := relay.Drain(sctx); derr != nil {
-				log.Warn("outbox not drained at stop; the scheduler's relay will queue the rest", "error", derr.Error())
-			}
-			log.Info("api stopped")
-			return err
+			})
 		}),
 	}
 }
