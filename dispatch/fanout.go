@@ -67,12 +67,28 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	if err := d.db.WithContext(ctx).
+	res := d.db.WithContext(ctx).
 		Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}, {Name: "webhook_id"}}, DoNothing: true}).
-		CreateInBatches(rows, 200).Error; err != nil {
-		return nil, fmt.Errorf("create deliveries: %w", err)
+		CreateInBatches(rows, 200)
+	if res.Error != nil {
+		return nil, fmt.Errorf("create deliveries: %w", res.Error)
 	}
-	// Read back what exists now: ours, or an earlier fan-out's. Served by
+	wantStatus := models.StatusFailed
+	if ev.Event == models.EventWorkflowTransition {
+		wantStatus = models.StatusExhausted
+	}
+	if int(res.RowsAffected) == len(rows) {
+		// Every row is ours, as planned: no need to read them back.
+		pending := make([]Pending, 0, len(rows))
+		for _, r := range rows {
+			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
+				pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
+			}
+		}
+		return pending, nil
+	}
+	// Some rows existed already (an earlier or a concurrent fan-out of the
+	// same event): read back what exists now, ours or theirs. Served by
 	// deliveries_event_webhook (event_id, webhook_id).
 	var existing []models.Delivery
 	if err := d.db.WithContext(ctx).
@@ -80,10 +96,6 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 		Where("event_id = ? AND webhook_id IN ?", ev.ID, ids).
 		Find(&existing).Error; err != nil {
 		return nil, fmt.Errorf("read deliveries: %w", err)
-	}
-	wantStatus := models.StatusFailed
-	if ev.Event == models.EventWorkflowTransition {
-		wantStatus = models.StatusExhausted
 	}
 	pending := make([]Pending, 0, len(existing))
 	for _, r := range existing {
