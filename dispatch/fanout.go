@@ -31,23 +31,49 @@ type Pending struct {
 // rows a crashed earlier fan-out left unattempted are returned again so that
 // their first attempt is not lost.
 func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
+	pending, _, err := d.fanOut(ctx, ev, "")
+	return pending, err
+}
+
+// FanOutInline is FanOut for the worker running the event's task on queue:
+// one delivery whose webhook is served by that same queue is inserted
+// already claimed for its first attempt, and handed back to be sent in the
+// caller with AttemptClaimed instead of through a webhook:deliver task. The
+// others are returned as Pending, as by FanOut.
+//
+// What can happen twice? Nothing more than before. The row is written
+// Failed, with next_retry set to the claim's lease, in the same INSERT that
+// claims it, before any request: a crash from then on leaves it for the
+// sweeper once the lease ends, exactly like a crash after Attempt's claim.
+// Only the fan-out whose INSERT created the row owns the claim (the rows
+// carry IDs fresh to this call, so a re-run or a racing fan-out of the same
+// event finds someone else's row, attempted, and sends nothing). A webhook
+// on another queue is never inlined, so webhook.queue still keeps slow
+// receivers apart, and workflow_transition keeps its synchronous path.
+func (d *Dispatcher) FanOutInline(ctx context.Context, ev Event, queue string) ([]Pending, *Claimed, error) {
+	return d.fanOut(ctx, ev, queue)
+}
+
+// fanOut is FanOut, inlining one delivery on queue when queue is not empty.
+func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pending, *Claimed, error) {
 	if err := ev.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var hooks []models.Webhook
 	// Served by webhooks_match (doc_type, doc_event) WHERE enabled.
 	if err := d.db.WithContext(ctx).
 		Where("doc_type = ? AND doc_event = ? AND enabled = ?", ev.DocType, ev.Event, true).
 		Find(&hooks).Error; err != nil {
-		return nil, fmt.Errorf("load webhooks: %w", err)
+		return nil, nil, fmt.Errorf("load webhooks: %w", err)
 	}
 	if len(hooks) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	now := d.now()
 	rows := make([]models.Delivery, 0, len(hooks))
 	queues := make(map[string]string, len(hooks))
 	ids := make([]string, 0, len(hooks))
+	var claimed *Claimed
 	for _, w := range hooks {
 		row, ok := d.plan(w, ev)
 		if !ok {
@@ -59,19 +85,22 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 			// task is lost, the sweeper picks the row up here.
 			next := now.Add(d.schedule.Delay(1))
 			row.NextRetry = &next
+			if claimed == nil && queue != "" && w.Queue == queue {
+				claimed = d.claimAtInsert(&row, w, now)
+			}
 		}
 		rows = append(rows, row)
 		queues[w.ID] = w.Queue
 		ids = append(ids, w.ID)
 	}
 	if len(rows) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	res := d.db.WithContext(ctx).
 		Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}, {Name: "webhook_id"}}, DoNothing: true}).
 		CreateInBatches(rows, 200)
 	if res.Error != nil {
-		return nil, fmt.Errorf("create deliveries: %w", res.Error)
+		return nil, nil, fmt.Errorf("create deliveries: %w", res.Error)
 	}
 	wantStatus := models.StatusFailed
 	if ev.Event == models.EventWorkflowTransition {
@@ -81,11 +110,14 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(rows))
 		for _, r := range rows {
+			if claimed != nil && r.ID == claimed.row.ID {
+				continue
+			}
 			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
 				pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
 			}
 		}
-		return pending, nil
+		return pending, claimed, nil
 	}
 	// Some rows existed already (an earlier or a concurrent fan-out of the
 	// same event): read back what exists now, ours or theirs. Served by
@@ -95,10 +127,15 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 		Select("id", "webhook_id", "webhook_name", "status", "attempts").
 		Where("event_id = ? AND webhook_id IN ?", ev.ID, ids).
 		Find(&existing).Error; err != nil {
-		return nil, fmt.Errorf("read deliveries: %w", err)
+		return nil, nil, fmt.Errorf("read deliveries: %w", err)
 	}
+	ownClaim := false
 	pending := make([]Pending, 0, len(existing))
 	for _, r := range existing {
+		if claimed != nil && r.ID == claimed.row.ID {
+			ownClaim = true // we inserted it, so the claim is ours
+			continue
+		}
 		if r.Attempts != 0 || r.Status != wantStatus {
 			continue
 		}
@@ -107,7 +144,10 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 		}
 		pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
 	}
-	return pending, nil
+	if !ownClaim {
+		claimed = nil
+	}
+	return pending, claimed, nil
 }
 
 // isSyncPending reports whether id is a synchronous row this fan-out created

@@ -79,7 +79,7 @@ func NewEventTask(ev dispatch.Event) (*asynq.Task, error) {
 		return nil, fmt.Errorf("encode event: %w", err)
 	}
 	return asynq.NewTask(TypeEvent, b,
-		asynq.TaskID(EventTaskID(ev.ID)), asynq.Queue(DefaultQueue), asynq.MaxRetry(MaxRetry), asynq.Timeout(5*time.Minute)), nil
+		asynq.TaskID(EventTaskID(ev.ID)), asynq.Queue(DefaultQueue), asynq.MaxRetry(MaxRetry), asynq.Timeout(eventTimeout)), nil
 }
 
 // DecodeEvent parses a webhook:event payload.
@@ -107,6 +107,10 @@ func newDeliveryTask(typ, taskID, queue string, p DeliveryPayload, timeout time.
 // attemptTimeout bounds a delivery task: the longest webhook timeout (5m)
 // plus room for the database writes.
 const attemptTimeout = 6 * time.Minute
+
+// eventTimeout bounds an event task: the fan-out, and the first attempt it
+// makes itself (see HandleEvent).
+const eventTimeout = attemptTimeout + time.Minute
 
 // NewDeliverTask builds the first-attempt task of a delivery.
 func NewDeliverTask(deliveryID, webhook, queue string) *asynq.Task {
