@@ -36,6 +36,8 @@ type env struct {
 	// cpuProfile, when set, runs the throughput scenarios' worker in this
 	// process and writes a CPU profile of each run there.
 	cpuProfile string
+	// workerEnv is added to the worker's and scheduler's environment.
+	workerEnv []string
 }
 
 // setup builds everything env holds; close undoes it, whatever got built.
@@ -126,14 +128,36 @@ func (e *env) homingEnv(extra ...string) []string {
 		}
 	}
 	out = append(out,
-		"HOMING_DATABASE_URL="+e.dsn,
+		// The name picks the worker's backends out in pg_stat_activity.
+		"HOMING_DATABASE_URL="+e.dsn+"&application_name="+workerAppName,
 		"HOMING_REDIS_URL="+e.redisURL,
 		"HOMING_METRICS_ADDR=",
 		"HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true", // the receiver is on loopback
 		"HOMING_WORKER_SHUTDOWN_TIMEOUT=10s",
 		"HOMING_LOG_FORMAT=json",
 	)
-	return append(out, extra...)
+	out = append(out, extra...)
+	// Later entries win: -worker-env overrides the settings above.
+	return append(out, e.workerEnv...)
+}
+
+// workerAppName is the application_name of the worker's connections.
+const workerAppName = "homing_bench_worker"
+
+// backendCPU is the CPU time used so far by the PostgreSQL backends serving
+// the worker (they live as long as its pool keeps them).
+func (e *env) backendCPU(ctx context.Context) (time.Duration, error) {
+	var pids []int
+	if err := e.db.WithContext(ctx).Raw("SELECT pid FROM pg_stat_activity WHERE application_name = ?", workerAppName).Scan(&pids).Error; err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		if t, err := cpuTime(pid); err == nil { // a backend may just have exited
+			total += t
+		}
+	}
+	return total, nil
 }
 
 func withDB(rawURL, name string) string {

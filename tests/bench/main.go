@@ -45,6 +45,7 @@ type options struct {
 	sweepBatch  int
 	publishers  int
 	cpuProfile  string
+	workerEnv   []string
 }
 
 var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish"}
@@ -59,6 +60,7 @@ func main() {
 		redisURL   string
 		target     string
 		cpuProfile string
+		workerEnv  string
 	)
 	flag.IntVar(&o.n, "n", 20000, "deliveries per throughput run")
 	flag.IntVar(&o.runs, "runs", 3, "runs per scenario; medians are reported")
@@ -72,6 +74,7 @@ func main() {
 	flag.IntVar(&o.publishers, "publishers", 8, "goroutines publishing in the publish scenario (1 is also measured)")
 	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "run the throughput scenarios' worker in-process and write its CPU profile here (no RSS then)")
+	flag.StringVar(&workerEnv, "worker-env", "", "extra HOMING_* settings for the worker and scheduler, comma-separated: HOMING_DATABASE_MAX_OPEN_CONNS=64,...")
 	flag.StringVar(&role, "role", "", "internal: baseline runs the bare asynq worker")
 	flag.StringVar(&redisURL, "redis-url", "", "internal: the baseline's Redis")
 	flag.StringVar(&target, "target", "", "internal: the baseline's receiver URL")
@@ -88,6 +91,16 @@ func main() {
 		o.n, o.latencyFor, sweepSizes = 2000, 5*time.Second, "1000,10000,100000"
 	}
 	o.cpuProfile = cpuProfile
+	for _, kv := range strings.Split(workerEnv, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		if !strings.HasPrefix(kv, "HOMING_") || !strings.Contains(kv, "=") {
+			fmt.Fprintf(os.Stderr, "bench: -worker-env: %q is not HOMING_KEY=VALUE\n", kv)
+			os.Exit(2)
+		}
+		o.workerEnv = append(o.workerEnv, kv)
+	}
 	o.scenarios = map[string]bool{}
 	for _, s := range strings.Split(scenarios, ",") {
 		s = strings.TrimSpace(s)
@@ -123,6 +136,7 @@ type results struct {
 	N           int                        `json:"n"`
 	Runs        int                        `json:"runs"`
 	Concurrency int                        `json:"concurrency"`
+	WorkerEnv   []string                   `json:"worker_env,omitempty"`
 	Throughput  map[string][]runResult     `json:"throughput"`
 	Latency     []latencyResult            `json:"latency,omitempty"`
 	Sweep       []sweepResult              `json:"sweep,omitempty"`
@@ -140,13 +154,13 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	e.cpuProfile = o.cpuProfile
+	e.cpuProfile, e.workerEnv = o.cpuProfile, o.workerEnv
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	r := results{
-		Machine: describeMachine(ctx, e), N: o.n, Runs: o.runs, Concurrency: o.concurrency,
+		Machine: describeMachine(ctx, e), N: o.n, Runs: o.runs, Concurrency: o.concurrency, WorkerEnv: o.workerEnv,
 		Throughput: map[string][]runResult{}, Publish: map[string][]publishResult{}, Summary: map[string]float64{},
 	}
 	logf("machine: %+v", r.Machine)
@@ -165,7 +179,7 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("baseline: %w", err)
 			}
-			logf("baseline run %d: %d in %.2fs = %.0f/s, rss %.1f MiB", i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB)
+			logf("baseline run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery", i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS)
 			r.Throughput["baseline"] = append(r.Throughput["baseline"], res)
 		}
 		for _, c := range cases {
@@ -176,8 +190,8 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.tc.name, err)
 			}
-			logf("%s run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, receiver failed %d, duplicates %d",
-				c.key, i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.Failed, res.Duplicates)
+			logf("%s run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery worker + %.3f database, receiver failed %d, duplicates %d",
+				c.key, i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.DatabaseCPUMS, res.Failed, res.Duplicates)
 			r.Throughput[c.key] = append(r.Throughput[c.key], res)
 		}
 	}
@@ -248,6 +262,11 @@ func summarize(r *results, o options) {
 			rss = append(rss, x.PeakRSSMiB)
 		}
 		r.Summary[key+"_peak_rss_mib"] = slices.Max(rss)
+		var wcpu, dcpu []float64
+		for _, x := range r.Throughput[key] {
+			wcpu, dcpu = append(wcpu, x.WorkerCPUMS), append(dcpu, x.DatabaseCPUMS)
+		}
+		r.Summary[key+"_worker_cpu_ms"], r.Summary[key+"_database_cpu_ms"] = median(wcpu), median(dcpu)
 		if base > 0 && key != "baseline" {
 			r.Summary[key+"_vs_baseline"] = med(key) / base
 		}

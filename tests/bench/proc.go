@@ -98,3 +98,28 @@ func (p *process) kill() {
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's CPU times.
+const clockTicks = 100
+
+// cpuTime is the user + system CPU time pid has used so far.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad CPU times", pid)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}

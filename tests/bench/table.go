@@ -54,7 +54,7 @@ func printTable(w io.Writer, r results, o options) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nHoming benchmark: N=%d, %d run(s), concurrency %d, %d cores (%s), PostgreSQL %s (synchronous_commit=%s), Redis %s\n\n",
 		r.N, r.Runs, r.Concurrency, r.Machine.Cores, r.Machine.CPU, r.Machine.Postgres, r.Machine.SynchronousCommit, r.Machine.Redis)
-	fmt.Fprintln(tw, "scenario\tmedian\tvs baseline\tpeak RSS\ttarget")
+	fmt.Fprintln(tw, "scenario\tmedian\tvs baseline\tpeak RSS\tCPU ms/delivery (worker + database)\ttarget")
 	row := func(key, label, target string) {
 		if _, ok := s[key+"_per_second"]; !ok {
 			return
@@ -63,14 +63,15 @@ func printTable(w io.Writer, r results, o options) {
 		if v, ok := s[key+"_vs_baseline"]; ok {
 			ratio = fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f deliveries/s\t%s\t%.1f MiB\t%s\n", label, s[key+"_per_second"], ratio, s[key+"_peak_rss_mib"], target)
+		fmt.Fprintf(tw, "%s\t%.0f deliveries/s\t%s\t%.1f MiB\t%.3f + %.3f\t%s\n", label, s[key+"_per_second"], ratio, s[key+"_peak_rss_mib"],
+			s[key+"_worker_cpu_ms"], s[key+"_database_cpu_ms"], target)
 	}
 	row("baseline", "bare asynq worker (no database)", "")
 	row("throughput", "Homing, 1 webhook", "≥ 0.60 × baseline; RSS ≤ 100 MiB")
 	row("fanout", "Homing, 10 webhooks per event", "")
 	row("failing", "Homing, receiver failing 20%", "")
 	if _, ok := s["latency_p99_ms"]; ok {
-		fmt.Fprintf(tw, "latency at %d events/s for %s\tp50 %.1f ms, p95 %.1f ms, p99 %.1f ms\t\t\tp99 ≤ 50 ms\n",
+		fmt.Fprintf(tw, "latency at %d events/s for %s\tp50 %.1f ms, p95 %.1f ms, p99 %.1f ms\t\t\t\tp99 ≤ 50 ms\n",
 			o.latencyRate, o.latencyFor, s["latency_p50_ms"], s["latency_p95_ms"], s["latency_p99_ms"])
 	}
 	for i, sw := range r.Sweep {
@@ -78,11 +79,11 @@ func printTable(w io.Writer, r results, o options) {
 		if i == len(r.Sweep)-1 && len(r.Sweep) > 1 {
 			target = fmt.Sprintf("≤ 1.5 × smallest: %.2f ×", s["sweep_largest_vs_smallest"])
 		}
-		fmt.Fprintf(tw, "sweep tick, %d Failed rows (%d due)\t%.1f ms\t\t\t%s\n", sw.Rows, sw.Due, sw.MedianMS, target)
+		fmt.Fprintf(tw, "sweep tick, %d Failed rows (%d due)\t%.1f ms\t\t\t\t%s\n", sw.Rows, sw.Due, sw.MedianMS, target)
 	}
 	for _, key := range []string{"1 goroutines", fmt.Sprintf("%d goroutines", o.publishers)} {
 		if v, ok := s["publish_per_second_"+strings.ReplaceAll(key, " ", "_")]; ok {
-			fmt.Fprintf(tw, "client publish, %s\t%.0f events/s\t\t\t≥ 20000 events/s\n", key, v)
+			fmt.Fprintf(tw, "client publish, %s\t%.0f events/s\t\t\t\t≥ 20000 events/s\n", key, v)
 		}
 	}
 	_ = tw.Flush()

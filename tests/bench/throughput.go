@@ -35,8 +35,13 @@ type runResult struct {
 	Seconds    float64 `json:"seconds"`
 	PerSecond  float64 `json:"per_second"`
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
-	Failed     int     `json:"receiver_failed,omitempty"`
-	Duplicates int     `json:"duplicates"`
+	// WorkerCPUMS and DatabaseCPUMS are the CPU milliseconds per delivery
+	// of the worker process and of its PostgreSQL backends: unlike the
+	// rates, they hardly move when other processes compete for the cores.
+	WorkerCPUMS   float64 `json:"worker_cpu_ms_per_delivery,omitempty"`
+	DatabaseCPUMS float64 `json:"database_cpu_ms_per_delivery,omitempty"`
+	Failed        int     `json:"receiver_failed,omitempty"`
+	Duplicates    int     `json:"duplicates"`
 }
 
 // benchDoc is the document of event i: a small Sales Order, about 400 bytes
@@ -168,17 +173,31 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 		return runResult{}, err
 	}
 	elapsed := time.Since(start)
-	var rss int64
+	c := e.recv.counts()
+	res := runResult{
+		Deliveries: target, Seconds: elapsed.Seconds(), PerSecond: float64(target) / elapsed.Seconds(),
+		Failed: c.Failed, Duplicates: c.Duplicates,
+	}
 	if worker != nil {
-		if rss, err = worker.peakRSS(); err != nil {
+		rss, err := worker.peakRSS()
+		if err != nil {
 			return runResult{}, err
 		}
+		res.PeakRSSMiB = float64(rss) / (1 << 20)
+		// Publishing happened before the worker started: all of its CPU
+		// went to these deliveries (and its start-up).
+		cpu, err := cpuTime(worker.cmd.Process.Pid)
+		if err != nil {
+			return runResult{}, err
+		}
+		res.WorkerCPUMS = perDelivery(cpu, target)
+		db, err := e.backendCPU(ctx)
+		if err != nil {
+			return runResult{}, err
+		}
+		res.DatabaseCPUMS = perDelivery(db, target)
 	}
-	c := e.recv.counts()
-	return runResult{
-		Deliveries: target, Seconds: elapsed.Seconds(), PerSecond: float64(target) / elapsed.Seconds(),
-		PeakRSSMiB: float64(rss) / (1 << 20), Failed: c.Failed, Duplicates: c.Duplicates,
-	}, nil
+	return res, nil
 }
 
 // waitDelivered polls until n deliveries are Delivered.
@@ -261,8 +280,16 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 	if err != nil {
 		return runResult{}, err
 	}
+	cpu, err := cpuTime(w.cmd.Process.Pid)
+	if err != nil {
+		return runResult{}, err
+	}
 	return runResult{
 		Deliveries: n, Seconds: elapsed.Seconds(), PerSecond: float64(n) / elapsed.Seconds(),
-		PeakRSSMiB: float64(rss) / (1 << 20), Duplicates: e.recv.counts().Duplicates,
+		PeakRSSMiB: float64(rss) / (1 << 20), WorkerCPUMS: perDelivery(cpu, n), Duplicates: e.recv.counts().Duplicates,
 	}, nil
+}
+
+func perDelivery(d time.Duration, n int) float64 {
+	return float64(d) / float64(time.Millisecond) / float64(n)
 }
