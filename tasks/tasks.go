@@ -74,6 +74,12 @@ func NewEventTask(ev dispatch.Event) (*asynq.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode document: %w", err)
 	}
+	return NewEventTaskJSON(ev, doc)
+}
+
+// NewEventTaskJSON is NewEventTask for a caller that has already encoded the
+// document as JSON (doc); ev.Doc is not read.
+func NewEventTaskJSON(ev dispatch.Event, doc json.RawMessage) (*asynq.Task, error) {
 	b, err := json.Marshal(EventPayload{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: doc})
 	if err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
