@@ -211,7 +211,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("sweep: %w", err)
 		}
 		for _, s := range res {
-			logf("sweep %d rows: median %.1f ms %v", s.Rows, s.MedianMS, s.TicksMS)
+			logf("sweep %d rows: median %.1f ms %v, query alone %.2f ms", s.Rows, s.MedianMS, s.TicksMS, s.QueryMS)
 		}
 		r.Sweep = res
 	}
@@ -281,6 +281,7 @@ func summarize(r *results, o options) {
 	if len(r.Sweep) > 0 {
 		first, last := r.Sweep[0], r.Sweep[len(r.Sweep)-1]
 		r.Summary["sweep_smallest_ms"], r.Summary["sweep_largest_ms"] = first.MedianMS, last.MedianMS
+		r.Summary["sweep_query_smallest_ms"], r.Summary["sweep_query_largest_ms"] = first.QueryMS, last.QueryMS
 		if first.MedianMS > 0 {
 			r.Summary["sweep_largest_vs_smallest"] = last.MedianMS / first.MedianMS
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +23,10 @@ type sweepResult struct {
 	Enqueued int       `json:"enqueued"`
 	TicksMS  []float64 `json:"ticks_ms"`
 	MedianMS float64   `json:"median_ms"`
-	Plan     string    `json:"plan"`
+	// QueryMS is the median execution time of the sweeper's SELECT alone,
+	// by EXPLAIN ANALYZE: the part that could grow with the table.
+	QueryMS float64 `json:"query_median_ms"`
+	Plan    string  `json:"plan"`
 }
 
 // runSweep grows a table of Failed rows through sizes (ascending), with
@@ -69,11 +73,15 @@ func (e *env) runSweep(ctx context.Context, sizes []int, batch, runs int, logf f
 		}
 		logf("sweep: seeded %d Failed rows in %s", size, time.Since(seedStart).Round(time.Millisecond))
 		res := sweepResult{Rows: size, Due: min(batch, size)}
-		plan, err := explainSweep(ctx, conn, batch)
-		if err != nil {
-			return nil, err
+		var queries []float64
+		for range runs {
+			plan, ms, err := explainSweep(ctx, conn, batch)
+			if err != nil {
+				return nil, err
+			}
+			res.Plan, queries = plan, append(queries, ms)
 		}
-		res.Plan = plan
+		res.QueryMS = median(queries)
 		for i := range runs + 1 {
 			if err := e.rdb.FlushDB(ctx).Err(); err != nil {
 				return nil, err
@@ -126,25 +134,30 @@ func seedFailed(ctx context.Context, conn *pgx.Conn, hookID, hookName string, of
 	return nil
 }
 
-// explainSweep shows PostgreSQL's plan for the sweeper's query (the same
-// text as in package sweeper), to check it walks the deliveries_due index.
-func explainSweep(ctx context.Context, conn *pgx.Conn, batch int) (string, error) {
-	rows, err := conn.Query(ctx, `EXPLAIN SELECT d.id AS id, d.webhook_name AS webhook_name, w.queue AS queue
+// explainSweep runs the sweeper's query (the same text as in package
+// sweeper) under EXPLAIN ANALYZE: the plan, to check it walks the
+// deliveries_due index, and the execution time.
+func explainSweep(ctx context.Context, conn *pgx.Conn, batch int) (string, float64, error) {
+	rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS OFF) SELECT d.id AS id, d.webhook_name AS webhook_name, w.queue AS queue
 		FROM deliveries d LEFT JOIN webhooks w ON w.id = d.webhook_id
 		WHERE d.status = 'Failed' AND d.next_retry <= $1
 		ORDER BY d.next_retry
 		LIMIT $2`, time.Now().UTC(), batch)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
+	var ms float64
 	for i := range lines {
 		lines[i] = strings.TrimSpace(lines[i])
+		if v, ok := strings.CutPrefix(lines[i], "Execution Time: "); ok {
+			ms, _ = strconv.ParseFloat(strings.TrimSuffix(v, " ms"), 64)
+		}
 	}
-	return strings.Join(lines, " | "), nil
+	return strings.Join(lines, " | "), ms, nil
 }
 
 func median(xs []float64) float64 {

@@ -79,7 +79,7 @@ func printTable(w io.Writer, r results, o options) {
 		if i == len(r.Sweep)-1 && len(r.Sweep) > 1 {
 			target = fmt.Sprintf("≤ 1.5 × smallest: %.2f ×", s["sweep_largest_vs_smallest"])
 		}
-		fmt.Fprintf(tw, "sweep tick, %d Failed rows (%d due)\t%.1f ms\t\t\t\t%s\n", sw.Rows, sw.Due, sw.MedianMS, target)
+		fmt.Fprintf(tw, "sweep tick, %d Failed rows (%d due)\t%.1f ms (query %.2f ms)\t\t\t\t%s\n", sw.Rows, sw.Due, sw.MedianMS, sw.QueryMS, target)
 	}
 	for _, key := range []string{"1 goroutines", fmt.Sprintf("%d goroutines", o.publishers)} {
 		if v, ok := s["publish_per_second_"+strings.ReplaceAll(key, " ", "_")]; ok {
