@@ -33,8 +33,13 @@ test-short: ## the same with -short (skips the slow end-to-end tests)
 	go vet $(PKG)
 	go test -race -count=1 -short -timeout 20m $(PKG)
 
-bench: ## run the benchmarks (on real PostgreSQL and Redis)
+# Flags for the benchmark harness: make bench BENCH_FLAGS='-quick' or
+# BENCH_FLAGS='-n 5000 -runs 5 -scenarios baseline,throughput'.
+BENCH_FLAGS ?=
+
+bench: ## the harness on real PostgreSQL and Redis (table + bench/results.json; BENCH_FLAGS=-quick), then go test -bench
 	scripts/services.sh
+	go run ./tests/bench $(BENCH_FLAGS)
 	go test -run '^$$' -bench . -benchmem $(PKG)
 
 lint: ## go vet, gofmt and staticcheck (vet and gofmt only when staticcheck cannot be fetched)

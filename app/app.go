@@ -60,7 +60,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(cfg.Database.URL)
+	db, err := store.OpenWith(cfg.Database.URL, store.Options{MaxOpenConns: cfg.Database.MaxOpenConns})
 	if err != nil {
 		return nil, err
 	}

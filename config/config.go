@@ -96,6 +96,10 @@ type RedisCluster struct {
 type Database struct {
 	URL         string // database.url: sqlite://FILE or postgres://…
 	AutoMigrate bool   // database.auto_migrate: run migrations at start-up
+	// MaxOpenConns (database.max_open_conns) caps each process's PostgreSQL
+	// connections; every worker.concurrency slot needs one only for the few
+	// milliseconds of its statements. SQLite always uses one.
+	MaxOpenConns int
 }
 
 // Retry is the gap before each retry and the attempt budget of webhooks that
@@ -126,6 +130,10 @@ type Worker struct {
 	// map keys read from YAML, so queue names are best kept lower case.
 	Queues          map[string]int
 	ShutdownTimeout time.Duration // worker.shutdown_timeout
+	// TaskCheckInterval (worker.task_check_interval) is how long an idle
+	// worker waits before polling empty queues again: the latency an event
+	// meets on an idle system, against one Redis call per interval.
+	TaskCheckInterval time.Duration
 }
 
 // Log configures the process logger.
@@ -181,6 +189,7 @@ func fields() []field {
 		{"redis.cluster.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Cluster.Addrs })},
 		{"database.url", "sqlite://homing.db", into(parseString, func(c *Config) *string { return &c.Database.URL })},
 		{"database.auto_migrate", true, into(parseBool, func(c *Config) *bool { return &c.Database.AutoMigrate })},
+		{"database.max_open_conns", 32, into(parseInt, func(c *Config) *int { return &c.Database.MaxOpenConns })},
 		{"retry.schedule", "5m,30m,2h,5h,10h,10h", into(parseDurations, func(c *Config) *[]time.Duration { return &c.Retry.Schedule })},
 		{"retry.default_max_retries", 3, into(parseInt, func(c *Config) *int { return &c.Retry.DefaultMaxRetries })},
 		{"sweeper.interval", "5m", into(parseDuration, func(c *Config) *time.Duration { return &c.Sweeper.Interval })},
@@ -192,6 +201,7 @@ func fields() []field {
 		{"worker.concurrency", 50, into(parseInt, func(c *Config) *int { return &c.Worker.Concurrency })},
 		{"worker.queues", "default=1", into(parseQueues, func(c *Config) *map[string]int { return &c.Worker.Queues })},
 		{"worker.shutdown_timeout", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Worker.ShutdownTimeout })},
+		{"worker.task_check_interval", "10ms", into(parseDuration, func(c *Config) *time.Duration { return &c.Worker.TaskCheckInterval })},
 		{"log.level", "info", into(parseString, func(c *Config) *string { return &c.Log.Level })},
 		{"log.format", "json", into(parseString, func(c *Config) *string { return &c.Log.Format })},
 		{"secrets.key", "", into(parseString, func(c *Config) *string { return &c.Secrets.Key })},
@@ -623,6 +633,8 @@ func (c Config) problems() []*KeyError {
 		bad("database.url", "must start with sqlite:// or postgres:// (or postgresql://), got %q", redact(c.Database.URL))
 	}
 
+	between("database.max_open_conns", c.Database.MaxOpenConns, 1, 10000)
+
 	if len(c.Retry.Schedule) == 0 {
 		bad("retry.schedule", "is empty: give at least one gap, e.g. 5m,30m,2h")
 	}
@@ -653,6 +665,7 @@ func (c Config) problems() []*KeyError {
 	if c.Worker.ShutdownTimeout < 0 {
 		bad("worker.shutdown_timeout", "must not be negative, got %s", c.Worker.ShutdownTimeout)
 	}
+	betweenD("worker.task_check_interval", c.Worker.TaskCheckInterval, time.Millisecond, 10*time.Second)
 
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

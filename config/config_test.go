@@ -38,14 +38,14 @@ func TestDefault(t *testing.T) {
 	d := Default()
 	want := Config{
 		Redis:    Redis{URL: "redis://127.0.0.1:6379/0"},
-		Database: Database{URL: "sqlite://homing.db", AutoMigrate: true},
+		Database: Database{URL: "sqlite://homing.db", AutoMigrate: true, MaxOpenConns: 32},
 		Retry: Retry{
 			Schedule:          []time.Duration{5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 			DefaultMaxRetries: 3,
 		},
 		Sweeper:   Sweeper{Interval: 5 * time.Minute, BatchSize: 500},
 		Delivery:  Delivery{Timeout: 5 * time.Second, AllowPrivateNetworks: false, MaxPayloadBytes: 1048576},
-		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second},
+		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond},
 		Log:       Log{Level: "info", Format: "json"},
 		Secrets:   Secrets{Key: ""},
 		Metrics:   Metrics{Addr: ":9464"},
@@ -82,6 +82,7 @@ redis: {url: "rediss://cache.internal:6380/2"}
 database:
   url: postgres://homing@db/homing
   auto_migrate: false
+  max_open_conns: 16
 retry:
   schedule: [1m, 10m, 1h30m]
   default_max_retries: 5
@@ -91,6 +92,7 @@ worker:
   concurrency: 8
   queues: {default: 6, low: 1}
   shutdown_timeout: 1m
+  task_check_interval: 20ms
 log: {level: debug, format: text}
 secrets: {key: abc}
 metrics: {addr: "127.0.0.1:9000"}
@@ -109,11 +111,11 @@ api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 			want: func(c *Config) {
 				*c = Config{
 					Redis:     Redis{URL: "rediss://cache.internal:6380/2"},
-					Database:  Database{URL: "postgres://homing@db/homing", AutoMigrate: false},
+					Database:  Database{URL: "postgres://homing@db/homing", AutoMigrate: false, MaxOpenConns: 16},
 					Retry:     Retry{Schedule: []time.Duration{time.Minute, 10 * time.Minute, 90 * time.Minute}, DefaultMaxRetries: 5},
 					Sweeper:   Sweeper{Interval: time.Minute, BatchSize: 100},
 					Delivery:  Delivery{Timeout: 10 * time.Second, AllowPrivateNetworks: false, MaxPayloadBytes: 4096},
-					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute},
+					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond},
 					Log:       Log{Level: "debug", Format: "text"},
 					Secrets:   Secrets{Key: "abc"},
 					Metrics:   Metrics{Addr: "127.0.0.1:9000"},
@@ -137,11 +139,11 @@ api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 			},
 			want: func(c *Config) {
 				c.Redis.URL = "redis://other:6379/1"
-				c.Database = Database{URL: "postgres://homing@db/homing", AutoMigrate: true}
+				c.Database = Database{URL: "postgres://homing@db/homing", AutoMigrate: true, MaxOpenConns: 16}
 				c.Retry = Retry{Schedule: []time.Duration{time.Second, 2 * time.Second}, DefaultMaxRetries: 5}
 				c.Sweeper = Sweeper{Interval: time.Minute, BatchSize: 7}
 				c.Delivery = Delivery{Timeout: 250 * time.Millisecond, AllowPrivateNetworks: false, MaxPayloadBytes: 4096}
-				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute}
+				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond}
 				c.Log = Log{Level: "debug", Format: "text"}
 				c.Secrets.Key = "abc"
 				c.Metrics.Addr = "127.0.0.1:9000"
@@ -252,6 +254,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"redis.cluster.addrs":             {"n1:6379", func(c *Config) { c.Redis.Cluster.Addrs = []string{"n1:6379"} }},
 		"database.url":                    {"postgresql://d/x", func(c *Config) { c.Database.URL = "postgresql://d/x" }},
 		"database.auto_migrate":           {"false", func(c *Config) { c.Database.AutoMigrate = false }},
+		"database.max_open_conns":         {"8", func(c *Config) { c.Database.MaxOpenConns = 8 }},
 		"retry.schedule":                  {"1s,2s", func(c *Config) { c.Retry.Schedule = []time.Duration{time.Second, 2 * time.Second} }},
 		"retry.default_max_retries":       {"0", func(c *Config) { c.Retry.DefaultMaxRetries = 0 }},
 		"sweeper.interval":                {"1m30s", func(c *Config) { c.Sweeper.Interval = 90 * time.Second }},
@@ -265,6 +268,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"worker.concurrency":         {"10000", func(c *Config) { c.Worker.Concurrency = 10000 }},
 		"worker.queues":              {"a=1", func(c *Config) { c.Worker.Queues = map[string]int{"a": 1} }},
 		"worker.shutdown_timeout":    {"0s", func(c *Config) { c.Worker.ShutdownTimeout = 0 }},
+		"worker.task_check_interval": {"5ms", func(c *Config) { c.Worker.TaskCheckInterval = 5 * time.Millisecond }},
 		"log.level":                  {"debug", func(c *Config) { c.Log.Level = "debug" }},
 		"log.format":                 {"text", func(c *Config) { c.Log.Format = "text" }},
 		"secrets.key":                {"c2VjcmV0", func(c *Config) { c.Secrets.Key = "c2VjcmV0" }},

@@ -85,11 +85,29 @@ func (d *Dispatcher) SetObserver(o Observer) { d.observer = o }
 // failed, or when ctx was cancelled mid-request (the claim is then released
 // so the task can run again).
 func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome, error) {
+	now := d.now()
+	// The common case in one round trip: claim and read the row and its
+	// webhook together. When that claims nothing, the path below finds out
+	// why and answers as it always has.
+	if c, ok, err := d.claimJoined(ctx, id, mode, now); err != nil {
+		return Outcome{}, err
+	} else if ok {
+		// A secret that cannot be opened is this worker's configuration
+		// problem (a wrong secrets.key), not the receiver's: fail the task,
+		// and give the row back as it was.
+		secrets, err := d.secrets(&c.hook, now)
+		if err != nil {
+			if rerr := d.unclaim(c); rerr != nil {
+				return Outcome{}, errors.Join(err, rerr)
+			}
+			return Outcome{}, err
+		}
+		return d.send(ctx, c.row, mode, &c.hook, secrets, now)
+	}
 	row, hook, err := d.load(ctx, id)
 	if err != nil {
 		return Outcome{}, err
 	}
-	now := d.now()
 	if !claimable(row, mode, now) {
 		return Outcome{}, fmt.Errorf("delivery %s (%s, %d attempts) for a %s attempt: %w", id, row.Status, row.Attempts, mode, ErrNotClaimed)
 	}
@@ -113,13 +131,19 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 	if err != nil {
 		return Outcome{}, err
 	}
+	return d.send(ctx, claimed, mode, hook, secrets, now)
+}
+
+// send makes the request of a claimed attempt and records its outcome. A
+// request interrupted by the caller's shutdown releases the claim instead.
+func (d *Dispatcher) send(ctx context.Context, claimed models.Delivery, mode Mode, hook *models.Webhook, secrets []signing.Secret, now time.Time) (Outcome, error) {
 	req := d.request(claimed, hook, secrets, now)
 	res := d.sender.Send(ctx, req)
 	if errors.Is(res.Err, context.Canceled) && mode != Sync {
 		if rerr := d.release(claimed); rerr != nil {
 			return Outcome{}, errors.Join(res.Err, rerr)
 		}
-		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", id, res.Err)
+		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", claimed.ID, res.Err)
 	}
 	return d.recordSent(ctx, claimed, mode, hook, now, req, res)
 }
@@ -260,8 +284,9 @@ func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason st
 	return Outcome{Status: models.StatusExhausted, Attempt: row.Attempts, Reason: reason}, nil
 }
 
-// recordSent writes the attempt history row and the delivery's new state in
-// one transaction, fenced on the attempt count the claim set.
+// recordSent writes the attempt history row and the delivery's new state
+// atomically (one statement on PostgreSQL, else one transaction), fenced on
+// the attempt count the claim set.
 func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode Mode, hook *models.Webhook, at time.Time, req delivery.Request, res delivery.Result) (Outcome, error) {
 	now := d.now()
 	out := Outcome{Sent: res.Class != delivery.ClassInvalid, Result: res, Attempt: row.Attempts}
@@ -319,25 +344,36 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	}
 	// A shutdown must not lose the outcome of a request that was sent.
 	wctx := context.WithoutCancel(ctx)
-	applied := false
-	err := d.db.WithContext(wctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(&attempt).Error; err != nil {
-			return fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
-		}
-		r := tx.Model(&models.Delivery{}).
-			Where("id = ? AND status = ? AND attempts = ?", row.ID, fromStatus, row.Attempts).
-			Updates(updates)
-		if r.Error != nil {
-			return fmt.Errorf("record outcome of delivery %s: %w", row.ID, r.Error)
-		}
-		if r.RowsAffected != 1 {
-			d.log.Warn("delivery changed while its attempt was in flight; outcome kept in history only", "delivery", row.ID)
-		}
-		applied = r.RowsAffected == 1
-		return d.recordHealth(tx, hook, row.ID, res, now, disableReason)
-	})
+	change := d.healthChange(hook, res, disableReason)
+	var (
+		applied bool
+		err     error
+	)
+	if d.postgres && change != healthDisable {
+		applied, err = d.recordOne(wctx, attempt, outcomeRow{
+			status: out.Status, next: out.NextRetry, code: code, lastError: out.Reason,
+			lastResponse: updates["last_response"].(string), method: req.Method, url: req.URL, at: now,
+		}, row, fromStatus, hook, change)
+	} else {
+		err = d.db.WithContext(wctx).Transaction(func(tx *gorm.DB) error {
+			if err := tx.Create(&attempt).Error; err != nil {
+				return fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
+			}
+			r := tx.Model(&models.Delivery{}).
+				Where("id = ? AND status = ? AND attempts = ?", row.ID, fromStatus, row.Attempts).
+				Updates(updates)
+			if r.Error != nil {
+				return fmt.Errorf("record outcome of delivery %s: %w", row.ID, r.Error)
+			}
+			applied = r.RowsAffected == 1
+			return d.recordHealth(tx, hook, row.ID, change, now, disableReason)
+		})
+	}
 	if err != nil {
 		return out, err
+	}
+	if !applied {
+		d.log.Warn("delivery changed while its attempt was in flight; outcome kept in history only", "delivery", row.ID)
 	}
 	if disableReason != "" {
 		d.log.Warn("webhook disabled", "webhook", hook.Name, "delivery", row.ID, "reason", disableReason)
@@ -356,15 +392,38 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	return out, nil
 }
 
+// healthChange is what an attempt's outcome does to its webhook's health.
+type healthChange int
+
+const (
+	healthNone    healthChange = iota
+	healthDisable              // disable the webhook and exhaust its other retries
+	healthReset                // a success after failures: clear failing_since
+	healthFailing              // the first failure after a success: start the clock
+)
+
+// healthChange reads only what the claim already has: a healthy webhook's
+// success costs no extra statement.
+func (d *Dispatcher) healthChange(hook *models.Webhook, res delivery.Result, disableReason string) healthChange {
+	switch {
+	case disableReason != "":
+		return healthDisable
+	case res.OK() && hook.FailingSince != nil:
+		return healthReset
+	case !res.OK() && hook.FailingSince == nil && res.Class != delivery.ClassInvalid && res.Class != delivery.ClassCanceled:
+		return healthFailing
+	}
+	return healthNone
+}
+
 // recordHealth keeps the webhook's failing_since clock (reset by any
 // success, started by the first failure after one) and, with a reason,
 // disables the webhook and exhausts its other pending retries, so nothing
 // more is sent to an endpoint that is gone or has only failed for
-// health.disable_after. Reads only what load already has: a healthy
-// webhook's success costs no extra statement.
-func (d *Dispatcher) recordHealth(tx *gorm.DB, hook *models.Webhook, deliveryID string, res delivery.Result, now time.Time, disableReason string) error {
-	switch {
-	case disableReason != "":
+// health.disable_after.
+func (d *Dispatcher) recordHealth(tx *gorm.DB, hook *models.Webhook, deliveryID string, change healthChange, now time.Time, disableReason string) error {
+	switch change {
+	case healthDisable:
 		if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).
 			Updates(map[string]any{"enabled": false, "disabled_reason": disableReason, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("disable webhook %q: %w", hook.Name, err)
@@ -374,11 +433,11 @@ func (d *Dispatcher) recordHealth(tx *gorm.DB, hook *models.Webhook, deliveryID 
 			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "webhook disabled: " + disableReason, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", hook.Name, err)
 		}
-	case res.OK() && hook.FailingSince != nil:
+	case healthReset:
 		if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).Update("failing_since", nil).Error; err != nil {
 			return fmt.Errorf("reset health of webhook %q: %w", hook.Name, err)
 		}
-	case !res.OK() && hook.FailingSince == nil && res.Class != delivery.ClassInvalid && res.Class != delivery.ClassCanceled:
+	case healthFailing:
 		if err := tx.Model(&models.Webhook{}).Where("id = ? AND failing_since IS NULL", hook.ID).Update("failing_since", now).Error; err != nil {
 			return fmt.Errorf("record failure of webhook %q: %w", hook.Name, err)
 		}

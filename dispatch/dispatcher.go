@@ -57,6 +57,11 @@ type Dispatcher struct {
 	newID        func() string
 	conds        *conditionCache
 	observer     Observer
+	// postgres enables the single-statement claim and record, which use
+	// PostgreSQL's UPDATE … FROM … RETURNING, interval arithmetic and
+	// data-modifying WITH. SQLite is in-process: its round trips are
+	// function calls, and it keeps the portable statements.
+	postgres bool
 }
 
 // New builds a Dispatcher. The sender is shared by every attempt so that
@@ -73,6 +78,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		newID:        cfg.NewID,
 		conds:        newConditionCache(),
 		observer:     cfg.Observer,
+		postgres:     db.Dialector.Name() == "postgres",
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
-
-	"gorm.io/gorm/clause"
 
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/models"
@@ -31,23 +30,46 @@ type Pending struct {
 // rows a crashed earlier fan-out left unattempted are returned again so that
 // their first attempt is not lost.
 func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
+	pending, _, err := d.fanOut(ctx, ev, "")
+	return pending, err
+}
+
+// FanOutInline is FanOut for the worker running the event's task on queue:
+// one delivery whose webhook is served by that same queue is inserted
+// already claimed for its first attempt, and handed back to be sent in the
+// caller with AttemptClaimed instead of through a webhook:deliver task. The
+// others are returned as Pending, as by FanOut.
+//
+// What can happen twice? Nothing more than before. The row is written
+// Failed, with next_retry set to the claim's lease, in the same INSERT that
+// claims it, before any request: a crash from then on leaves it for the
+// sweeper once the lease ends, exactly like a crash after Attempt's claim.
+// Only the fan-out whose INSERT created the row owns the claim (the rows
+// carry IDs fresh to this call, so a re-run or a racing fan-out of the same
+// event finds someone else's row, attempted, and sends nothing). A webhook
+// on another queue is never inlined, so webhook.queue still keeps slow
+// receivers apart, and workflow_transition keeps its synchronous path.
+func (d *Dispatcher) FanOutInline(ctx context.Context, ev Event, queue string) ([]Pending, *Claimed, error) {
+	return d.fanOut(ctx, ev, queue)
+}
+
+// fanOut is FanOut, inlining one delivery on queue when queue is not empty.
+func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pending, *Claimed, error) {
 	if err := ev.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var hooks []models.Webhook
-	// Served by webhooks_match (doc_type, doc_event) WHERE enabled.
-	if err := d.db.WithContext(ctx).
-		Where("doc_type = ? AND doc_event = ? AND enabled = ?", ev.DocType, ev.Event, true).
-		Find(&hooks).Error; err != nil {
-		return nil, fmt.Errorf("load webhooks: %w", err)
+	hooks, err := d.matching(ctx, ev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load webhooks: %w", err)
 	}
 	if len(hooks) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	now := d.now()
 	rows := make([]models.Delivery, 0, len(hooks))
 	queues := make(map[string]string, len(hooks))
 	ids := make([]string, 0, len(hooks))
+	var claimed *Claimed
 	for _, w := range hooks {
 		row, ok := d.plan(w, ev)
 		if !ok {
@@ -59,34 +81,55 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 			// task is lost, the sweeper picks the row up here.
 			next := now.Add(d.schedule.Delay(1))
 			row.NextRetry = &next
+			if claimed == nil && queue != "" && w.Queue == queue {
+				claimed = d.claimAtInsert(&row, w, now)
+			}
 		}
 		rows = append(rows, row)
 		queues[w.ID] = w.Queue
 		ids = append(ids, w.ID)
 	}
 	if len(rows) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	if err := d.db.WithContext(ctx).
-		Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}, {Name: "webhook_id"}}, DoNothing: true}).
-		CreateInBatches(rows, 200).Error; err != nil {
-		return nil, fmt.Errorf("create deliveries: %w", err)
+	inserted, err := d.insert(ctx, rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create deliveries: %w", err)
 	}
-	// Read back what exists now: ours, or an earlier fan-out's. Served by
+	wantStatus := models.StatusFailed
+	if ev.Event == models.EventWorkflowTransition {
+		wantStatus = models.StatusExhausted
+	}
+	if inserted == len(rows) {
+		// Every row is ours, as planned: no need to read them back.
+		pending := make([]Pending, 0, len(rows))
+		for _, r := range rows {
+			if claimed != nil && r.ID == claimed.row.ID {
+				continue
+			}
+			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
+				pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
+			}
+		}
+		return pending, claimed, nil
+	}
+	// Some rows existed already (an earlier or a concurrent fan-out of the
+	// same event): read back what exists now, ours or theirs. Served by
 	// deliveries_event_webhook (event_id, webhook_id).
 	var existing []models.Delivery
 	if err := d.db.WithContext(ctx).
 		Select("id", "webhook_id", "webhook_name", "status", "attempts").
 		Where("event_id = ? AND webhook_id IN ?", ev.ID, ids).
 		Find(&existing).Error; err != nil {
-		return nil, fmt.Errorf("read deliveries: %w", err)
+		return nil, nil, fmt.Errorf("read deliveries: %w", err)
 	}
-	wantStatus := models.StatusFailed
-	if ev.Event == models.EventWorkflowTransition {
-		wantStatus = models.StatusExhausted
-	}
+	ownClaim := false
 	pending := make([]Pending, 0, len(existing))
 	for _, r := range existing {
+		if claimed != nil && r.ID == claimed.row.ID {
+			ownClaim = true // we inserted it, so the claim is ours
+			continue
+		}
 		if r.Attempts != 0 || r.Status != wantStatus {
 			continue
 		}
@@ -95,7 +138,10 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 		}
 		pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
 	}
-	return pending, nil
+	if !ownClaim {
+		claimed = nil
+	}
+	return pending, claimed, nil
 }
 
 // isSyncPending reports whether id is a synchronous row this fan-out created
@@ -167,6 +213,77 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	row.Headers = headers
 	row.Payload = body
 	return row, true
+}
+
+// webhookColumns is what fan-out and the first attempt need of a webhook, in
+// the order matching scans them.
+const webhookColumns = `id, name, doc_type, doc_event, condition, request_url, request_method, request_structure,
+	body_template, fields, headers, secret, previous_secrets, signature_scheme, enabled, disabled_reason,
+	failing_since, max_retries, queue, timeout_ms`
+
+// matching loads the enabled webhooks of the event's doctype and event, in
+// ID order (so two fan-outs of one event insert in the same order). Served
+// by webhooks_match (doc_type, doc_event) WHERE enabled. It scans by hand:
+// this runs once per event, and GORM's reflection was a tenth of the
+// worker's CPU.
+func (d *Dispatcher) matching(ctx context.Context, ev Event) ([]models.Webhook, error) {
+	rows, err := d.db.WithContext(ctx).Raw("SELECT "+webhookColumns+
+		" FROM webhooks WHERE doc_type = ? AND doc_event = ? AND enabled = ? ORDER BY id", ev.DocType, ev.Event, true).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var hooks []models.Webhook
+	for rows.Next() {
+		var w models.Webhook
+		if err := rows.Scan(&w.ID, &w.Name, &w.DocType, &w.DocEvent, &w.Condition, &w.RequestURL, &w.RequestMethod,
+			&w.RequestStructure, &w.BodyTemplate, &w.Fields, &w.Headers, &w.Secret, &w.PreviousSecrets, &w.SignatureScheme,
+			&w.Enabled, &w.DisabledReason, &w.FailingSince, &w.MaxRetries, &w.Queue, &w.TimeoutMS); err != nil {
+			return nil, err
+		}
+		hooks = append(hooks, w)
+	}
+	return hooks, rows.Err()
+}
+
+// deliveryColumns are the columns fan-out writes, in insert's order.
+const deliveryColumns = `id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
+	payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at`
+
+// insertBatch keeps one INSERT's parameters (18 per row) well under
+// PostgreSQL's 65,535.
+const insertBatch = 200
+
+// insert writes rows with INSERT … ON CONFLICT (event_id, webhook_id) DO
+// NOTHING, one statement per batch, and reports how many it created. A row
+// that already exists (an earlier fan-out of the same event) is left alone.
+func (d *Dispatcher) insert(ctx context.Context, rows []models.Delivery) (int, error) {
+	inserted := 0
+	for start := 0; start < len(rows); start += insertBatch {
+		batch := rows[start:min(start+insertBatch, len(rows))]
+		var sql strings.Builder
+		sql.WriteString("INSERT INTO deliveries (" + deliveryColumns + ") VALUES ")
+		args := make([]any, 0, 18*len(batch))
+		for i, r := range batch {
+			if i > 0 {
+				sql.WriteString(", ")
+			}
+			sql.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			headers, err := r.Headers.Value()
+			if err != nil {
+				return inserted, err
+			}
+			args = append(args, r.ID, r.WebhookID, r.WebhookName, r.EventID, r.DocType, r.DocName, r.DocEvent, r.Method, r.URL,
+				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt)
+		}
+		sql.WriteString(" ON CONFLICT (event_id, webhook_id) DO NOTHING")
+		res := d.db.WithContext(ctx).Exec(sql.String(), args...)
+		if res.Error != nil {
+			return inserted, res.Error
+		}
+		inserted += int(res.RowsAffected)
+	}
+	return inserted, nil
 }
 
 // conditionCache keeps compiled conditions by source text; webhooks share

@@ -28,9 +28,22 @@ const (
 // ErrUnsupportedURL is returned for a database.url Homing cannot open.
 var ErrUnsupportedURL = errors.New("unsupported database url")
 
+// DefaultMaxOpenConns is database.max_open_conns's default.
+const DefaultMaxOpenConns = 32
+
+// Options tunes the connection pool; the zero value is the defaults.
+type Options struct {
+	// MaxOpenConns caps PostgreSQL connections (database.max_open_conns);
+	// 0 means DefaultMaxOpenConns. SQLite always uses one.
+	MaxOpenConns int
+}
+
 // Open connects to the database named by rawURL: sqlite://PATH (a file,
 // created when missing) or postgres://… / postgresql://….
-func Open(rawURL string) (*gorm.DB, error) {
+func Open(rawURL string) (*gorm.DB, error) { return OpenWith(rawURL, Options{}) }
+
+// OpenWith is Open with pool options.
+func OpenWith(rawURL string, opts Options) (*gorm.DB, error) {
 	dialector, dialect, err := dialectorFor(rawURL)
 	if err != nil {
 		return nil, err
@@ -53,8 +66,12 @@ func Open(rawURL string) (*gorm.DB, error) {
 		// SQLITE_BUSY between our own goroutines.
 		sqlDB.SetMaxOpenConns(1)
 	} else {
-		sqlDB.SetMaxOpenConns(32)
-		sqlDB.SetMaxIdleConns(32)
+		n := opts.MaxOpenConns
+		if n <= 0 {
+			n = DefaultMaxOpenConns
+		}
+		sqlDB.SetMaxOpenConns(n)
+		sqlDB.SetMaxIdleConns(n)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -16,6 +17,9 @@ import (
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/models"
 )
+
+// enqueuers is how many retry tasks a tick queues at once.
+const enqueuers = 8
 
 // DefaultBatchSize caps one tick, so a backlog drains over several ticks
 // instead of flooding the queue at once.
@@ -107,24 +111,52 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time) (Result, error) {
 		return Result{}, fmt.Errorf("select due deliveries: %w", err)
 	}
 	res := Result{Due: len(rows)}
+	// Each row is one round trip to Redis (or a few, for a conflict): a
+	// few at a time keep a whole batch to milliseconds. The rows are
+	// independent; each one's TaskID still guards it alone.
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next = make(chan dueRow)
+	)
+	for range min(enqueuers, len(rows)) {
+		wg.Go(func() {
+			for r := range next {
+				queue := "default"
+				if r.Queue != nil && *r.Queue != "" {
+					queue = *r.Queue
+				}
+				outcome, err := s.enqueue(ctx, r.ID, r.WebhookName, queue)
+				mu.Lock()
+				switch {
+				case err != nil:
+					errs = append(errs, err)
+				case outcome == enqueued:
+					res.Enqueued++
+				case outcome == inHand:
+					res.InHand++
+				case outcome == revived:
+					res.Enqueued++
+					res.Revived++
+				}
+				mu.Unlock()
+			}
+		})
+	}
 	for _, r := range rows {
-		queue := "default"
-		if r.Queue != nil && *r.Queue != "" {
-			queue = *r.Queue
+		mu.Lock()
+		failed := len(errs) > 0
+		mu.Unlock()
+		if failed {
+			break // stop at the first failure, as a sequential tick would
 		}
-		outcome, err := s.enqueue(ctx, r.ID, r.WebhookName, queue)
-		if err != nil {
-			return res, err
-		}
-		switch outcome {
-		case enqueued:
-			res.Enqueued++
-		case inHand:
-			res.InHand++
-		case revived:
-			res.Enqueued++
-			res.Revived++
-		}
+		next <- r
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		return res, errs[0]
 	}
 	if res.Due > 0 {
 		s.cfg.Logger.Info("sweep", "due", res.Due, "enqueued", res.Enqueued, "in_hand", res.InHand, "revived", res.Revived)

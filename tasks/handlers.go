@@ -40,9 +40,16 @@ func (h *Handlers) logger() *slog.Logger {
 }
 
 // HandleEvent fans an event out: decode → create records → enqueue first
-// attempts. A crash between the records and the enqueues is healed by
-// asynq's re-run: fan-out returns the unattempted records again, and the
-// first-attempt TaskIDs keep the enqueues from doubling.
+// attempts → make one first attempt here. A crash between the records and
+// the enqueues is healed by asynq's re-run: fan-out returns the unattempted
+// records again, and the first-attempt TaskIDs keep the enqueues from
+// doubling.
+//
+// One delivery whose webhook uses this task's own queue is claimed as it is
+// inserted and sent here, after the others are queued, instead of through
+// a webhook:deliver task of its own: one task per event instead of two in
+// the common one-webhook case (see dispatch.FanOutInline for why nothing
+// can happen twice). Webhooks on other queues always get their own task.
 func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	ev, err := DecodeEvent(t.Payload())
 	if err != nil {
@@ -59,17 +66,30 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 		}
 		return err
 	}
-	pending, err := h.Dispatcher.FanOut(ctx, ev)
+	queue, ok := asynq.GetQueueName(ctx)
+	if !ok {
+		queue = DefaultQueue
+	}
+	pending, inline, err := h.Dispatcher.FanOutInline(ctx, ev, queue)
 	if err != nil {
 		return fmt.Errorf("fan out event %s: %w", ev.ID, err)
 	}
 	for _, p := range pending {
 		_, err := h.Client.EnqueueContext(ctx, NewDeliverTask(p.ID, p.WebhookName, p.Queue))
 		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			return fmt.Errorf("enqueue first attempt of delivery %s: %w", p.ID, err)
+			err = fmt.Errorf("enqueue first attempt of delivery %s: %w", p.ID, err)
+			if inline != nil {
+				// The re-run finds the claimed row unattempted and queues it.
+				err = errors.Join(err, h.Dispatcher.ReleaseClaimed(inline))
+			}
+			return err
 		}
 	}
-	return nil
+	if inline == nil {
+		return nil
+	}
+	_, err = h.Dispatcher.AttemptClaimed(ctx, inline)
+	return err
 }
 
 // HandleDeliver runs a delivery's first attempt.

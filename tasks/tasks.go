@@ -84,6 +84,12 @@ func EncodeEvent(ev dispatch.Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode document: %w", err)
 	}
+	return EncodeEventJSON(ev, doc)
+}
+
+// EncodeEventJSON is EncodeEvent for a caller that has already encoded the
+// document as JSON (doc); ev.Doc is not read.
+func EncodeEventJSON(ev dispatch.Event, doc json.RawMessage) ([]byte, error) {
 	b, err := json.Marshal(EventPayload{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: doc})
 	if err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
@@ -91,11 +97,21 @@ func EncodeEvent(ev dispatch.Event) ([]byte, error) {
 	return b, nil
 }
 
+// NewEventTaskJSON is NewEventTask for a caller that has already encoded the
+// document as JSON (doc); ev.Doc is not read.
+func NewEventTaskJSON(ev dispatch.Event, doc json.RawMessage) (*asynq.Task, error) {
+	b, err := EncodeEventJSON(ev, doc)
+	if err != nil {
+		return nil, err
+	}
+	return EventTask(ev.ID, b), nil
+}
+
 // EventTask is the fan-out task of event eventID whose payload is already
 // encoded (EncodeEvent).
 func EventTask(eventID string, payload []byte) *asynq.Task {
 	return asynq.NewTask(TypeEvent, payload,
-		asynq.TaskID(EventTaskID(eventID)), asynq.Queue(DefaultQueue), asynq.MaxRetry(MaxRetry), asynq.Timeout(5*time.Minute))
+		asynq.TaskID(EventTaskID(eventID)), asynq.Queue(DefaultQueue), asynq.MaxRetry(MaxRetry), asynq.Timeout(eventTimeout))
 }
 
 // DecodeEvent parses a webhook:event payload.
@@ -123,6 +139,10 @@ func newDeliveryTask(typ, taskID, queue string, p DeliveryPayload, timeout time.
 // attemptTimeout bounds a delivery task: the longest webhook timeout (5m)
 // plus room for the database writes.
 const attemptTimeout = 6 * time.Minute
+
+// eventTimeout bounds an event task: the fan-out, and the first attempt it
+// makes itself (see HandleEvent).
+const eventTimeout = attemptTimeout + time.Minute
 
 // NewDeliverTask builds the first-attempt task of a delivery.
 func NewDeliverTask(deliveryID, webhook, queue string) *asynq.Task {

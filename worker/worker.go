@@ -20,10 +20,6 @@ import (
 	"github.com/homingdev/homing/tasks"
 )
 
-// taskCheckInterval is how long an idle worker waits before polling its
-// queues again; asynq's 1 s default would add up to a second of latency.
-const taskCheckInterval = 50 * time.Millisecond
-
 // Worker processes Homing's tasks until stopped.
 type Worker struct {
 	server    *asynq.Server
@@ -76,10 +72,13 @@ func New(a *app.App) *Worker {
 	h.Register(mux)
 	queues := withSystemQueue(cfg.Worker.Queues)
 	srv := asynq.NewServer(a.Redis, asynq.Config{
-		Concurrency:       cfg.Worker.Concurrency,
-		Queues:            queues,
-		ShutdownTimeout:   cfg.Worker.ShutdownTimeout,
-		TaskCheckInterval: taskCheckInterval,
+		Concurrency:     cfg.Worker.Concurrency,
+		Queues:          queues,
+		ShutdownTimeout: cfg.Worker.ShutdownTimeout,
+		// asynq's 1 s default would add up to a second of latency to an
+		// event arriving at an idle worker (it sleeps half to one and a
+		// half intervals after finding every queue empty).
+		TaskCheckInterval: cfg.Worker.TaskCheckInterval,
 		Logger:            logging.Asynq(a.Log),
 		LogLevel:          asynq.WarnLevel,
 		RetryDelayFunc:    infraRetryDelay,

@@ -174,37 +174,77 @@ func SQLite(t testing.TB) *gorm.DB {
 // so test binaries running at the same time never share an index.
 func Redis(t testing.TB) (asynq.RedisClientOpt, *redis.Client) {
 	t.Helper()
-	addr := RedisAddr()
+	opt, rdb, release, err := ReserveRedis(context.Background(), RedisAddr(), 2*time.Minute)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(release)
+	return opt, rdb
+}
+
+// reservationTTL is how long a reservation outlives a holder that died
+// without releasing it.
+const reservationTTL = 15 * time.Minute
+
+// ReserveRedis is Redis for programs that are not tests (the benchmark
+// harness): it reserves a free database index on the server at addr, waiting
+// up to wait for one, empties it, and returns a client on it and the function
+// that empties and releases it again.
+func ReserveRedis(ctx context.Context, addr string, wait time.Duration) (asynq.RedisClientOpt, *redis.Client, func(), error) {
 	ctl := redis.NewClient(&redis.Options{Addr: addr, DB: 0})
-	t.Cleanup(func() { _ = ctl.Close() })
-	ctx := context.Background()
 	token := randomSuffix()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(wait)
 	for {
 		for idx := 1; idx <= 15; idx++ {
 			key := fmt.Sprintf("homing:testenv:db:%d", idx)
-			ok, err := ctl.SetNX(ctx, key, token, 15*time.Minute).Result()
+			ok, err := ctl.SetNX(ctx, key, token, reservationTTL).Result()
 			if err != nil {
-				t.Fatalf("testenv: Redis is required at %s (set HOMING_TEST_REDIS_URL or run scripts/services.sh): %v", addr, err)
+				_ = ctl.Close()
+				return asynq.RedisClientOpt{}, nil, nil, fmt.Errorf("redis is required at %s (set HOMING_TEST_REDIS_URL or run scripts/services.sh): %w", addr, err)
 			}
 			if !ok {
 				continue
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: addr, DB: idx})
 			if err := rdb.FlushDB(ctx).Err(); err != nil {
-				t.Fatalf("testenv: flush redis db %d: %v", idx, err)
+				_ = rdb.Close()
+				_ = ctl.Del(ctx, key).Err()
+				_ = ctl.Close()
+				return asynq.RedisClientOpt{}, nil, nil, fmt.Errorf("flush redis db %d: %w", idx, err)
 			}
-			t.Cleanup(func() {
+			// Keep the reservation alive while it is held: a benchmark may
+			// hold an index far longer than the key's expiry, and an expired
+			// key would hand the index to a second holder.
+			stopRenew := make(chan struct{})
+			renewed := make(chan struct{})
+			go func() {
+				defer close(renewed)
+				tick := time.NewTicker(time.Minute)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stopRenew:
+						return
+					case <-tick.C:
+						_ = ctl.Expire(context.Background(), key, reservationTTL).Err()
+					}
+				}
+			}()
+			release := func() {
+				close(stopRenew)
+				<-renewed
 				_ = rdb.FlushDB(context.Background()).Err()
 				_ = rdb.Close()
 				if v, _ := ctl.Get(context.Background(), key).Result(); v == token {
 					_ = ctl.Del(context.Background(), key).Err()
 				}
-			})
-			return asynq.RedisClientOpt{Addr: addr, DB: idx}, rdb
+				_ = ctl.Close()
+			}
+			return asynq.RedisClientOpt{Addr: addr, DB: idx}, rdb, release, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("testenv: no free Redis database index in 2 minutes")
+			_ = ctl.Close()
+			return asynq.RedisClientOpt{}, nil, nil, fmt.Errorf("no free redis database index in %s", wait)
 		}
 		time.Sleep(100 * time.Millisecond) // waiting for another test to release an index
 	}

@@ -1,0 +1,149 @@
+package dispatch
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/signing"
+)
+
+// Claimed is a delivery whose first attempt the caller owns: FanOutInline
+// inserted its row already claimed, so no other task can send it. Hand it to
+// AttemptClaimed.
+type Claimed struct {
+	row     models.Delivery
+	hook    models.Webhook
+	secrets []signing.Secret
+	at      time.Time
+}
+
+// ID is the claimed delivery's ID.
+func (c *Claimed) ID() string { return c.row.ID }
+
+// WebhookName names the claimed delivery's webhook.
+func (c *Claimed) WebhookName() string { return c.row.WebhookName }
+
+// claimAtInsert turns a planned Failed row into one claimed for its first
+// attempt, as Attempt's claim would leave it: one attempt counted and
+// next_retry moved past the attempt's timeout (the lease). It reports nil,
+// leaving the row as planned, when the webhook's secret cannot be opened:
+// that row's webhook:deliver task then fails the way it always has.
+func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now time.Time) *Claimed {
+	secrets, err := d.secrets(&w, now)
+	if err != nil {
+		return nil
+	}
+	lease := now.Add(w.Timeout() + claimMargin)
+	row.Attempts = 1
+	row.NextRetry = &lease
+	return &Claimed{row: *row, hook: w, secrets: secrets, at: now}
+}
+
+// AttemptClaimed makes the first attempt of a delivery FanOutInline claimed:
+// send → record, as Attempt does after its claim.
+func (d *Dispatcher) AttemptClaimed(ctx context.Context, c *Claimed) (Outcome, error) {
+	return d.send(ctx, c.row, First, &c.hook, c.secrets, c.at)
+}
+
+// ReleaseClaimed gives back a claim FanOutInline made when the caller cannot
+// make the attempt after all (it failed to queue the event's other
+// deliveries and will be run again): the row is due again, unattempted, so
+// the re-run hands it out as Pending.
+func (d *Dispatcher) ReleaseClaimed(c *Claimed) error { return d.release(c.row) }
+
+// claimColumns is what an attempt needs of the delivery and its webhook, in
+// the order scanClaim reads them, and the due time the claim replaced.
+const claimColumns = `d.id, d.webhook_id, d.webhook_name, d.event_id, d.headers, d.payload, d.status,
+	d.attempts, d.max_retries, d.next_retry, d.created_at,
+	w.id, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
+	w.enabled, w.disabled_reason, w.failing_since, w.timeout_ms, w.queue, old.next_retry`
+
+// claimJoinedSQL claims a due or fresh Failed delivery of an enabled webhook
+// and reads both rows back in one round trip (PostgreSQL only: the lease is
+// computed from the webhook's timeout in SQL). Served by the primary keys of
+// both tables. %s is the mode's condition.
+const claimJoinedSQL = `UPDATE deliveries AS d
+SET attempts = d.attempts + 1, updated_at = ?,
+	next_retry = ?::timestamptz + (w.timeout_ms + ?) * interval '1 millisecond'
+FROM webhooks AS w, (SELECT id, next_retry FROM deliveries WHERE id = ?) AS old
+WHERE d.id = old.id AND w.id = d.webhook_id AND w.enabled AND d.status = 'Failed' AND %s
+RETURNING ` + claimColumns
+
+// joinedClaim is what claimJoined took.
+type joinedClaim struct {
+	row  models.Delivery
+	hook models.Webhook
+	// prevNext is next_retry before the claim, for unclaim.
+	prevNext time.Time
+}
+
+// claimJoined is Attempt's one-round-trip claim on PostgreSQL: it claims the
+// row only when the plain claim would have, and reports false (nothing
+// changed) when it did not, so Attempt's load → claim path can say why: not
+// claimable, or a disabled or deleted webhook to abandon. The conditional
+// UPDATE is the same guard as claim's: of two racing tasks exactly one
+// matches the row, the other then sees it claimed (attempts moved, next_retry
+// in the future) and matches nothing.
+func (d *Dispatcher) claimJoined(ctx context.Context, id string, mode Mode, now time.Time) (joinedClaim, bool, error) {
+	var c joinedClaim
+	if !d.postgres || mode == Sync {
+		return c, false, nil
+	}
+	cond, args := "d.attempts = 0", []any{now, now, claimMargin.Milliseconds(), id}
+	if mode == Retry {
+		cond = "d.next_retry <= ?"
+		args = append(args, now)
+	}
+	rows, err := d.db.WithContext(ctx).Raw(fmt.Sprintf(claimJoinedSQL, cond), args...).Rows()
+	if err != nil {
+		return c, false, fmt.Errorf("claim delivery %s: %w", id, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return c, false, fmt.Errorf("claim delivery %s: %w", id, err)
+		}
+		return c, false, nil
+	}
+	if err := scanClaim(rows, &c); err != nil {
+		return c, false, fmt.Errorf("claim delivery %s: %w", id, err)
+	}
+	return c, true, rows.Close()
+}
+
+func scanClaim(rows *sql.Rows, c *joinedClaim) error {
+	row, hook := &c.row, &c.hook
+	err := rows.Scan(&row.ID, &row.WebhookID, &row.WebhookName, &row.EventID, &row.Headers, &row.Payload, &row.Status,
+		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt,
+		&hook.ID, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
+		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.TimeoutMS, &hook.Queue, &c.prevNext)
+	if err != nil {
+		return err
+	}
+	if row.NextRetry == nil {
+		return errors.New("claimed row has no next_retry")
+	}
+	return nil
+}
+
+// unclaim undoes claimJoined when the attempt cannot go ahead because the
+// webhook's secret does not open (this worker's secrets.key is wrong): the
+// row gets back its attempt count and its due time, as if it had never been
+// claimed, and the task fails to be re-run.
+func (d *Dispatcher) unclaim(c joinedClaim) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := d.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("id = ? AND status = ? AND attempts = ?", c.row.ID, models.StatusFailed, c.row.Attempts).
+		Updates(map[string]any{"attempts": gorm.Expr("attempts - 1"), "next_retry": c.prevNext, "updated_at": d.now()}).Error
+	if err != nil {
+		return fmt.Errorf("release delivery %s: %w", c.row.ID, err)
+	}
+	return nil
+}

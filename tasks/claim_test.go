@@ -1,0 +1,107 @@
+package tasks_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/webhook"
+)
+
+func dispatchEvent(id string) dispatch.Event {
+	ev := salesOrder(id)
+	return dispatch.Event{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: ev.Doc}
+}
+
+// Of several tasks making the same first attempt at once, exactly one
+// sends, on PostgreSQL's one-statement claim and on SQLite's load → claim.
+func TestRacingFirstAttemptsSendOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, b)
+			recv := newReceiver(t)
+			h.createWebhook("orders", recv.srv.URL, nil)
+			ctx := context.Background()
+			pending, err := h.app.Dispatcher.FanOut(ctx, dispatchEvent("ev-race"))
+			if err != nil || len(pending) != 1 {
+				t.Fatalf("fan-out %v %v", pending, err)
+			}
+			var (
+				wg               sync.WaitGroup
+				mu               sync.Mutex
+				sent, notClaimed int
+			)
+			for range 6 {
+				wg.Go(func() {
+					_, err := h.app.Dispatcher.Attempt(ctx, pending[0].ID, dispatch.First)
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err == nil:
+						sent++
+					case errors.Is(err, dispatch.ErrNotClaimed):
+						notClaimed++
+					default:
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			if sent != 1 || notClaimed != 5 || recv.count() != 1 {
+				t.Fatalf("%d attempts sent, %d not claimed, receiver got %d; want 1, 5, 1", sent, notClaimed, recv.count())
+			}
+		})
+	}
+}
+
+// A worker whose secrets.key cannot open the webhook's secret fails the
+// task and leaves the row exactly as it found it: not attempted, due when it
+// was due.
+func TestUnopenableSecretLeavesTheRowAsItWas(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, b)
+			recv := newReceiver(t)
+			h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.Secret = ptr("s3cret") })
+			ctx := context.Background()
+			pending, err := h.app.Dispatcher.FanOut(ctx, dispatchEvent("ev-key"))
+			if err != nil || len(pending) != 1 {
+				t.Fatalf("fan-out %v %v", pending, err)
+			}
+			before := h.delivery("ev-key")
+			key, err := secretbox.GenerateKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := secretbox.New(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wrong := dispatch.New(h.db, h.app.Sender, other, dispatch.Config{Clock: h.clock})
+			for _, mode := range []dispatch.Mode{dispatch.First, dispatch.Retry} {
+				if mode == dispatch.Retry {
+					h.clock.Advance(5 * time.Minute) // now due for a retry
+				}
+				if _, err := wrong.Attempt(ctx, before.ID, mode); err == nil || errors.Is(err, dispatch.ErrNotClaimed) {
+					t.Fatalf("%s attempt with the wrong key: %v, want a failure", mode, err)
+				}
+				after := h.delivery("ev-key")
+				if after.Status != before.Status || after.Attempts != before.Attempts || !after.NextRetry.Equal(*before.NextRetry) {
+					t.Fatalf("%s: row went from %s/%d/%v to %s/%d/%v", mode, before.Status, before.Attempts, before.NextRetry,
+						after.Status, after.Attempts, after.NextRetry)
+				}
+			}
+			if recv.count() != 0 {
+				t.Fatalf("receiver got %d requests", recv.count())
+			}
+		})
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/store"
+)
+
+// env is what every scenario runs on: a PostgreSQL database of its own
+// (homing_bench_<random>, dropped at the end), a reserved Redis database
+// index, the worker and scheduler binaries built for this run, and the
+// loopback receiver.
+type env struct {
+	dsn      string
+	db       *gorm.DB
+	redis    asynq.RedisClientOpt
+	rdb      *redis.Client
+	redisURL string
+	binDir   string
+	recv     *receiver
+	cleanups []func()
+	// cpuProfile, when set, runs the throughput scenarios' worker in this
+	// process and writes a CPU profile of each run there.
+	cpuProfile string
+	// workerEnv is added to the worker's and scheduler's environment.
+	workerEnv []string
+}
+
+// setup builds everything env holds; close undoes it, whatever got built.
+func setup(ctx context.Context, logf func(string, ...any)) (*env, error) {
+	e := &env{}
+	admin, err := store.Open(testenv.PostgresURL())
+	if err != nil {
+		return e, fmt.Errorf("PostgreSQL is required (run scripts/services.sh or set HOMING_TEST_DATABASE_URL): %w", err)
+	}
+	name := "homing_bench_" + randomHex(6)
+	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
+		_ = store.Close(admin)
+		return e, fmt.Errorf("create database %s: %w", name, err)
+	}
+	_ = store.Close(admin)
+	e.cleanups = append(e.cleanups, func() {
+		a, err := store.Open(testenv.PostgresURL())
+		if err != nil {
+			return
+		}
+		defer func() { _ = store.Close(a) }()
+		_ = a.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)").Error
+	})
+	e.dsn = withDB(testenv.PostgresURL(), name)
+	if e.db, err = store.Open(e.dsn); err != nil {
+		return e, err
+	}
+	e.cleanups = append(e.cleanups, func() { _ = store.Close(e.db) })
+	if _, err := store.Migrate(ctx, e.db); err != nil {
+		return e, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	logf("database %s", name)
+
+	opt, rdb, release, err := testenv.ReserveRedis(ctx, testenv.RedisAddr(), 2*time.Minute)
+	if err != nil {
+		return e, err
+	}
+	e.cleanups = append(e.cleanups, release)
+	e.redis, e.rdb = opt, rdb
+	e.redisURL = testenv.RedisURL(opt)
+	logf("redis %s", e.redisURL)
+
+	e.binDir, err = os.MkdirTemp("", "homing-bench-")
+	if err != nil {
+		return e, err
+	}
+	e.cleanups = append(e.cleanups, func() { _ = os.RemoveAll(e.binDir) })
+	build := exec.CommandContext(ctx, "go", "build", "-o", e.binDir+string(filepath.Separator),
+		"github.com/homingdev/homing/cmd/worker", "github.com/homingdev/homing/cmd/scheduler")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return e, fmt.Errorf("build the worker and scheduler: %w", err)
+	}
+
+	e.recv, err = newReceiver()
+	if err != nil {
+		return e, err
+	}
+	e.cleanups = append(e.cleanups, e.recv.close)
+	logf("receiver %s", e.recv.url)
+	return e, nil
+}
+
+// close undoes setup, last step first.
+func (e *env) close() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+}
+
+// reset empties the database and the Redis index between runs.
+func (e *env) reset(ctx context.Context) error {
+	if err := e.db.WithContext(ctx).Exec("TRUNCATE delivery_attempts, deliveries, webhooks").Error; err != nil {
+		return fmt.Errorf("truncate: %w", err)
+	}
+	if err := e.rdb.FlushDB(ctx).Err(); err != nil {
+		return fmt.Errorf("flush redis: %w", err)
+	}
+	return nil
+}
+
+// homingEnv is the environment of the worker and scheduler processes.
+func (e *env) homingEnv(extra ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOMING_") {
+			out = append(out, kv)
+		}
+	}
+	out = append(out,
+		// The name picks the worker's backends out in pg_stat_activity.
+		"HOMING_DATABASE_URL="+e.dsn+"&application_name="+workerAppName,
+		"HOMING_REDIS_URL="+e.redisURL,
+		"HOMING_METRICS_ADDR=",
+		"HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true", // the receiver is on loopback
+		"HOMING_WORKER_SHUTDOWN_TIMEOUT=10s",
+		"HOMING_LOG_FORMAT=json",
+	)
+	out = append(out, extra...)
+	// Later entries win: -worker-env overrides the settings above.
+	return append(out, e.workerEnv...)
+}
+
+// workerAppName is the application_name of the worker's connections.
+const workerAppName = "homing_bench_worker"
+
+// backendCPU is the CPU time used so far by the PostgreSQL backends serving
+// the worker (they live as long as its pool keeps them).
+func (e *env) backendCPU(ctx context.Context) (time.Duration, error) {
+	var pids []int
+	if err := e.db.WithContext(ctx).Raw("SELECT pid FROM pg_stat_activity WHERE application_name = ?", workerAppName).Scan(&pids).Error; err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		if t, err := cpuTime(pid); err == nil { // a backend may just have exited
+			total += t
+		}
+	}
+	return total, nil
+}
+
+func withDB(rawURL, name string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

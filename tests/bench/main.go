@@ -1,0 +1,296 @@
+// Command bench is Homing's benchmark harness (make bench). It runs against
+// real PostgreSQL and Redis, in a database and Redis index of its own, with
+// the worker as a real process delivering to a loopback receiver, and prints
+// a table and writes bench/results.json:
+//
+//   - throughput: N events, one matching webhook, deliveries/s until every
+//     delivery is Delivered; the same with 10 webhooks per event (N/10
+//     events, so N deliveries), and with a receiver failing 20 % of requests;
+//   - baseline: a bare asynq worker POSTing the same bodies to the same
+//     receiver with no database, and Homing's throughput as a ratio of it;
+//   - latency: enqueue → receiver p50/p95/p99 at a steady rate;
+//   - sweep: one sweeper tick's time with 1,000 / 100,000 / 1,000,000 Failed
+//     rows, one batch of them due;
+//   - memory: the worker's peak RSS (VmHWM) in the throughput runs;
+//   - publish: events/s from one process with the Go client.
+//
+// Absolute times drift on shared machines: compare the ratios, and medians of
+// several runs. Only 127.0.0.1 is ever contacted.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	n           int
+	runs        int
+	concurrency int
+	scenarios   map[string]bool
+	out         string
+	latencyRate int
+	latencyFor  time.Duration
+	sweepSizes  []int
+	sweepBatch  int
+	publishers  int
+	cpuProfile  string
+	workerEnv   []string
+}
+
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish"}
+
+func main() {
+	var (
+		o          options
+		quick      bool
+		scenarios  string
+		sweepSizes string
+		role       string
+		redisURL   string
+		target     string
+		cpuProfile string
+		workerEnv  string
+	)
+	flag.IntVar(&o.n, "n", 20000, "deliveries per throughput run")
+	flag.IntVar(&o.runs, "runs", 3, "runs per scenario; medians are reported")
+	flag.IntVar(&o.concurrency, "concurrency", 200, "worker.concurrency of the worker and the baseline")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
+	flag.StringVar(&o.out, "out", "bench/results.json", "where to write the results")
+	flag.IntVar(&o.latencyRate, "latency-rate", 1000, "events/s in the latency scenario")
+	flag.DurationVar(&o.latencyFor, "latency-duration", 30*time.Second, "how long the latency scenario publishes")
+	flag.StringVar(&sweepSizes, "sweep-sizes", "1000,100000,1000000", "Failed rows in the sweep scenario, ascending")
+	flag.IntVar(&o.sweepBatch, "sweep-batch", 500, "sweeper.batch_size, and how many rows are due")
+	flag.IntVar(&o.publishers, "publishers", 8, "goroutines publishing in the publish scenario (1 is also measured)")
+	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "run the throughput scenarios' worker in-process and write its CPU profile here (no RSS then)")
+	flag.StringVar(&workerEnv, "worker-env", "", "extra HOMING_* settings for the worker and scheduler, comma-separated: HOMING_DATABASE_MAX_OPEN_CONNS=64,...")
+	flag.StringVar(&role, "role", "", "internal: baseline runs the bare asynq worker")
+	flag.StringVar(&redisURL, "redis-url", "", "internal: the baseline's Redis")
+	flag.StringVar(&target, "target", "", "internal: the baseline's receiver URL")
+	flag.Parse()
+
+	if role == "baseline" {
+		if err := runBaselineWorker(redisURL, target, o.concurrency); err != nil {
+			fmt.Fprintln(os.Stderr, "baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if quick {
+		o.n, o.latencyFor, sweepSizes = 2000, 5*time.Second, "1000,10000,100000"
+	}
+	o.cpuProfile = cpuProfile
+	for _, kv := range strings.Split(workerEnv, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		if !strings.HasPrefix(kv, "HOMING_") || !strings.Contains(kv, "=") {
+			fmt.Fprintf(os.Stderr, "bench: -worker-env: %q is not HOMING_KEY=VALUE\n", kv)
+			os.Exit(2)
+		}
+		o.workerEnv = append(o.workerEnv, kv)
+	}
+	o.scenarios = map[string]bool{}
+	for _, s := range strings.Split(scenarios, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(allScenarios, s) {
+			fmt.Fprintf(os.Stderr, "bench: unknown scenario %q (choose from %s)\n", s, strings.Join(allScenarios, ","))
+			os.Exit(2)
+		}
+		o.scenarios[s] = true
+	}
+	for _, s := range strings.Split(sweepSizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -sweep-sizes: %q is not a positive number\n", s)
+			os.Exit(2)
+		}
+		o.sweepSizes = append(o.sweepSizes, n)
+	}
+	if o.runs < 1 || o.n < 10 {
+		fmt.Fprintln(os.Stderr, "bench: -runs must be at least 1 and -n at least 10")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// results is what bench/results.json holds.
+type results struct {
+	Machine     machine                    `json:"machine"`
+	N           int                        `json:"n"`
+	Runs        int                        `json:"runs"`
+	Concurrency int                        `json:"concurrency"`
+	WorkerEnv   []string                   `json:"worker_env,omitempty"`
+	Throughput  map[string][]runResult     `json:"throughput"`
+	Latency     []latencyResult            `json:"latency,omitempty"`
+	Sweep       []sweepResult              `json:"sweep,omitempty"`
+	Publish     map[string][]publishResult `json:"publish,omitempty"`
+	Summary     map[string]float64         `json:"summary"`
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(ctx context.Context, o options) error {
+	e, err := setup(ctx, logf)
+	defer e.close()
+	if err != nil {
+		return err
+	}
+	e.cpuProfile, e.workerEnv = o.cpuProfile, o.workerEnv
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r := results{
+		Machine: describeMachine(ctx, e), N: o.n, Runs: o.runs, Concurrency: o.concurrency, WorkerEnv: o.workerEnv,
+		Throughput: map[string][]runResult{}, Publish: map[string][]publishResult{}, Summary: map[string]float64{},
+	}
+	logf("machine: %+v", r.Machine)
+
+	cases := []struct {
+		key string
+		tc  throughputCase
+	}{
+		{"throughput", throughputCase{name: "1 webhook", events: o.n, hooks: 1}},
+		{"fanout", throughputCase{name: "10 webhooks per event", events: o.n / 10, hooks: 10}},
+		{"failing", throughputCase{name: "receiver failing 20%", events: o.n, hooks: 1, failEvery: 5}},
+	}
+	for i := range o.runs {
+		if o.scenarios["baseline"] {
+			res, err := e.runBaseline(ctx, o.n, o.concurrency, self)
+			if err != nil {
+				return fmt.Errorf("baseline: %w", err)
+			}
+			logf("baseline run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery", i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS)
+			r.Throughput["baseline"] = append(r.Throughput["baseline"], res)
+		}
+		for _, c := range cases {
+			if !o.scenarios[c.key] {
+				continue
+			}
+			res, err := e.runHoming(ctx, c.tc, o.concurrency)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.tc.name, err)
+			}
+			logf("%s run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery worker + %.3f database, receiver failed %d, duplicates %d",
+				c.key, i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.DatabaseCPUMS, res.Failed, res.Duplicates)
+			r.Throughput[c.key] = append(r.Throughput[c.key], res)
+		}
+	}
+	if o.scenarios["latency"] {
+		for i := range o.runs {
+			res, err := e.runLatency(ctx, o.latencyRate, o.latencyFor, o.concurrency)
+			if err != nil {
+				return fmt.Errorf("latency: %w", err)
+			}
+			logf("latency run %d: %+v", i+1, res)
+			r.Latency = append(r.Latency, res)
+		}
+	}
+	if o.scenarios["sweep"] {
+		res, err := e.runSweep(ctx, o.sweepSizes, o.sweepBatch, o.runs, logf)
+		if err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+		for _, s := range res {
+			logf("sweep %d rows: median %.1f ms %v, query alone %.2f ms", s.Rows, s.MedianMS, s.TicksMS, s.QueryMS)
+		}
+		r.Sweep = res
+	}
+	if o.scenarios["publish"] {
+		for i := range o.runs {
+			for _, g := range []int{1, o.publishers} {
+				res, err := e.runPublish(ctx, o.n, g)
+				if err != nil {
+					return fmt.Errorf("publish: %w", err)
+				}
+				key := strconv.Itoa(g) + " goroutines"
+				logf("publish run %d, %s: %.0f events/s", i+1, key, res.PerSecond)
+				r.Publish[key] = append(r.Publish[key], res)
+			}
+		}
+	}
+	summarize(&r, o)
+	printTable(os.Stdout, r, o)
+	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	if err := os.WriteFile(o.out, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", o.out)
+	return nil
+}
+
+// summarize puts the medians and ratios the targets are stated in into
+// r.Summary.
+func summarize(r *results, o options) {
+	med := func(key string) float64 {
+		var xs []float64
+		for _, x := range r.Throughput[key] {
+			xs = append(xs, x.PerSecond)
+		}
+		return median(xs)
+	}
+	base := med("baseline")
+	for _, key := range []string{"baseline", "throughput", "fanout", "failing"} {
+		if len(r.Throughput[key]) == 0 {
+			continue
+		}
+		r.Summary[key+"_per_second"] = med(key)
+		var rss []float64
+		for _, x := range r.Throughput[key] {
+			rss = append(rss, x.PeakRSSMiB)
+		}
+		r.Summary[key+"_peak_rss_mib"] = slices.Max(rss)
+		var wcpu, dcpu []float64
+		for _, x := range r.Throughput[key] {
+			wcpu, dcpu = append(wcpu, x.WorkerCPUMS), append(dcpu, x.DatabaseCPUMS)
+		}
+		r.Summary[key+"_worker_cpu_ms"], r.Summary[key+"_database_cpu_ms"] = median(wcpu), median(dcpu)
+		if base > 0 && key != "baseline" {
+			r.Summary[key+"_vs_baseline"] = med(key) / base
+		}
+	}
+	if len(r.Latency) > 0 {
+		var p50, p95, p99 []float64
+		for _, l := range r.Latency {
+			p50, p95, p99 = append(p50, l.P50MS), append(p95, l.P95MS), append(p99, l.P99MS)
+		}
+		r.Summary["latency_p50_ms"], r.Summary["latency_p95_ms"], r.Summary["latency_p99_ms"] = median(p50), median(p95), median(p99)
+	}
+	if len(r.Sweep) > 0 {
+		first, last := r.Sweep[0], r.Sweep[len(r.Sweep)-1]
+		r.Summary["sweep_smallest_ms"], r.Summary["sweep_largest_ms"] = first.MedianMS, last.MedianMS
+		r.Summary["sweep_query_smallest_ms"], r.Summary["sweep_query_largest_ms"] = first.QueryMS, last.QueryMS
+		if first.MedianMS > 0 {
+			r.Summary["sweep_largest_vs_smallest"] = last.MedianMS / first.MedianMS
+		}
+	}
+	for key, rs := range r.Publish {
+		var xs []float64
+		for _, x := range rs {
+			xs = append(xs, x.PerSecond)
+		}
+		r.Summary["publish_per_second_"+strings.ReplaceAll(key, " ", "_")] = median(xs)
+	}
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+)
+
+// machine describes where the numbers were taken.
+type machine struct {
+	Cores             int    `json:"cores"`
+	CPU               string `json:"cpu"`
+	Go                string `json:"go"`
+	Postgres          string `json:"postgres"`
+	SynchronousCommit string `json:"synchronous_commit"`
+	Redis             string `json:"redis"`
+	LoadAverage       string `json:"load_average_at_start"`
+}
+
+func describeMachine(ctx context.Context, e *env) machine {
+	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		_ = f.Close()
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.LoadAverage = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	_ = e.db.WithContext(ctx).Raw("SHOW server_version").Row().Scan(&m.Postgres)
+	_ = e.db.WithContext(ctx).Raw("SHOW synchronous_commit").Row().Scan(&m.SynchronousCommit)
+	if info, err := e.rdb.Info(ctx, "server").Result(); err == nil {
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+				m.Redis = v
+			}
+		}
+	}
+	return m
+}
+
+func printTable(w io.Writer, r results, o options) {
+	s := r.Summary
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nHoming benchmark: N=%d, %d run(s), concurrency %d, %d cores (%s), PostgreSQL %s (synchronous_commit=%s), Redis %s\n\n",
+		r.N, r.Runs, r.Concurrency, r.Machine.Cores, r.Machine.CPU, r.Machine.Postgres, r.Machine.SynchronousCommit, r.Machine.Redis)
+	fmt.Fprintln(tw, "scenario\tmedian\tvs baseline\tpeak RSS\tCPU ms/delivery (worker + database)\ttarget")
+	row := func(key, label, target string) {
+		if _, ok := s[key+"_per_second"]; !ok {
+			return
+		}
+		ratio := "-"
+		if v, ok := s[key+"_vs_baseline"]; ok {
+			ratio = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f deliveries/s\t%s\t%.1f MiB\t%.3f + %.3f\t%s\n", label, s[key+"_per_second"], ratio, s[key+"_peak_rss_mib"],
+			s[key+"_worker_cpu_ms"], s[key+"_database_cpu_ms"], target)
+	}
+	row("baseline", "bare asynq worker (no database)", "")
+	row("throughput", "Homing, 1 webhook", "≥ 0.60 × baseline; RSS ≤ 100 MiB")
+	row("fanout", "Homing, 10 webhooks per event", "")
+	row("failing", "Homing, receiver failing 20%", "")
+	if _, ok := s["latency_p99_ms"]; ok {
+		fmt.Fprintf(tw, "latency at %d events/s for %s\tp50 %.1f ms, p95 %.1f ms, p99 %.1f ms\t\t\t\tp99 ≤ 50 ms\n",
+			o.latencyRate, o.latencyFor, s["latency_p50_ms"], s["latency_p95_ms"], s["latency_p99_ms"])
+	}
+	for i, sw := range r.Sweep {
+		target := ""
+		if i == len(r.Sweep)-1 && len(r.Sweep) > 1 {
+			target = fmt.Sprintf("≤ 1.5 × smallest: %.2f ×", s["sweep_largest_vs_smallest"])
+		}
+		fmt.Fprintf(tw, "sweep tick, %d Failed rows (%d due)\t%.1f ms (query %.2f ms)\t\t\t\t%s\n", sw.Rows, sw.Due, sw.MedianMS, sw.QueryMS, target)
+	}
+	for _, key := range []string{"1 goroutines", fmt.Sprintf("%d goroutines", o.publishers)} {
+		if v, ok := s["publish_per_second_"+strings.ReplaceAll(key, " ", "_")]; ok {
+			fmt.Fprintf(tw, "client publish, %s\t%.0f events/s\t\t\t\t≥ 20000 events/s\n", key, v)
+		}
+	}
+	_ = tw.Flush()
+}
