@@ -253,6 +253,16 @@ func newWebhookCreateCmd(e *env) *cobra.Command {
 }
 
 func (e *env) createWebhook(cmd *cobra.Command, f *webhookFlags, secret string, given, generate bool) error {
+	return e.saveWebhook(cmd, f, f.name, secret, given, generate, "created", func(svc *webhook.Service, in webhook.Input) (models.Webhook, error) {
+		return svc.Create(cmd.Context(), in)
+	})
+}
+
+// saveWebhook is create and update's common path: read the flags, make the
+// secret asked for, save through the webhook service with save, and print the
+// result (with a generated secret, this once). name is what an error names.
+func (e *env) saveWebhook(cmd *cobra.Command, f *webhookFlags, name, secret string, given, generate bool, verb string,
+	save func(*webhook.Service, webhook.Input) (models.Webhook, error)) error {
 	in, err := f.input(cmd.Flags())
 	if err != nil {
 		return err
@@ -270,15 +280,15 @@ func (e *env) createWebhook(cmd *cobra.Command, f *webhookFlags, secret string, 
 		return err
 	}
 	defer func() { _ = a.Close() }()
-	w, err := svc.Create(cmd.Context(), in)
+	w, err := save(svc, in)
 	if err != nil {
-		return webhookError(f.name, err)
+		return webhookError(name, err)
 	}
 	shown := shownView{View: webhook.ViewOf(w)}
 	if generate {
 		shown.Secret = secret
 	}
-	return printWebhook(e.stdout, shown, f.json, "created")
+	return printWebhook(e.stdout, shown, f.json, verb)
 }
 
 func newWebhookUpdateCmd(e *env) *cobra.Command {
@@ -301,32 +311,9 @@ func newWebhookUpdateCmd(e *env) *cobra.Command {
 }
 
 func (e *env) updateWebhook(cmd *cobra.Command, name string, f *webhookFlags, secret string, given, generate bool) error {
-	in, err := f.input(cmd.Flags())
-	if err != nil {
-		return err
-	}
-	if generate {
-		if secret, err = newSecret(); err != nil {
-			return err
-		}
-	}
-	if given {
-		in.Secret = &secret
-	}
-	svc, a, err := e.webhooks(cmd.Context())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = a.Close() }()
-	w, err := svc.Update(cmd.Context(), name, in)
-	if err != nil {
-		return webhookError(name, err)
-	}
-	shown := shownView{View: webhook.ViewOf(w)}
-	if generate {
-		shown.Secret = secret
-	}
-	return printWebhook(e.stdout, shown, f.json, "updated")
+	return e.saveWebhook(cmd, f, name, secret, given, generate, "updated", func(svc *webhook.Service, in webhook.Input) (models.Webhook, error) {
+		return svc.Update(cmd.Context(), name, in)
+	})
 }
 
 func newWebhookEnableCmd(e *env, enabled bool) *cobra.Command {
