@@ -36,7 +36,7 @@ func addDelivery(t *testing.T, db *gorm.DB, webhook string, at time.Time) string
 // start is seen exactly once, in the listing's order.
 func TestListPageWalksEveryRowOnce(t *testing.T) {
 	t.Parallel()
-	for name, open := range map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite} {
+	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)

@@ -35,7 +35,7 @@ func outboxRows(t *testing.T, db *gorm.DB) []models.OutboxEvent {
 // transaction commits, and an ID is accepted once.
 func TestAddFollowsTheTransaction(t *testing.T) {
 	t.Parallel()
-	for name, open := range map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite} {
+	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)

@@ -76,7 +76,7 @@ func publishTx(t *testing.T, db *gorm.DB, ids ...string) {
 }
 
 func backends() map[string]func(testing.TB) *gorm.DB {
-	return map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite}
+	return testenv.Backends()
 }
 
 // TestRelayMovesCommittedEvents: each committed event becomes one
@@ -84,7 +84,7 @@ func backends() map[string]func(testing.TB) *gorm.DB {
 // published, and leaves the outbox.
 func TestRelayMovesCommittedEvents(t *testing.T) {
 	t.Parallel()
-	for name, open := range backends() {
+	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)
@@ -131,7 +131,7 @@ func TestRelayMovesCommittedEvents(t *testing.T) {
 // only deletes the rows, so each event is queued once.
 func TestRelayKilledBetweenEnqueueAndDelete(t *testing.T) {
 	t.Parallel()
-	for name, open := range backends() {
+	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)

@@ -36,7 +36,7 @@ func seed(t *testing.T, db *gorm.DB, id, status string, created time.Time) {
 
 func TestRetentionDeletesOnlyExpiredFinalRows(t *testing.T) {
 	t.Parallel()
-	for name, open := range map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite} {
+	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
@@ -20,7 +18,7 @@ var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
 func TestTokenLifecycle(t *testing.T) {
 	t.Parallel()
-	for name, open := range map[string]func(testing.TB) *gorm.DB{"postgres": testenv.Postgres, "sqlite": testenv.SQLite} {
+	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)

@@ -254,3 +254,9 @@ func ReserveRedis(ctx context.Context, addr string, wait time.Duration) (asynq.R
 func RedisURL(opt asynq.RedisClientOpt) string {
 	return fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)
 }
+
+// Backends names the two databases Homing runs on, each opened fresh and
+// migrated for the test: for tests that must hold on both.
+func Backends() map[string]func(testing.TB) *gorm.DB {
+	return map[string]func(testing.TB) *gorm.DB{"postgres": Postgres, "sqlite": SQLite}
+}
