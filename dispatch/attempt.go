@@ -349,12 +349,21 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		applied bool
 		err     error
 	)
-	if d.postgres && change != healthDisable {
-		applied, err = d.recordOne(wctx, attempt, outcomeRow{
-			status: out.Status, next: out.NextRetry, code: code, lastError: out.Reason,
-			lastResponse: updates["last_response"].(string), method: req.Method, url: req.URL, at: now,
-		}, row, fromStatus, hook, change)
-	} else {
+	o := outcomeRow{
+		status: out.Status, next: out.NextRetry, code: code, lastError: out.Reason,
+		lastResponse: updates["last_response"].(string), method: req.Method, url: req.URL, at: now,
+	}
+	switch {
+	case d.batch != nil && change == healthNone:
+		// The common case: concurrent attempts share one statement and
+		// its commit (runRecord).
+		applied, err = d.batch.record.do(wctx, recordIn{attempt: attempt, outcome: o, fromStatus: fromStatus, fromAttempts: row.Attempts})
+		if err != nil {
+			err = fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
+		}
+	case d.postgres && change != healthDisable:
+		applied, err = d.recordOne(wctx, attempt, o, row, fromStatus, hook, change)
+	default:
 		err = d.db.WithContext(wctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Create(&attempt).Error; err != nil {
 				return fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)

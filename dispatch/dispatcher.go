@@ -62,6 +62,9 @@ type Dispatcher struct {
 	// data-modifying WITH. SQLite is in-process: its round trips are
 	// function calls, and it keeps the portable statements.
 	postgres bool
+	// batch shares the hot path's statements between concurrent tasks on
+	// PostgreSQL (group.go); nil elsewhere.
+	batch *batched
 }
 
 // New builds a Dispatcher. The sender is shared by every attempt so that
@@ -79,6 +82,11 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		conds:        newConditionCache(),
 		observer:     cfg.Observer,
 		postgres:     db.Dialector.Name() == "postgres",
+	}
+	if d.postgres {
+		if sqlDB, err := db.DB(); err == nil {
+			d.batch = newBatched(sqlDB)
+		}
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

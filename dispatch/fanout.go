@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"strings"
@@ -225,13 +226,22 @@ const webhookColumns = `id, name, doc_type, doc_event, condition, request_url, r
 // ID order (so two fan-outs of one event insert in the same order). Served
 // by webhooks_match (doc_type, doc_event) WHERE enabled. It scans by hand:
 // this runs once per event, and GORM's reflection was a tenth of the
-// worker's CPU.
+// worker's CPU. On PostgreSQL concurrent events share one SELECT
+// (runMatch); each still reads webhooks as they are after its task began.
 func (d *Dispatcher) matching(ctx context.Context, ev Event) ([]models.Webhook, error) {
+	if d.batch != nil {
+		return d.batch.match.do(ctx, matchKey{ev.DocType, ev.Event})
+	}
 	rows, err := d.db.WithContext(ctx).Raw("SELECT "+webhookColumns+
 		" FROM webhooks WHERE doc_type = ? AND doc_event = ? AND enabled = ? ORDER BY id", ev.DocType, ev.Event, true).Rows()
 	if err != nil {
 		return nil, err
 	}
+	return scanWebhooks(rows)
+}
+
+// scanWebhooks reads rows of webhookColumns and closes them.
+func scanWebhooks(rows *sql.Rows) ([]models.Webhook, error) {
 	defer rows.Close()
 	var hooks []models.Webhook
 	for rows.Next() {
@@ -258,6 +268,11 @@ const insertBatch = 200
 // NOTHING, one statement per batch, and reports how many it created. A row
 // that already exists (an earlier fan-out of the same event) is left alone.
 func (d *Dispatcher) insert(ctx context.Context, rows []models.Delivery) (int, error) {
+	if d.batch != nil {
+		// Concurrent fan-outs share one INSERT and its commit (runInsert);
+		// the rows are committed before this returns, so before any request.
+		return d.batch.insert.do(ctx, rows)
+	}
 	inserted := 0
 	for start := 0; start < len(rows); start += insertBatch {
 		batch := rows[start:min(start+insertBatch, len(rows))]

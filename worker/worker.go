@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -150,22 +151,36 @@ func (w *Worker) stopMetrics() {
 	_ = w.metrics.Stop(ctx)
 }
 
-// withSystemQueue adds tasks.SystemQueue to the configured queues with a
-// weight equal to all of theirs together, so sweeps are fetched first about
-// half of the time however long the delivery queues are.
+// systemShare is how many times the configured queues' weights are scaled
+// against tasks.SystemQueue's: the system queue is tried first on about one
+// fetch in systemShare+1.
+//
+// asynq fetches by trying the queues one Redis call each, in an order drawn
+// by weight, until one has a task. The system queue is almost always empty
+// (a sweep a second at most), so every fetch that tries it first pays a
+// second call: at an equal share that was half of all fetches and about a
+// tenth of the throughput. A sweep still never waits behind a backlog: it
+// is taken within about ten fetches, milliseconds under load, and no weight
+// can help when every slot is busy with a slow request.
+const systemShare = 9
+
+// withSystemQueue adds tasks.SystemQueue to the configured queues, with one
+// tenth of the fetches' first tries (systemShare); the configured weights
+// keep their proportions. A configuration that names the system queue
+// itself is taken as it is.
 func withSystemQueue(configured map[string]int) map[string]int {
+	if len(configured) == 0 {
+		configured = map[string]int{tasks.DefaultQueue: 1}
+	}
+	if _, ok := configured[tasks.SystemQueue]; ok {
+		return maps.Clone(configured)
+	}
 	queues := make(map[string]int, len(configured)+1)
 	total := 0
 	for q, w := range configured {
-		queues[q] = w
+		queues[q] = w * systemShare
 		total += w
 	}
-	if len(queues) == 0 {
-		queues[tasks.DefaultQueue] = 1
-		total = 1
-	}
-	if _, ok := queues[tasks.SystemQueue]; !ok {
-		queues[tasks.SystemQueue] = max(total, 1)
-	}
+	queues[tasks.SystemQueue] = max(total, 1)
 	return queues
 }

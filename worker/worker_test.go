@@ -12,8 +12,8 @@ func TestWithSystemQueue(t *testing.T) {
 	tests := []struct {
 		in, want map[string]int
 	}{
-		{nil, map[string]int{"default": 1, tasks.SystemQueue: 1}},
-		{map[string]int{"default": 6, "low": 1}, map[string]int{"default": 6, "low": 1, tasks.SystemQueue: 7}},
+		{nil, map[string]int{"default": 9, tasks.SystemQueue: 1}},
+		{map[string]int{"default": 6, "low": 1}, map[string]int{"default": 54, "low": 9, tasks.SystemQueue: 7}},
 		{map[string]int{"bulk": 2, tasks.SystemQueue: 1}, map[string]int{"bulk": 2, tasks.SystemQueue: 1}},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,201 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// pendingLen is how many inputs wait for a statement.
+func (g *group[In, Out]) pendingLen() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.pending)
+}
+
+// waitPending yields until n inputs wait behind the running statement.
+func waitPending[In, Out any](t *testing.T, g *group[In, Out], n int) {
+	t.Helper()
+	for g.pendingLen() < n {
+		runtime.Gosched()
+	}
+}
+
+// blockingRun is a statement that doubles its inputs and holds its first
+// run until released, so that the test decides what the next batch holds.
+type blockingRun struct {
+	mu      sync.Mutex
+	batches [][]int
+	started chan struct{}
+	release chan struct{}
+}
+
+func newBlockingRun() *blockingRun {
+	return &blockingRun{started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (r *blockingRun) run(_ context.Context, ins []int) ([]int, error) {
+	r.mu.Lock()
+	r.batches = append(r.batches, slices.Clone(ins))
+	first := len(r.batches) == 1
+	r.mu.Unlock()
+	if first {
+		close(r.started)
+		<-r.release
+	}
+	var bad error
+	out := make([]int, len(ins))
+	for i, in := range ins {
+		if in < 0 {
+			bad = errors.New("negative input")
+		}
+		out[i] = 2 * in
+	}
+	return out, bad
+}
+
+// call runs g.do in a goroutine and reports its result on the channel.
+type result struct {
+	in, out int
+	err     error
+}
+
+func call(g *group[int, int], in int, results chan<- result) {
+	go func() {
+		out, err := g.do(context.Background(), in)
+		results <- result{in, out, err}
+	}()
+}
+
+// Inputs that arrive while a statement runs go together in the next one,
+// and each caller gets its own input's result.
+func TestGroupBatchesWhatWaits(t *testing.T) {
+	r := newBlockingRun()
+	g := &group[int, int]{run: r.run, maxBatch: 100, maxRunning: 1}
+	results := make(chan result, 10)
+	call(g, 1, results)
+	<-r.started
+	for i := 2; i <= 10; i++ {
+		call(g, i, results)
+	}
+	waitPending(t, g, 9)
+	close(r.release)
+	for range 10 {
+		res := <-results
+		if res.err != nil || res.out != 2*res.in {
+			t.Errorf("input %d: got %d, %v; want %d", res.in, res.out, res.err, 2*res.in)
+		}
+	}
+	if len(r.batches) != 2 || len(r.batches[0]) != 1 || len(r.batches[1]) != 9 {
+		t.Fatalf("batches %v, want [1] then the 9 that waited", r.batches)
+	}
+}
+
+// A batch never holds more than maxBatch inputs: the rest go next.
+func TestGroupSplitsAtMaxBatch(t *testing.T) {
+	r := newBlockingRun()
+	g := &group[int, int]{run: r.run, maxBatch: 4, maxRunning: 1}
+	results := make(chan result, 10)
+	call(g, 1, results)
+	<-r.started
+	for i := 2; i <= 10; i++ {
+		call(g, i, results)
+	}
+	waitPending(t, g, 9)
+	close(r.release)
+	for range 10 {
+		if res := <-results; res.err != nil || res.out != 2*res.in {
+			t.Errorf("input %d: got %d, %v", res.in, res.out, res.err)
+		}
+	}
+	var sizes []int
+	for _, b := range r.batches {
+		sizes = append(sizes, len(b))
+	}
+	if !slices.Equal(sizes, []int{1, 4, 4, 1}) {
+		t.Fatalf("batch sizes %v, want [1 4 4 1]", sizes)
+	}
+}
+
+// A statement that fails for a batch is run again input by input: the bad
+// input fails its own caller and no other.
+func TestGroupFailureFailsOnlyTheBadInput(t *testing.T) {
+	r := newBlockingRun()
+	g := &group[int, int]{run: r.run, maxBatch: 100, maxRunning: 1}
+	results := make(chan result, 4)
+	call(g, 1, results)
+	<-r.started
+	for _, in := range []int{2, -3, 4} {
+		call(g, in, results)
+	}
+	waitPending(t, g, 3)
+	close(r.release)
+	for range 4 {
+		res := <-results
+		switch {
+		case res.in < 0 && res.err == nil:
+			t.Errorf("input %d succeeded, want its error", res.in)
+		case res.in >= 0 && (res.err != nil || res.out != 2*res.in):
+			t.Errorf("input %d: got %d, %v; want %d", res.in, res.out, res.err, 2*res.in)
+		}
+	}
+	// [1], the failed [2 -3 4], then each alone.
+	if len(r.batches) != 5 || len(r.batches[1]) != 3 {
+		t.Fatalf("batches %v, want [1] [2 -3 4] [2] [-3] [4]", r.batches)
+	}
+}
+
+// Under many concurrent callers every input runs exactly once, never more
+// than maxRunning statements at a time and never more than maxBatch inputs
+// in one.
+func TestGroupUnderLoad(t *testing.T) {
+	const callers, maxBatch, maxRunning = 2000, 16, 2
+	var (
+		running, peak atomic.Int32
+		seen          sync.Map
+		twice         atomic.Int32
+		tooBig        atomic.Int32
+	)
+	g := &group[int, int]{maxBatch: maxBatch, maxRunning: maxRunning}
+	g.run = func(_ context.Context, ins []int) ([]int, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		if len(ins) > maxBatch {
+			tooBig.Add(1)
+		}
+		out := make([]int, len(ins))
+		for i, in := range ins {
+			if _, dup := seen.LoadOrStore(in, true); dup {
+				twice.Add(1)
+			}
+			out[i] = 2 * in
+			runtime.Gosched()
+		}
+		return out, nil
+	}
+	var wg sync.WaitGroup
+	var wrong atomic.Int32
+	for i := range callers {
+		wg.Go(func() {
+			if out, err := g.do(context.Background(), i); err != nil || out != 2*i {
+				wrong.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	seen.Range(func(any, any) bool { n++; return true })
+	if n != callers || twice.Load() != 0 || wrong.Load() != 0 || tooBig.Load() != 0 || peak.Load() > maxRunning {
+		t.Fatalf("ran %d of %d inputs, %d twice, %d wrong results, %d oversized batches, %d statements at once (max %d)",
+			n, callers, twice.Load(), wrong.Load(), tooBig.Load(), peak.Load(), maxRunning)
+	}
+	if g.running != 0 || g.pendingLen() != 0 {
+		t.Fatalf("left %d running, %d pending", g.running, g.pendingLen())
+	}
+}
