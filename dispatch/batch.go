@@ -30,15 +30,15 @@ const groupMaxRunning = 1
 // PostgreSQL, whose arrays they need.
 type batched struct {
 	db     *sql.DB
-	match  *group[matchKey, []models.Webhook]
-	insert *group[[]models.Delivery, int]
+	match  *group[matchKey, matchResult]
+	insert *group[insertSet, insertResult]
 	record *group[recordIn, bool]
 }
 
 func newBatched(db *sql.DB) *batched {
 	b := &batched{db: db}
-	b.match = &group[matchKey, []models.Webhook]{run: b.runMatch, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
-	b.insert = &group[[]models.Delivery, int]{run: b.runInsert, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
+	b.match = &group[matchKey, matchResult]{run: b.runMatch, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
+	b.insert = &group[insertSet, insertResult]{run: b.runInsert, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
 	b.record = &group[recordIn, bool]{run: b.runRecord, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
 	return b
 }
@@ -46,15 +46,23 @@ func newBatched(db *sql.DB) *batched {
 // matchKey is what selects an event's webhooks.
 type matchKey struct{ docType, event string }
 
-// matchSQL loads the enabled webhooks of several (doctype, event) pairs.
-// Served by webhooks_match (doc_type, doc_event) WHERE enabled.
-const matchSQL = `SELECT ` + webhookColumns + ` FROM webhooks
+// matchResult is one key's webhooks and the webhooks_version they were
+// read at (0 when there are none).
+type matchResult struct {
+	hooks   []models.Webhook
+	version int64
+}
+
+// matchSQL loads the enabled webhooks of several (doctype, event) pairs,
+// each row with the webhooks_version of the statement's snapshot. Served by
+// webhooks_match (doc_type, doc_event) WHERE enabled.
+const matchSQL = `SELECT (SELECT n FROM webhooks_version), ` + webhookColumns + ` FROM webhooks
 WHERE enabled AND (doc_type, doc_event) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 ORDER BY id`
 
 // runMatch answers each key with its webhooks in ID order. Callers of one
 // key share the result's maps and slices, which nothing mutates.
-func (b *batched) runMatch(ctx context.Context, keys []matchKey) ([][]models.Webhook, error) {
+func (b *batched) runMatch(ctx context.Context, keys []matchKey) ([]matchResult, error) {
 	docTypes := make([]string, 0, len(keys))
 	events := make([]string, 0, len(keys))
 	seen := make(map[matchKey]bool, len(keys))
@@ -69,46 +77,86 @@ func (b *batched) runMatch(ctx context.Context, keys []matchKey) ([][]models.Web
 	if err != nil {
 		return nil, err
 	}
-	hooks, err := scanWebhooks(rows)
-	if err != nil {
-		return nil, err
-	}
+	defer rows.Close()
+	var version int64
 	byKey := make(map[matchKey][]models.Webhook, len(seen))
-	for _, w := range hooks {
+	for rows.Next() {
+		var w models.Webhook
+		if err := scanWebhook(rows, &w, &version); err != nil {
+			return nil, err
+		}
 		k := matchKey{w.DocType, w.DocEvent}
 		byKey[k] = append(byKey[k], w)
 	}
-	out := make([][]models.Webhook, len(keys))
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]matchResult, len(keys))
 	for i, k := range keys {
-		out[i] = byKey[k]
+		if hooks := byKey[k]; len(hooks) > 0 {
+			out[i] = matchResult{hooks: hooks, version: version}
+		}
 	}
 	return out, nil
 }
 
+// insertSet is one fan-out's rows, planned from webhooks read at version;
+// 0 writes them whatever webhooks_version reads.
+type insertSet struct {
+	rows    []models.Delivery
+	version int64
+}
+
+// insertResult is how many of a set's rows the INSERT created, and the
+// webhooks_version it read. A set whose version differs from it was not
+// written at all.
+type insertResult struct {
+	created int
+	version int64
+}
+
 // insertSQL is the fan-out's INSERT for the rows of several events. A row
-// whose (event, webhook) exists already is skipped, as in insert; RETURNING
-// says which rows this statement created.
-const insertSQL = `INSERT INTO deliveries (` + deliveryColumns + `)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-	$10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[], $17::timestamptz[], $18::timestamptz[])
-ON CONFLICT (event_id, webhook_id) DO NOTHING
-RETURNING id`
+// whose (event, webhook) exists already is skipped, as in insert, and so is
+// a row planned from webhooks older than webhooks_version (hookCache). It
+// answers one row per created delivery, and one with no ID that carries the
+// version it compared with.
+const insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
+ins AS (
+	INSERT INTO deliveries (` + deliveryColumns + `)
+	SELECT ` + deliveryColumns + ` FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
+		$17::timestamptz[], $18::timestamptz[], $19::bigint[])
+	AS v(` + deliveryColumns + `, version)
+	WHERE v.version IS NULL OR v.version = (SELECT n FROM cur)
+	ON CONFLICT (event_id, webhook_id) DO NOTHING
+	RETURNING id
+)
+SELECT id, NULL FROM ins UNION ALL SELECT NULL, n FROM cur`
 
 // runInsert inserts every caller's rows in one statement and answers each
 // with how many of its rows it created. The rows go in (event, webhook)
 // order, so two statements that hold rows of the same events wait for each
 // other instead of deadlocking.
-func (b *batched) runInsert(ctx context.Context, sets [][]models.Delivery) ([]int, error) {
-	var all []*models.Delivery
+func (b *batched) runInsert(ctx context.Context, sets []insertSet) ([]insertResult, error) {
+	type planned struct {
+		row     *models.Delivery
+		version *int64
+	}
+	var all []planned
 	owner := make(map[string]int)
-	for i, set := range sets {
-		for j := range set {
-			all = append(all, &set[j])
-			owner[set[j].ID] = i
+	for i := range sets {
+		set := &sets[i]
+		var version *int64
+		if set.version != 0 {
+			version = &set.version
+		}
+		for j := range set.rows {
+			all = append(all, planned{&set.rows[j], version})
+			owner[set.rows[j].ID] = i
 		}
 	}
-	slices.SortFunc(all, func(a, b *models.Delivery) int {
-		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.WebhookID, b.WebhookID))
+	slices.SortFunc(all, func(a, b planned) int {
+		return cmp.Or(cmp.Compare(a.row.EventID, b.row.EventID), cmp.Compare(a.row.WebhookID, b.row.WebhookID))
 	})
 	n := len(all)
 	var (
@@ -120,8 +168,10 @@ func (b *batched) runInsert(ctx context.Context, sets [][]models.Delivery) ([]in
 		attempts, maxRetries                    = make([]int32, n), make([]int32, n)
 		nextRetries                             = make([]*time.Time, n)
 		createdAts, updatedAts                  = make([]time.Time, n), make([]time.Time, n)
+		versions                                = make([]*int64, n)
 	)
-	for i, r := range all {
+	for i, p := range all {
+		r := p.row
 		h, err := r.Headers.Value()
 		if err != nil {
 			return nil, err
@@ -132,22 +182,37 @@ func (b *batched) runInsert(ctx context.Context, sets [][]models.Delivery) ([]in
 		lastErrors[i], payloads[i] = r.LastError, r.Payload
 		attempts[i], maxRetries[i] = int32(r.Attempts), int32(r.MaxRetries)
 		nextRetries[i], createdAts[i], updatedAts[i] = r.NextRetry, r.CreatedAt, r.UpdatedAt
+		versions[i] = p.version
 	}
 	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
-		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts)
+		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, versions)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	created := make([]int, len(sets))
+	out := make([]insertResult, len(sets))
+	var current int64
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var (
+			id      sql.NullString
+			version sql.NullInt64
+		)
+		if err := rows.Scan(&id, &version); err != nil {
 			return nil, err
 		}
-		created[owner[id]]++
+		if id.Valid {
+			out[owner[id.String]].created++
+		} else {
+			current = version.Int64
+		}
 	}
-	return created, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].version = current
+	}
+	return out, nil
 }
 
 // recordIn is one attempt's outcome for the batched record.

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ import (
 )
 
 // batchedFor opens a fresh PostgreSQL database and its batched statements.
-func batchedFor(t *testing.T) (*gorm.DB, *batched) {
+func batchedFor(t testing.TB) (*gorm.DB, *batched) {
 	t.Helper()
 	db := testenv.Postgres(t)
 	sqlDB, err := db.DB()
@@ -23,7 +24,7 @@ func batchedFor(t *testing.T) (*gorm.DB, *batched) {
 	return db, newBatched(sqlDB)
 }
 
-func insertWebhook(t *testing.T, db *gorm.DB, id, docType, event string, enabled bool) {
+func insertWebhook(t testing.TB, db *gorm.DB, id, docType, event string, enabled bool) {
 	t.Helper()
 	now := time.Now().UTC()
 	w := models.Webhook{
@@ -62,9 +63,12 @@ func TestRunMatchAnswersEachKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{{"w1", "w3"}, {"w5"}, nil, {"w1", "w3"}}
-	for i, hooks := range got {
+	for i, r := range got {
+		if (r.version == 0) != (want[i] == nil) {
+			t.Errorf("key %v: version %d", keys[i], r.version)
+		}
 		var ids []string
-		for _, w := range hooks {
+		for _, w := range r.hooks {
 			ids = append(ids, w.ID)
 		}
 		if !slices.Equal(ids, want[i]) {
@@ -83,17 +87,21 @@ func TestRunInsertCountsEachCallersRows(t *testing.T) {
 	insertWebhook(t, db, "wb", "Sales Order", "on_submit", true)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	ctx := context.Background()
-	if n, err := b.runInsert(ctx, [][]models.Delivery{{planned("d0", "ev-old", "wa", now)}}); err != nil || n[0] != 1 {
+	if n, err := b.runInsert(ctx, []insertSet{{rows: []models.Delivery{planned("d0", "ev-old", "wa", now)}}}); err != nil || n[0].created != 1 {
 		t.Fatalf("seed: %v %v", n, err)
 	}
-	sets := [][]models.Delivery{
-		{planned("d1", "ev-1", "wa", now), planned("d2", "ev-1", "wb", now)},
-		{planned("d3", "ev-old", "wa", now), planned("d4", "ev-old", "wb", now)}, // wa's row exists
-		{planned("d5", "ev-1", "wa", now)},                                       // races d1 in the same statement
+	sets := []insertSet{
+		{rows: []models.Delivery{planned("d1", "ev-1", "wa", now), planned("d2", "ev-1", "wb", now)}},
+		{rows: []models.Delivery{planned("d3", "ev-old", "wa", now), planned("d4", "ev-old", "wb", now)}}, // wa's row exists
+		{rows: []models.Delivery{planned("d5", "ev-1", "wa", now)}},                                       // races d1 in the same statement
 	}
-	created, err := b.runInsert(ctx, sets)
+	res, err := b.runInsert(ctx, sets)
 	if err != nil {
 		t.Fatal(err)
+	}
+	created := make([]int, len(res))
+	for i, r := range res {
+		created[i] = r.created
 	}
 	var ids []string
 	if err := db.Model(&models.Delivery{}).Order("id").Pluck("id", &ids).Error; err != nil {
@@ -106,7 +114,7 @@ func TestRunInsertCountsEachCallersRows(t *testing.T) {
 	if err := db.Where("id = ?", "d2").Take(&row).Error; err != nil {
 		t.Fatal(err)
 	}
-	want := sets[0][1]
+	want := sets[0].rows[1]
 	if row.Status != want.Status || !row.NextRetry.Equal(*want.NextRetry) || string(row.Payload) != string(want.Payload) ||
 		row.Headers["Content-Type"] != "application/json" || row.MaxRetries != 3 || !row.CreatedAt.Equal(now) {
 		t.Fatalf("row d2 reads %+v, want it as planned", row)
@@ -126,7 +134,7 @@ func TestRunRecordFencesEachDelivery(t *testing.T) {
 	for i := range rows {
 		rows[i].Attempts = 1
 	}
-	if _, err := b.runInsert(ctx, [][]models.Delivery{rows}); err != nil {
+	if _, err := b.runInsert(ctx, []insertSet{{rows: rows}}); err != nil {
 		t.Fatal(err)
 	}
 	code := 200
@@ -162,5 +170,111 @@ func TestRunRecordFencesEachDelivery(t *testing.T) {
 	}
 	if len(history) != 2 || history[0].RequestHeaders["Webhook-Id"] != "d1" || history[1].Class != "2xx" || history[1].DurationMS != 3 {
 		t.Fatalf("history %+v, want both attempts", history)
+	}
+}
+
+// Rows planned from webhooks read at an older webhooks_version are not
+// written, and their caller learns the version that stopped them; rows of
+// the current version, or unchecked, in the same statement are.
+func TestRunInsertWritesOnlyCurrentPlans(t *testing.T) {
+	t.Parallel()
+	db, b := batchedFor(t)
+	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
+	ctx := context.Background()
+	got, err := b.runMatch(ctx, []matchKey{{"Sales Order", "on_submit"}})
+	if err != nil || got[0].version == 0 {
+		t.Fatalf("match: %+v %v", got, err)
+	}
+	old := got[0].version
+	if err := db.Model(&models.Webhook{}).Where("id = ?", "wa").Update("request_url", "http://127.0.0.1:2/").Error; err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	res, err := b.runInsert(ctx, []insertSet{
+		{rows: []models.Delivery{planned("d1", "ev-1", "wa", now)}, version: old},
+		{rows: []models.Delivery{planned("d2", "ev-2", "wa", now)}, version: old + 1},
+		{rows: []models.Delivery{planned("d3", "ev-3", "wa", now)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].created != 0 || res[1].created != 1 || res[2].created != 1 || res[0].version != old+1 {
+		t.Fatalf("results %+v; want the stale set refused with version %d, the others written", res, old+1)
+	}
+	// An UPDATE that changes nothing moves nothing.
+	if err := db.Model(&models.Webhook{}).Where("id = ?", "wa").Update("request_url", "http://127.0.0.1:2/").Error; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.runMatch(ctx, []matchKey{{"Sales Order", "on_submit"}}); err != nil || got[0].version != old+1 {
+		t.Fatalf("after a no-op update: %+v %v, want version %d", got, err, old+1)
+	}
+}
+
+// Fan-out serves an event's webhooks from its cache while webhooks_version
+// holds still, and never after a change: an edit, a new webhook and a
+// disabled one each show in the very next event.
+func TestFanOutCacheNeverServesAChangedWebhook(t *testing.T) {
+	t.Parallel()
+	db := testenv.Postgres(t)
+	d := New(db, nil, nil, Config{})
+	if d.hooks == nil {
+		t.Fatal("no webhook cache on PostgreSQL")
+	}
+	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
+	ctx := context.Background()
+	urls := func(event string) []string {
+		t.Helper()
+		ev := Event{ID: event, DocType: "Sales Order", DocName: "SO-1", Event: "on_submit", Doc: map[string]any{"name": "SO-1"}}
+		if _, err := d.FanOut(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if err := db.Model(&models.Delivery{}).Where("event_id = ?", event).Order("webhook_id").Pluck("url", &got).Error; err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := urls("ev-1"); !slices.Equal(got, []string{"http://127.0.0.1:1/wa"}) {
+		t.Fatalf("ev-1 went to %v", got)
+	}
+	// A cache hit reads nothing: make the cached copy say something the
+	// table does not, and the next event shows it.
+	key := matchKey{"Sales Order", "on_submit"}
+	d.hooks.mu.Lock()
+	cached := slices.Clone(d.hooks.byKey[key])
+	cached[0].RequestURL = "http://127.0.0.1:9/cached"
+	d.hooks.byKey[key] = cached
+	d.hooks.mu.Unlock()
+	if got := urls("ev-2"); !slices.Equal(got, []string{"http://127.0.0.1:9/cached"}) {
+		t.Fatalf("ev-2 went to %v, want the cached copy's URL", got)
+	}
+	steps := []struct {
+		change func() error
+		want   []string
+	}{
+		{func() error {
+			return db.Model(&models.Webhook{}).Where("id = ?", "wa").Update("request_url", "http://127.0.0.1:2/wa").Error
+		}, []string{"http://127.0.0.1:2/wa"}},
+		{func() error { insertWebhook(t, db, "wb", "Sales Order", "on_submit", true); return nil },
+			[]string{"http://127.0.0.1:2/wa", "http://127.0.0.1:1/wb"}},
+		{func() error { return db.Model(&models.Webhook{}).Where("id = ?", "wa").Update("enabled", false).Error },
+			[]string{"http://127.0.0.1:1/wb"}},
+		{func() error {
+			return db.Model(&models.Webhook{}).Where("id = ?", "wb").Update("condition", "doc.name == 'SO-2'").Error
+		},
+			nil},
+		{func() error {
+			return db.Model(&models.Webhook{}).Where("id = ?", "wb").Update("condition", "doc.name == 'SO-1'").Error
+		},
+			[]string{"http://127.0.0.1:1/wb"}},
+	}
+	for i, s := range steps {
+		if err := s.change(); err != nil {
+			t.Fatal(err)
+		}
+		event := fmt.Sprintf("ev-step-%d", i)
+		if got := urls(event); !slices.Equal(got, s.want) {
+			t.Fatalf("step %d: %s went to %v, want %v", i, event, got, s.want)
+		}
 	}
 }

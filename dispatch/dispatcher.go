@@ -65,6 +65,8 @@ type Dispatcher struct {
 	// batch shares the hot path's statements between concurrent tasks on
 	// PostgreSQL (group.go); nil elsewhere.
 	batch *batched
+	// hooks caches fan-out's webhooks where batch is set (hookCache).
+	hooks *hookCache
 }
 
 // New builds a Dispatcher. The sender is shared by every attempt so that
@@ -85,7 +87,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 	}
 	if d.postgres {
 		if sqlDB, err := db.DB(); err == nil {
-			d.batch = newBatched(sqlDB)
+			d.batch, d.hooks = newBatched(sqlDB), newHookCache()
 		}
 	}
 	if len(d.schedule) == 0 {

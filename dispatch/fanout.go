@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -54,14 +55,36 @@ func (d *Dispatcher) FanOutInline(ctx context.Context, ev Event, queue string) (
 	return d.fanOut(ctx, ev, queue)
 }
 
+// errStaleHooks means rows were planned from cached webhooks that have
+// changed since: nothing was written, and the event is planned again.
+var errStaleHooks = errors.New("webhooks changed since they were cached")
+
 // fanOut is FanOut, inlining one delivery on queue when queue is not empty.
+// It plans from the cached webhooks first and, when those turn out stale or
+// take nothing, once more from a fresh read.
 func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pending, *Claimed, error) {
 	if err := ev.Validate(); err != nil {
 		return nil, nil, err
 	}
-	hooks, err := d.matching(ctx, ev)
+	pending, claimed, err := d.fanOutOnce(ctx, ev, queue, true)
+	if errors.Is(err, errStaleHooks) {
+		pending, claimed, err = d.fanOutOnce(ctx, ev, queue, false)
+	}
+	return pending, claimed, err
+}
+
+// fanOutOnce plans and writes the event's rows from the webhooks matching
+// reads, cached when useCache. An answer from the cache is only trusted
+// through the INSERT's check, so when it plans no row at all (every
+// condition false) the result is errStaleHooks, to be confirmed by a fresh
+// read.
+func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, useCache bool) ([]Pending, *Claimed, error) {
+	hooks, version, cached, err := d.matching(ctx, ev, useCache)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load webhooks: %w", err)
+	}
+	if !cached {
+		version = 0 // a fresh read is written as read, like an uncached fan-out
 	}
 	if len(hooks) == 0 {
 		return nil, nil, nil
@@ -91,9 +114,15 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 		ids = append(ids, w.ID)
 	}
 	if len(rows) == 0 {
+		if cached {
+			return nil, nil, errStaleHooks
+		}
 		return nil, nil, nil
 	}
-	inserted, err := d.insert(ctx, rows)
+	inserted, err := d.insert(ctx, rows, version)
+	if errors.Is(err, errStaleHooks) {
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("create deliveries: %w", err)
 	}
@@ -226,34 +255,46 @@ const webhookColumns = `id, name, doc_type, doc_event, condition, request_url, r
 // ID order (so two fan-outs of one event insert in the same order). Served
 // by webhooks_match (doc_type, doc_event) WHERE enabled. It scans by hand:
 // this runs once per event, and GORM's reflection was a tenth of the
-// worker's CPU. On PostgreSQL concurrent events share one SELECT
-// (runMatch); each still reads webhooks as they are after its task began.
-func (d *Dispatcher) matching(ctx context.Context, ev Event) ([]models.Webhook, error) {
-	if d.batch != nil {
-		return d.batch.match.do(ctx, matchKey{ev.DocType, ev.Event})
+// worker's CPU. On PostgreSQL most events are answered from hookCache
+// (useCache), whose answer the INSERT checks, and the others share one
+// SELECT between concurrent events (runMatch). cached reports an answer from
+// the cache, read at version.
+func (d *Dispatcher) matching(ctx context.Context, ev Event, useCache bool) (hooks []models.Webhook, version int64, cached bool, err error) {
+	if d.batch == nil {
+		rows, err := d.db.WithContext(ctx).Raw("SELECT "+webhookColumns+
+			" FROM webhooks WHERE doc_type = ? AND doc_event = ? AND enabled = ? ORDER BY id", ev.DocType, ev.Event, true).Rows()
+		if err != nil {
+			return nil, 0, false, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var w models.Webhook
+			if err := scanWebhook(rows, &w); err != nil {
+				return nil, 0, false, err
+			}
+			hooks = append(hooks, w)
+		}
+		return hooks, 0, false, rows.Err()
 	}
-	rows, err := d.db.WithContext(ctx).Raw("SELECT "+webhookColumns+
-		" FROM webhooks WHERE doc_type = ? AND doc_event = ? AND enabled = ? ORDER BY id", ev.DocType, ev.Event, true).Rows()
+	key := matchKey{ev.DocType, ev.Event}
+	if useCache {
+		if hooks, version, ok := d.hooks.get(key); ok {
+			return hooks, version, true, nil
+		}
+	}
+	r, err := d.batch.match.do(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
-	return scanWebhooks(rows)
+	d.hooks.put(key, r.hooks, r.version)
+	return r.hooks, r.version, false, nil
 }
 
-// scanWebhooks reads rows of webhookColumns and closes them.
-func scanWebhooks(rows *sql.Rows) ([]models.Webhook, error) {
-	defer rows.Close()
-	var hooks []models.Webhook
-	for rows.Next() {
-		var w models.Webhook
-		if err := rows.Scan(&w.ID, &w.Name, &w.DocType, &w.DocEvent, &w.Condition, &w.RequestURL, &w.RequestMethod,
-			&w.RequestStructure, &w.BodyTemplate, &w.Fields, &w.Headers, &w.Secret, &w.PreviousSecrets, &w.SignatureScheme,
-			&w.Enabled, &w.DisabledReason, &w.FailingSince, &w.MaxRetries, &w.Queue, &w.TimeoutMS); err != nil {
-			return nil, err
-		}
-		hooks = append(hooks, w)
-	}
-	return hooks, rows.Err()
+// scanWebhook reads one row of webhookColumns, after the columns of first.
+func scanWebhook(rows *sql.Rows, w *models.Webhook, first ...any) error {
+	return rows.Scan(append(first, &w.ID, &w.Name, &w.DocType, &w.DocEvent, &w.Condition, &w.RequestURL, &w.RequestMethod,
+		&w.RequestStructure, &w.BodyTemplate, &w.Fields, &w.Headers, &w.Secret, &w.PreviousSecrets, &w.SignatureScheme,
+		&w.Enabled, &w.DisabledReason, &w.FailingSince, &w.MaxRetries, &w.Queue, &w.TimeoutMS)...)
 }
 
 // deliveryColumns are the columns fan-out writes, in insert's order.
@@ -267,11 +308,22 @@ const insertBatch = 200
 // insert writes rows with INSERT … ON CONFLICT (event_id, webhook_id) DO
 // NOTHING, one statement per batch, and reports how many it created. A row
 // that already exists (an earlier fan-out of the same event) is left alone.
-func (d *Dispatcher) insert(ctx context.Context, rows []models.Delivery) (int, error) {
+// Rows planned from webhooks cached at version (not 0) are written only
+// while webhooks_version still reads it, else none is and the error is
+// errStaleHooks.
+func (d *Dispatcher) insert(ctx context.Context, rows []models.Delivery, version int64) (int, error) {
 	if d.batch != nil {
 		// Concurrent fan-outs share one INSERT and its commit (runInsert);
 		// the rows are committed before this returns, so before any request.
-		return d.batch.insert.do(ctx, rows)
+		r, err := d.batch.insert.do(ctx, insertSet{rows: rows, version: version})
+		if err != nil {
+			return 0, err
+		}
+		d.hooks.saw(r.version)
+		if version != 0 && r.version != version {
+			return 0, errStaleHooks
+		}
+		return r.created, nil
 	}
 	inserted := 0
 	for start := 0; start < len(rows); start += insertBatch {

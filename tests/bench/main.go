@@ -74,7 +74,7 @@ func main() {
 	flag.IntVar(&o.publishers, "publishers", 8, "goroutines publishing in the publish scenario (1 is also measured)")
 	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "run the throughput scenarios' worker in-process and write its CPU profile here (no RSS then)")
-	flag.StringVar(&workerEnv, "worker-env", "", "extra HOMING_* settings for the worker and scheduler, comma-separated: HOMING_DATABASE_MAX_OPEN_CONNS=64,...")
+	flag.StringVar(&workerEnv, "worker-env", "", "extra HOMING_* settings (and GO* runtime settings) for the worker and scheduler, comma-separated: HOMING_DATABASE_MAX_OPEN_CONNS=64,GOGC=200,...")
 	flag.StringVar(&role, "role", "", "internal: baseline runs the bare asynq worker")
 	flag.StringVar(&redisURL, "redis-url", "", "internal: the baseline's Redis")
 	flag.StringVar(&target, "target", "", "internal: the baseline's receiver URL")
@@ -95,8 +95,8 @@ func main() {
 		if kv = strings.TrimSpace(kv); kv == "" {
 			continue
 		}
-		if !strings.HasPrefix(kv, "HOMING_") || !strings.Contains(kv, "=") {
-			fmt.Fprintf(os.Stderr, "bench: -worker-env: %q is not HOMING_KEY=VALUE\n", kv)
+		if !(strings.HasPrefix(kv, "HOMING_") || strings.HasPrefix(kv, "GO")) || !strings.Contains(kv, "=") {
+			fmt.Fprintf(os.Stderr, "bench: -worker-env: %q is not HOMING_KEY=VALUE (or a Go runtime setting: GOGC=200)\n", kv)
 			os.Exit(2)
 		}
 		o.workerEnv = append(o.workerEnv, kv)
