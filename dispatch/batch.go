@@ -33,6 +33,7 @@ type batched struct {
 	match  *group[matchKey, matchResult]
 	insert *group[insertSet, insertResult]
 	record *group[recordIn, bool]
+	claim  *group[claimIn, claimOut]
 }
 
 func newBatched(db *sql.DB) *batched {
@@ -40,6 +41,7 @@ func newBatched(db *sql.DB) *batched {
 	b.match = &group[matchKey, matchResult]{run: b.runMatch, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
 	b.insert = &group[insertSet, insertResult]{run: b.runInsert, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
 	b.record = &group[recordIn, bool]{run: b.runRecord, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
+	b.claim = &group[claimIn, claimOut]{run: b.runClaim, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
 	return b
 }
 
@@ -299,4 +301,61 @@ func (b *batched) runRecord(ctx context.Context, ins []recordIn) ([]bool, error)
 		out[i] = applied[in.attempt.DeliveryID]
 	}
 	return out, nil
+}
+
+// claimIn is one attempt's claim: a first attempt, or a retry due at now.
+type claimIn struct {
+	id    string
+	retry bool
+	now   time.Time
+}
+
+// claimOut is what the claim took, when ok.
+type claimOut struct {
+	claim joinedClaim
+	ok    bool
+}
+
+// claimSQL is claimJoinedSQL for several deliveries: each row is claimed
+// under its own mode's condition and time, and read back with its webhook
+// and the due time the claim replaced (old reads the row as it was before
+// this statement). Served by the primary keys of both tables.
+const claimSQL = `UPDATE deliveries AS d
+SET attempts = d.attempts + 1, updated_at = v.now,
+	next_retry = v.now + (w.timeout_ms + $4) * interval '1 millisecond'
+FROM unnest($1::text[], $2::boolean[], $3::timestamptz[]) AS v(id, retry, now), deliveries AS old, webhooks AS w
+WHERE old.id = v.id AND d.id = v.id AND w.id = d.webhook_id AND w.enabled AND d.status = 'Failed'
+	AND CASE WHEN v.retry THEN d.next_retry <= v.now ELSE d.attempts = 0 END
+RETURNING ` + claimColumns
+
+// runClaim claims every caller's delivery in one statement. Of several
+// callers for the same delivery only the first can have it: the statement
+// updates a row once, and the others answer not claimed, as the loser of
+// two racing claims does.
+func (b *batched) runClaim(ctx context.Context, ins []claimIn) ([]claimOut, error) {
+	first := make(map[string]int, len(ins))
+	var ids []string
+	var retries []bool
+	var nows []time.Time
+	for i, in := range ins {
+		if _, dup := first[in.id]; dup {
+			continue
+		}
+		first[in.id] = i
+		ids, retries, nows = append(ids, in.id), append(retries, in.retry), append(nows, in.now)
+	}
+	rows, err := b.db.QueryContext(ctx, claimSQL, ids, retries, nows, claimMargin.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]claimOut, len(ins))
+	for rows.Next() {
+		var c joinedClaim
+		if err := scanClaim(rows, &c); err != nil {
+			return nil, err
+		}
+		out[first[c.row.ID]] = claimOut{claim: c, ok: true}
+	}
+	return out, rows.Err()
 }

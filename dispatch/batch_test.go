@@ -278,3 +278,52 @@ func TestFanOutCacheNeverServesAChangedWebhook(t *testing.T) {
 		}
 	}
 }
+
+// One claim statement takes each delivery under its own mode: a fresh row
+// for a first attempt, a due row for a retry, never a row of a disabled
+// webhook or one not due; and of two claims of one row in the same
+// statement exactly one wins.
+func TestRunClaimTakesEachRowOnce(t *testing.T) {
+	t.Parallel()
+	db, b := batchedFor(t)
+	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
+	insertWebhook(t, db, "wd", "Sales Order", "on_submit", false)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	ctx := context.Background()
+	fresh := planned("fresh", "ev-1", "wa", now)
+	due := planned("due", "ev-2", "wa", now)
+	due.Attempts, due.NextRetry = 1, &now
+	notDue := planned("notdue", "ev-3", "wa", now)
+	notDue.Attempts = 1
+	off := planned("off", "ev-4", "wd", now)
+	if _, err := b.runInsert(ctx, []insertSet{{rows: []models.Delivery{fresh, due, notDue, off}}}); err != nil {
+		t.Fatal(err)
+	}
+	ins := []claimIn{
+		{id: "fresh", now: now}, {id: "due", retry: true, now: now}, {id: "notdue", retry: true, now: now},
+		{id: "off", now: now}, {id: "fresh", now: now}, {id: "missing", now: now},
+	}
+	got, err := b.runClaim(ctx, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok []bool
+	for _, g := range got {
+		ok = append(ok, g.ok)
+	}
+	if want := []bool{true, true, false, false, false, false}; !slices.Equal(ok, want) {
+		t.Fatalf("claimed %v, want %v", ok, want)
+	}
+	c := got[1].claim
+	if c.row.Attempts != 2 || !c.prevNext.Equal(now) || !c.row.NextRetry.Equal(now.Add(time.Second+claimMargin)) || c.hook.ID != "wa" {
+		t.Fatalf("due's claim: attempts %d, was due %v, lease %v, hook %s", c.row.Attempts, c.prevNext, c.row.NextRetry, c.hook.ID)
+	}
+	var attempts []int
+	if err := db.Model(&models.Delivery{}).Order("id").Pluck("attempts", &attempts).Error; err != nil {
+		t.Fatal(err)
+	}
+	// due, fresh, notdue, off
+	if !slices.Equal(attempts, []int{2, 1, 1, 0}) {
+		t.Fatalf("attempts by id %v, want [2 1 1 0]", attempts)
+	}
+}

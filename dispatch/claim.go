@@ -95,6 +95,14 @@ func (d *Dispatcher) claimJoined(ctx context.Context, id string, mode Mode, now 
 	if !d.postgres || mode == Sync {
 		return c, false, nil
 	}
+	if d.batch != nil {
+		// Concurrent attempts share one claim statement (runClaim).
+		r, err := d.batch.claim.do(ctx, claimIn{id: id, retry: mode == Retry, now: now})
+		if err != nil {
+			return c, false, fmt.Errorf("claim delivery %s: %w", id, err)
+		}
+		return r.claim, r.ok, nil
+	}
 	cond, args := "d.attempts = 0", []any{now, now, claimMargin.Milliseconds(), id}
 	if mode == Retry {
 		cond = "d.next_retry <= ?"

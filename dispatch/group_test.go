@@ -58,62 +58,66 @@ func (r *blockingRun) run(_ context.Context, ins []int) ([]int, error) {
 	return out, bad
 }
 
-// call runs g.do in a goroutine and reports its result on the channel.
+// result is one caller's input and what it got.
 type result struct {
 	in, out int
 	err     error
 }
 
-func call(g *group[int, int], in int, results chan<- result) {
-	go func() {
-		out, err := g.do(context.Background(), in)
-		results <- result{in, out, err}
-	}()
+// heldRun runs 1 through a group of maxBatch whose statement holds it,
+// queues the other inputs behind it, then releases it and returns every
+// result and the batches the statement saw.
+func heldRun(t *testing.T, maxBatch int, inputs []int) ([]result, [][]int) {
+	t.Helper()
+	r := newBlockingRun()
+	g := &group[int, int]{run: r.run, maxBatch: maxBatch, maxRunning: 1}
+	results := make(chan result, len(inputs)+1)
+	do := func(in int) {
+		go func() {
+			out, err := g.do(context.Background(), in)
+			results <- result{in, out, err}
+		}()
+	}
+	do(1)
+	<-r.started
+	for _, in := range inputs {
+		do(in)
+	}
+	waitPending(t, g, len(inputs))
+	close(r.release)
+	var all []result
+	for range len(inputs) + 1 {
+		all = append(all, <-results)
+	}
+	return all, r.batches
+}
+
+// checkDoubled fails for a result that is not its input doubled.
+func checkDoubled(t *testing.T, results []result) {
+	t.Helper()
+	for _, res := range results {
+		if res.err != nil || res.out != 2*res.in {
+			t.Errorf("input %d: got %d, %v; want %d", res.in, res.out, res.err, 2*res.in)
+		}
+	}
 }
 
 // Inputs that arrive while a statement runs go together in the next one,
 // and each caller gets its own input's result.
 func TestGroupBatchesWhatWaits(t *testing.T) {
-	r := newBlockingRun()
-	g := &group[int, int]{run: r.run, maxBatch: 100, maxRunning: 1}
-	results := make(chan result, 10)
-	call(g, 1, results)
-	<-r.started
-	for i := 2; i <= 10; i++ {
-		call(g, i, results)
-	}
-	waitPending(t, g, 9)
-	close(r.release)
-	for range 10 {
-		res := <-results
-		if res.err != nil || res.out != 2*res.in {
-			t.Errorf("input %d: got %d, %v; want %d", res.in, res.out, res.err, 2*res.in)
-		}
-	}
-	if len(r.batches) != 2 || len(r.batches[0]) != 1 || len(r.batches[1]) != 9 {
-		t.Fatalf("batches %v, want [1] then the 9 that waited", r.batches)
+	results, batches := heldRun(t, 100, []int{2, 3, 4, 5, 6, 7, 8, 9, 10})
+	checkDoubled(t, results)
+	if len(batches) != 2 || len(batches[0]) != 1 || len(batches[1]) != 9 {
+		t.Fatalf("batches %v, want [1] then the 9 that waited", batches)
 	}
 }
 
 // A batch never holds more than maxBatch inputs: the rest go next.
 func TestGroupSplitsAtMaxBatch(t *testing.T) {
-	r := newBlockingRun()
-	g := &group[int, int]{run: r.run, maxBatch: 4, maxRunning: 1}
-	results := make(chan result, 10)
-	call(g, 1, results)
-	<-r.started
-	for i := 2; i <= 10; i++ {
-		call(g, i, results)
-	}
-	waitPending(t, g, 9)
-	close(r.release)
-	for range 10 {
-		if res := <-results; res.err != nil || res.out != 2*res.in {
-			t.Errorf("input %d: got %d, %v", res.in, res.out, res.err)
-		}
-	}
+	results, batches := heldRun(t, 4, []int{2, 3, 4, 5, 6, 7, 8, 9, 10})
+	checkDoubled(t, results)
 	var sizes []int
-	for _, b := range r.batches {
+	for _, b := range batches {
 		sizes = append(sizes, len(b))
 	}
 	if !slices.Equal(sizes, []int{1, 4, 4, 1}) {
@@ -124,31 +128,20 @@ func TestGroupSplitsAtMaxBatch(t *testing.T) {
 // A statement that fails for a batch is run again input by input: the bad
 // input fails its own caller and no other.
 func TestGroupFailureFailsOnlyTheBadInput(t *testing.T) {
-	r := newBlockingRun()
-	g := &group[int, int]{run: r.run, maxBatch: 100, maxRunning: 1}
-	results := make(chan result, 4)
-	call(g, 1, results)
-	<-r.started
-	for _, in := range []int{2, -3, 4} {
-		call(g, in, results)
-	}
-	waitPending(t, g, 3)
-	close(r.release)
-	for range 4 {
-		res := <-results
-		switch {
-		case res.in < 0 && res.err == nil:
+	results, batches := heldRun(t, 100, []int{2, -3, 4})
+	for _, res := range results {
+		if res.in < 0 && res.err == nil {
 			t.Errorf("input %d succeeded, want its error", res.in)
-		case res.in >= 0 && (res.err != nil || res.out != 2*res.in):
-			t.Errorf("input %d: got %d, %v; want %d", res.in, res.out, res.err, 2*res.in)
+		}
+		if res.in >= 0 {
+			checkDoubled(t, []result{res})
 		}
 	}
 	// [1], the failed [2 -3 4], then each alone.
-	if len(r.batches) != 5 || len(r.batches[1]) != 3 {
-		t.Fatalf("batches %v, want [1] [2 -3 4] [2] [-3] [4]", r.batches)
+	if len(batches) != 5 || len(batches[1]) != 3 {
+		t.Fatalf("batches %v, want [1] [2 -3 4] [2] [-3] [4]", batches)
 	}
 }
-
 // Under many concurrent callers every input runs exactly once, never more
 // than maxRunning statements at a time and never more than maxBatch inputs
 // in one.

@@ -126,14 +126,17 @@ func New(opts Options) *Metrics {
 // Attempt counts one attempt and the status it left its delivery in (none
 // when status is empty). An invalid attempt sent no request, so it has no
 // duration to observe.
+//
+// The attempt is counted last, so a scrape that sees homing_attempts_total
+// at n also sees the duration and status of those n attempts.
 func (m *Metrics) Attempt(class string, d time.Duration, status string) {
-	m.attempts.WithLabelValues(class).Inc()
 	if class != string(delivery.ClassInvalid) {
 		m.attemptDuration.Observe(d.Seconds())
 	}
 	if status != "" {
 		m.deliveries.WithLabelValues(status).Inc()
 	}
+	m.attempts.WithLabelValues(class).Inc()
 }
 
 // Abandoned counts a delivery made final without a request.
