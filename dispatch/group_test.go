@@ -142,6 +142,7 @@ func TestGroupFailureFailsOnlyTheBadInput(t *testing.T) {
 		t.Fatalf("batches %v, want [1] [2 -3 4] [2] [-3] [4]", batches)
 	}
 }
+
 // Under many concurrent callers every input runs exactly once, never more
 // than maxRunning statements at a time and never more than maxBatch inputs
 // in one.
