@@ -11,9 +11,9 @@ import (
 	"github.com/homingdev/homing/models"
 )
 
-// The delivery hot path's three statements on PostgreSQL (the webhooks of
-// an event, the fan-out's INSERT, the outcome of an attempt) each run
-// through a group, so that concurrent tasks of one worker share statements
+// The delivery hot path's statements on PostgreSQL (the webhooks of an
+// event, the fan-out's INSERT, the claim of a queued attempt, the outcome of
+// an attempt) each run through a group, so that concurrent tasks of one worker share statements
 // and commits. Each is one fixed statement text whatever the batch size:
 // the inputs travel as arrays and unnest into rows, so pgx prepares it once
 // per connection.
@@ -22,9 +22,15 @@ import (
 const groupMaxBatch = 256
 
 // groupMaxRunning is how many statements of one kind may be in flight at
-// once. Two let a batch form while the other runs without leaving a lone
-// caller waiting behind a long statement.
+// once. One lets the largest batches form: callers queue while it runs. Two
+// formed smaller batches and gave about half of the gain in the benchmark
+// (docs/performance.md); a lone caller never waits either way.
 const groupMaxRunning = 1
+
+// newGroup is a group for run with the hot path's bounds.
+func newGroup[In, Out any](run func(context.Context, []In) ([]Out, error)) *group[In, Out] {
+	return &group[In, Out]{run: run, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
+}
 
 // batched holds the dispatcher's groups; nil when the database is not
 // PostgreSQL, whose arrays they need.
@@ -38,10 +44,8 @@ type batched struct {
 
 func newBatched(db *sql.DB) *batched {
 	b := &batched{db: db}
-	b.match = &group[matchKey, matchResult]{run: b.runMatch, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
-	b.insert = &group[insertSet, insertResult]{run: b.runInsert, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
-	b.record = &group[recordIn, bool]{run: b.runRecord, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
-	b.claim = &group[claimIn, claimOut]{run: b.runClaim, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
+	b.match, b.insert = newGroup(b.runMatch), newGroup(b.runInsert)
+	b.record, b.claim = newGroup(b.runRecord), newGroup(b.runClaim)
 	return b
 }
 
