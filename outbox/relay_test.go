@@ -75,10 +75,6 @@ func publishTx(t *testing.T, db *gorm.DB, ids ...string) {
 	}
 }
 
-func backends() map[string]func(testing.TB) *gorm.DB {
-	return testenv.Backends()
-}
-
 // TestRelayMovesCommittedEvents: each committed event becomes one
 // webhook:event task with TaskID webhook_event::<id> and its payload as
 // published, and leaves the outbox.
