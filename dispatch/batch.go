@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/homingdev/homing/models"
 )
 
@@ -17,6 +19,18 @@ import (
 // and commits. Each is one fixed statement text whatever the batch size:
 // the inputs travel as arrays and unnest into rows, so pgx prepares it once
 // per connection.
+
+// planEach is given as the first argument of each batched statement: pgx
+// then runs it as an unnamed statement (its description cached), which
+// PostgreSQL plans for the arrays at hand on every execution. A named
+// prepared statement switches to a generic plan after five runs, and a
+// generic plan made while deliveries was new and never analyzed (a fresh
+// install, the first minute of a benchmark) joins by walking every Failed row
+// of deliveries_due instead of looking each ID up in the primary key: a
+// statement that costs O(batch) became O(table) until autovacuum's next
+// ANALYZE. Planning each time costs less than that plan did in the benchmark
+// (docs/performance.md, round 3).
+const planEach = pgx.QueryExecModeCacheDescribe
 
 // groupMaxBatch bounds the inputs of one batched statement.
 const groupMaxBatch = 256
@@ -79,7 +93,7 @@ func (b *batched) runMatch(ctx context.Context, keys []matchKey) ([]matchResult,
 			events = append(events, k.event)
 		}
 	}
-	rows, err := b.db.QueryContext(ctx, matchSQL, docTypes, events)
+	rows, err := b.db.QueryContext(ctx, matchSQL, planEach, docTypes, events)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +204,7 @@ func (b *batched) runInsert(ctx context.Context, sets []insertSet) ([]insertResu
 		nextRetries[i], createdAts[i], updatedAts[i] = r.NextRetry, r.CreatedAt, r.UpdatedAt
 		versions[i] = p.version
 	}
-	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
+	rows, err := b.db.QueryContext(ctx, insertSQL, planEach, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
 		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, versions)
 	if err != nil {
 		return nil, err
@@ -283,7 +297,7 @@ func (b *batched) runRecord(ctx context.Context, ins []recordIn) ([]bool, error)
 		statuses[i], nexts[i], lastErrors[i], lastResponses[i], updatedAts[i] = o.status, o.next, o.lastError, o.lastResponse, o.at
 		fromState[i], fromAttempts[i] = in.fromStatus, int32(in.fromAttempts)
 	}
-	rows, err := b.db.QueryContext(ctx, recordSQL, ids, attempts, ats, methods, urls, headers, codes, durations,
+	rows, err := b.db.QueryContext(ctx, recordSQL, planEach, ids, attempts, ats, methods, urls, headers, codes, durations,
 		classes, errs, responses, statuses, nexts, lastErrors, lastResponses, updatedAts, fromState, fromAttempts)
 	if err != nil {
 		return nil, err
@@ -348,7 +362,7 @@ func (b *batched) runClaim(ctx context.Context, ins []claimIn) ([]claimOut, erro
 		first[in.id] = i
 		ids, retries, nows = append(ids, in.id), append(retries, in.retry), append(nows, in.now)
 	}
-	rows, err := b.db.QueryContext(ctx, claimSQL, ids, retries, nows, claimMargin.Milliseconds())
+	rows, err := b.db.QueryContext(ctx, claimSQL, planEach, ids, retries, nows, claimMargin.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
