@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/homingdev/homing/internal/jsondoc"
 )
 
 // ErrUnbuildable marks a request that can never be built: a bad template,
@@ -208,8 +210,12 @@ func formatFloat(f float64) string {
 }
 
 // encodeJSON is json.Marshal without HTML escaping: a receiver should get
-// "<b>" in a description, not "\u003cb\u003e".
+// "<b>" in a description, not "\u003cb\u003e". jsondoc writes the same bytes
+// for the values a decoded document holds; encoding/json takes the rest.
 func encodeJSON(v any) ([]byte, error) {
+	if b, ok := jsondoc.Append(make([]byte, 0, 512), v); ok {
+		return b, nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

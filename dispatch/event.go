@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/homingdev/homing/internal/jsondoc"
 	"github.com/homingdev/homing/models"
 )
 
@@ -132,6 +133,13 @@ func complete(ev Event) (Event, error) {
 // are integral and float64 otherwise, so a template renders 1500 as "1500",
 // not "1500.0", and a condition can still compare them.
 func DecodeDoc(b []byte) (map[string]any, error) {
+	if v, ok := jsondoc.Decode(b); ok {
+		if m, ok := v.(map[string]any); ok {
+			return m, nil
+		}
+	}
+	// What jsondoc leaves (errors, rare escapes) gets encoding/json's
+	// answer, as it always has.
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any

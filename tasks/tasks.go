@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/internal/jsondoc"
 )
 
 // Task type names, as shown in asynqmon.
@@ -116,6 +117,22 @@ func EventTask(eventID string, payload []byte) *asynq.Task {
 
 // DecodeEvent parses a webhook:event payload.
 func DecodeEvent(b []byte) (dispatch.Event, error) {
+	ev, ok := decodeEventFast(b)
+	if !ok {
+		var err error
+		if ev, err = decodeEventJSON(b); err != nil {
+			return dispatch.Event{}, err
+		}
+	}
+	if err := ev.Validate(); err != nil {
+		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	}
+	return ev, nil
+}
+
+// decodeEventJSON is DecodeEvent by encoding/json, for the payloads
+// decodeEventFast leaves.
+func decodeEventJSON(b []byte) (dispatch.Event, error) {
 	var p EventPayload
 	if err := json.Unmarshal(b, &p); err != nil {
 		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrBadPayload, err)
@@ -124,11 +141,46 @@ func DecodeEvent(b []byte) (dispatch.Event, error) {
 	if err != nil {
 		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrBadPayload, err)
 	}
-	ev := dispatch.Event{ID: p.ID, DocType: p.DocType, DocName: p.DocName, Event: p.Event, Doc: doc}
-	if err := ev.Validate(); err != nil {
-		return dispatch.Event{}, fmt.Errorf("%w: %v", ErrBadPayload, err)
+	return dispatch.Event{ID: p.ID, DocType: p.DocType, DocName: p.DocName, Event: p.Event, Doc: doc}, nil
+}
+
+// decodeEventFast parses the payload and its document in one pass
+// (jsondoc) when it has the shape EncodeEventJSON writes: an object whose
+// keys are exactly EventPayload's, strings where it has strings, an object
+// for doc. It reports false for anything else, which then takes
+// encoding/json's path (case-insensitive keys, null fields, errors) and
+// gets the answer it always got. Decoding was a tenth of the worker's CPU.
+func decodeEventFast(b []byte) (dispatch.Event, bool) {
+	v, ok := jsondoc.Decode(b)
+	if !ok {
+		return dispatch.Event{}, false
 	}
-	return ev, nil
+	m, _ := v.(map[string]any)
+	var ev dispatch.Event
+	for k, v := range m {
+		var field *string
+		switch k {
+		case "id":
+			field = &ev.ID
+		case "doc_type":
+			field = &ev.DocType
+		case "doc_name":
+			field = &ev.DocName
+		case "event":
+			field = &ev.Event
+		case "doc":
+			if ev.Doc, ok = v.(map[string]any); !ok {
+				return dispatch.Event{}, false
+			}
+			continue
+		default:
+			return dispatch.Event{}, false
+		}
+		if *field, ok = v.(string); !ok {
+			return dispatch.Event{}, false
+		}
+	}
+	return ev, ev.Doc != nil
 }
 
 func newDeliveryTask(typ, taskID, queue string, p DeliveryPayload, timeout time.Duration) *asynq.Task {
