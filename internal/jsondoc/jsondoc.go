@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // maxDepth bounds nesting; deeper documents take encoding/json's path.
@@ -299,16 +300,44 @@ func (d *decoder) number() (any, bool) {
 			return nil, false
 		}
 	}
-	lit := string(d.b[start:d.i])
+	lit := d.b[start:d.i]
 	if integral {
-		if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+		if n, ok := smallInt(lit); ok {
 			return n, true
 		}
 	}
-	if f, err := strconv.ParseFloat(lit, 64); err == nil {
+	// unsafe.String spares a copy per number: strconv keeps nothing of its
+	// argument but what it copies into an error.
+	s := unsafe.String(&lit[0], len(lit))
+	if integral {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return n, true
+		}
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		return f, true
 	}
-	return lit, true
+	return string(lit), true
+}
+
+// smallInt converts an integer literal of at most 18 digits, which always
+// fits int64; ok is false for longer ones.
+func smallInt(lit []byte) (int64, bool) {
+	neg := lit[0] == '-'
+	if neg {
+		lit = lit[1:]
+	}
+	if len(lit) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range lit {
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // digits consumes one or more decimal digits.
