@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -394,10 +395,12 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		}
 		d.observer.Attempt(string(res.Class), res.Duration, status)
 	}
-	d.log.Info("delivery attempt",
-		"delivery", row.ID, "webhook", row.WebhookName, "event_id", row.EventID,
-		"attempt", row.Attempts, "status", out.Status, "class", string(res.Class),
-		"status_code", res.StatusCode, "duration_ms", res.Duration.Milliseconds(), "error", out.Reason)
+	// One line per attempt, the busiest log line: typed attributes, no
+	// boxing of each value into an any.
+	d.log.LogAttrs(ctx, slog.LevelInfo, "delivery attempt",
+		slog.String("delivery", row.ID), slog.String("webhook", row.WebhookName), slog.String("event_id", row.EventID),
+		slog.Int("attempt", row.Attempts), slog.String("status", out.Status), slog.String("class", string(res.Class)),
+		slog.Int("status_code", res.StatusCode), slog.Int64("duration_ms", res.Duration.Milliseconds()), slog.String("error", out.Reason))
 	return out, nil
 }
 
