@@ -34,6 +34,9 @@ type Worker struct {
 	log   *slog.Logger
 	// metrics serves metrics.addr; nil when it is empty.
 	metrics *metrics.Server
+	stacks  *warmStacks
+	// concurrency is worker.concurrency: how many warm goroutines to start.
+	concurrency int
 }
 
 // New builds a worker on a's dependencies.
@@ -70,6 +73,8 @@ func New(a *app.App) *Worker {
 	})
 	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log}
 	mux := asynq.NewServeMux()
+	stacks := newWarmStacks()
+	mux.Use(stacks.middleware)
 	h.Register(mux)
 	queues := withSystemQueue(cfg.Worker.Queues)
 	srv := asynq.NewServer(a.Redis, asynq.Config{
@@ -87,6 +92,7 @@ func New(a *app.App) *Worker {
 	return &Worker{
 		server: srv, client: client, inspector: inspector, mux: mux, Sweeper: sw, metrics: metricsSrv,
 		relay: a.Relay(client), log: cmp.Or(a.Log, slog.New(slog.DiscardHandler)),
+		stacks: stacks, concurrency: cfg.Worker.Concurrency,
 	}
 }
 
@@ -109,7 +115,9 @@ func (w *Worker) Start() error {
 			return fmt.Errorf("metrics.addr %q: %w (choose a free port, or set metrics.addr to \"\" to disable metrics)", w.metrics.Addr(), err)
 		}
 	}
+	w.stacks.start(w.concurrency)
 	if err := w.server.Start(w.mux); err != nil {
+		w.stacks.stop()
 		w.stopMetrics()
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -136,6 +144,7 @@ func (w *Worker) MetricsAddr() string {
 // in-flight ones, and puts the rest back in their queues.
 func (w *Worker) Stop() {
 	w.server.Shutdown()
+	w.stacks.stop()
 	w.stopMetrics()
 	_ = w.client.Close()
 	_ = w.inspector.Close()
