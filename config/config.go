@@ -645,7 +645,12 @@ func (c Config) problems() []*KeyError {
 	}
 	between("retry.default_max_retries", c.Retry.DefaultMaxRetries, 0, 100)
 
-	betweenD("sweeper.interval", c.Sweeper.Interval, 100*time.Millisecond, 24*time.Hour)
+	// asynq's scheduler ticks by a cron "@every", which rounds up to one
+	// second and drops fractions of a second: refuse what it would not do.
+	betweenD("sweeper.interval", c.Sweeper.Interval, time.Second, 24*time.Hour)
+	if d := c.Sweeper.Interval; d >= time.Second && d%time.Second != 0 {
+		bad("sweeper.interval", "must be a whole number of seconds (the scheduler ticks by the second), got %s", d)
+	}
 	between("sweeper.batch_size", c.Sweeper.BatchSize, 1, 100000)
 
 	betweenD("delivery.timeout", c.Delivery.Timeout, 100*time.Millisecond, 5*time.Minute)
