@@ -355,10 +355,13 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		lastResponse: updates["last_response"].(string), method: req.Method, url: req.URL, at: now,
 	}
 	switch {
-	case d.batch != nil && change == healthNone:
-		// The common case: concurrent attempts share one statement and
-		// its commit (runRecord).
-		applied, err = d.batch.record.do(wctx, recordIn{attempt: attempt, outcome: o, fromStatus: fromStatus, fromAttempts: row.Attempts})
+	case d.batch != nil && change != healthDisable:
+		// Concurrent attempts share one statement and its commit
+		// (runRecord), which also moves the webhook's failing_since clock
+		// by what the database holds, whatever this worker's copy of the
+		// webhook says.
+		applied, err = d.batch.record.do(wctx, recordIn{attempt: attempt, outcome: o, fromStatus: fromStatus, fromAttempts: row.Attempts,
+			webhookID: hook.ID, health: signal(res)})
 		if err != nil {
 			err = fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
 		}
@@ -426,6 +429,18 @@ func (d *Dispatcher) healthChange(hook *models.Webhook, res delivery.Result, dis
 		return healthFailing
 	}
 	return healthNone
+}
+
+// signal is what res tells of its webhook's health; healthChange's rules,
+// without the worker's copy of failing_since.
+func signal(res delivery.Result) healthSignal {
+	switch {
+	case res.OK():
+		return healthOK
+	case res.Class != delivery.ClassInvalid && res.Class != delivery.ClassCanceled:
+		return healthFailure
+	}
+	return healthSilent
 }
 
 // recordHealth keeps the webhook's failing_since clock (reset by any

@@ -241,20 +241,57 @@ type recordIn struct {
 	outcome      outcomeRow
 	fromStatus   string
 	fromAttempts int
+	// webhookID and health feed the webhook's failing_since clock.
+	webhookID string
+	health    healthSignal
 }
 
-// recordSQL is recordOne for several attempts whose webhook's health does
-// not change: the attempt rows are inserted and each delivery updated fenced
-// on its status and attempt count, in one statement. Served by the primary
-// key of deliveries.
+// healthSignal is what an attempt tells of its webhook's health.
+type healthSignal int32
+
+const (
+	healthSilent  healthSignal = iota // no answer worth counting: invalid request, shutdown
+	healthOK                          // a success: the clock stops
+	healthFailure                     // a failure: the clock starts unless running
+)
+
+// recordSQL is recordOne for several attempts: the attempt rows are
+// inserted, each delivery updated fenced on its status and attempt count,
+// and each webhook's failing_since clock moved, in one statement. Served by
+// the primary keys of deliveries and webhooks.
+//
+// The clock is the database's, not the worker's copy of the webhook. Per
+// webhook, the batch's last success stops it and the first failure after
+// that success starts it again; a batch without a success starts it at its
+// first failure, and leaves alone a clock already running. The webhooks UPDATE writes
+// only a row whose clock really moves, so a healthy webhook's successes,
+// and a failing one's failures, write nothing to webhooks and leave
+// webhooks_version (and every worker's webhook cache) alone. A batch that
+// moves two webhooks' clocks while another process moves the same two in
+// the other order can deadlock; PostgreSQL then fails one statement, and
+// its batch is recorded again one attempt at a time.
 const recordSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::bigint[],
-		$9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[], $17::text[], $18::integer[])
+		$9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[], $17::text[], $18::integer[],
+		$19::text[], $20::integer[])
 	AS v(delivery_id, attempt, at, method, url, request_headers, status_code, duration_ms,
-		class, error, response, status, next_retry, last_error, last_response, updated_at, from_status, from_attempts)
+		class, error, response, status, next_retry, last_error, last_response, updated_at, from_status, from_attempts,
+		webhook_id, health)
 ), attempt AS (
 	INSERT INTO delivery_attempts (delivery_id, attempt, at, method, url, request_headers, status_code, duration_ms, class, error, response)
 	SELECT delivery_id, attempt, at, method, url, request_headers, status_code, duration_ms, class, error, response FROM v
+), last_ok AS (
+	SELECT webhook_id, max(updated_at) FILTER (WHERE health = 1) AS at FROM v WHERE health <> 0 GROUP BY webhook_id
+), clock AS (
+	SELECT l.webhook_id, l.at AS last_ok,
+		(SELECT min(f.updated_at) FROM v f
+		 WHERE f.webhook_id = l.webhook_id AND f.health = 2 AND (l.at IS NULL OR f.updated_at > l.at)) AS failing_since
+	FROM last_ok l
+), health AS (
+	UPDATE webhooks w SET failing_since = c.failing_since FROM clock c
+	WHERE w.id = c.webhook_id AND CASE
+		WHEN c.failing_since IS NULL THEN w.failing_since IS NOT NULL
+		ELSE w.failing_since IS NULL OR (c.last_ok IS NOT NULL AND w.failing_since <> c.failing_since) END
 )
 UPDATE deliveries d SET status = v.status, next_retry = v.next_retry, last_status_code = v.status_code, last_error = v.last_error,
 	last_response = v.last_response, method = v.method, url = v.url, updated_at = v.updated_at
@@ -280,9 +317,12 @@ func (b *batched) runRecord(ctx context.Context, ins []recordIn) ([]bool, error)
 		durations                            = make([]int64, n)
 		ats, updatedAts                      = make([]time.Time, n), make([]time.Time, n)
 		nexts                                = make([]*time.Time, n)
+		webhookIDs                           = make([]string, n)
+		health                               = make([]int32, n)
 	)
 	for i, k := range order {
 		in := ins[k]
+		webhookIDs[i], health[i] = in.webhookID, int32(in.health)
 		a, o := in.attempt, in.outcome
 		h, err := a.RequestHeaders.Value()
 		if err != nil {
@@ -298,7 +338,7 @@ func (b *batched) runRecord(ctx context.Context, ins []recordIn) ([]bool, error)
 		fromState[i], fromAttempts[i] = in.fromStatus, int32(in.fromAttempts)
 	}
 	rows, err := b.db.QueryContext(ctx, recordSQL, planEach, ids, attempts, ats, methods, urls, headers, codes, durations,
-		classes, errs, responses, statuses, nexts, lastErrors, lastResponses, updatedAts, fromState, fromAttempts)
+		classes, errs, responses, statuses, nexts, lastErrors, lastResponses, updatedAts, fromState, fromAttempts, webhookIDs, health)
 	if err != nil {
 		return nil, err
 	}

@@ -173,6 +173,96 @@ func TestRunRecordFencesEachDelivery(t *testing.T) {
 	}
 }
 
+// The batched record moves each webhook's failing_since clock by what the
+// database holds: the last success of a batch stops it, the first failure
+// after it starts it, a clock already running keeps its start, and a
+// batch that moves nothing leaves webhooks_version alone.
+func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
+	t.Parallel()
+	db, b := batchedFor(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	at := func(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
+	insertWebhook(t, db, "wb", "Sales Order", "on_submit", true)
+	if err := db.Exec("UPDATE webhooks SET failing_since = ? WHERE id = 'wb'", t0).Error; err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	in := func(webhook string, health healthSignal, min int) recordIn {
+		seq++
+		id := fmt.Sprintf("d%d", seq)
+		row := planned(id, "ev-"+id, webhook, t0)
+		row.Attempts = 1
+		if _, err := b.runInsert(ctx, []insertSet{{rows: []models.Delivery{row}}}); err != nil {
+			t.Fatal(err)
+		}
+		return recordIn{
+			attempt:    models.Attempt{DeliveryID: id, Attempt: 1, At: at(min), Method: "POST", URL: row.URL, RequestHeaders: models.StringMap{}, Class: "5xx"},
+			outcome:    outcomeRow{status: models.StatusFailed, next: ptrTime(at(60)), method: "POST", url: row.URL, at: at(min)},
+			fromStatus: models.StatusFailed, fromAttempts: 1, webhookID: webhook, health: health,
+		}
+	}
+	clock := func(id string) *time.Time {
+		t.Helper()
+		var w models.Webhook
+		if err := db.Where("id = ?", id).Take(&w).Error; err != nil {
+			t.Fatal(err)
+		}
+		return w.FailingSince
+	}
+	version := func() int64 {
+		t.Helper()
+		var n int64
+		if err := db.Raw("SELECT n FROM webhooks_version").Scan(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	record := func(ins ...recordIn) {
+		t.Helper()
+		if _, err := b.runRecord(ctx, ins); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(what string, got *time.Time, want *time.Time) {
+		t.Helper()
+		if (got == nil) != (want == nil) || (got != nil && !got.Equal(*want)) {
+			t.Fatalf("%s: failing_since %v, want %v", what, got, want)
+		}
+	}
+
+	// Failures: wa's clock starts at its first; wb's keeps running from t0.
+	record(in("wa", healthFailure, 2), in("wa", healthFailure, 1), in("wb", healthFailure, 1))
+	same("wa after two failures", clock("wa"), ptrTime(at(1)))
+	same("wb already failing", clock("wb"), &t0)
+
+	// More failures, and failures no answer counts, move nothing at all.
+	v := version()
+	record(in("wa", healthFailure, 3), in("wb", healthFailure, 3), in("wa", healthSilent, 4))
+	same("wa still failing", clock("wa"), ptrTime(at(1)))
+	if got := version(); got != v {
+		t.Fatalf("webhooks_version moved %d → %d for a batch that changed no clock", v, got)
+	}
+
+	// A success then failures restarts wa's clock at the first failure
+	// after the success; a failure then a success stops wb's.
+	record(in("wa", healthFailure, 5), in("wa", healthOK, 6), in("wa", healthFailure, 8), in("wa", healthFailure, 7),
+		in("wb", healthFailure, 5), in("wb", healthOK, 6))
+	same("wa restarted", clock("wa"), ptrTime(at(7)))
+	same("wb healed", clock("wb"), nil)
+
+	// Successes of a healthy webhook write nothing.
+	v = version()
+	record(in("wb", healthOK, 9), in("wb", healthOK, 10))
+	same("wb healthy", clock("wb"), nil)
+	if got := version(); got != v {
+		t.Fatalf("webhooks_version moved %d → %d for successes of a healthy webhook", v, got)
+	}
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
+
 // Rows planned from webhooks read at an older webhooks_version are not
 // written, and their caller learns the version that stopped them; rows of
 // the current version, or unchecked, in the same statement are.
