@@ -20,16 +20,19 @@ import (
 // the inputs travel as arrays and unnest into rows, so pgx prepares it once
 // per connection.
 
-// planEach is given as the first argument of each batched statement: pgx
-// then runs it as an unnamed statement (its description cached), which
-// PostgreSQL plans for the arrays at hand on every execution. A named
-// prepared statement switches to a generic plan after five runs, and a
-// generic plan made while deliveries was new and never analyzed (a fresh
-// install, the first minute of a benchmark) joins by walking every Failed row
-// of deliveries_due instead of looking each ID up in the primary key: a
-// statement that costs O(batch) became O(table) until autovacuum's next
-// ANALYZE. Planning each time costs less than that plan did in the benchmark
-// (docs/performance.md, round 3).
+// planEach is given as the first argument of the batched statements that
+// join a table to their arrays (the outcome, the claim, the webhooks
+// SELECT): pgx then runs each as an unnamed statement (its description
+// cached), which PostgreSQL plans for the arrays at hand on every execution.
+// A named prepared statement switches to a generic plan after five runs,
+// and a generic plan made while deliveries was new and never analyzed (a
+// fresh install, the first minute of a benchmark) joined by walking every
+// Failed row of deliveries_due instead of looking each ID up in the primary
+// key: a statement that costs O(batch) became O(table) until autovacuum's
+// next ANALYZE. Planning each time costs less than that plan did in the
+// benchmark (docs/performance.md, round 3). The fan-out INSERT joins
+// nothing (its conflicts are found through the unique index whatever the
+// plan), so it keeps its prepared statement.
 const planEach = pgx.QueryExecModeCacheDescribe
 
 // groupMaxBatch bounds the inputs of one batched statement.
@@ -204,7 +207,7 @@ func (b *batched) runInsert(ctx context.Context, sets []insertSet) ([]insertResu
 		nextRetries[i], createdAts[i], updatedAts[i] = r.NextRetry, r.CreatedAt, r.UpdatedAt
 		versions[i] = p.version
 	}
-	rows, err := b.db.QueryContext(ctx, insertSQL, planEach, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
+	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
 		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, versions)
 	if err != nil {
 		return nil, err
