@@ -398,13 +398,24 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		}
 		d.observer.Attempt(string(res.Class), res.Duration, status)
 	}
-	// One line per attempt, the busiest log line: typed attributes, no
-	// boxing of each value into an any.
-	d.log.LogAttrs(ctx, slog.LevelInfo, "delivery attempt",
-		slog.String("delivery", row.ID), slog.String("webhook", row.WebhookName), slog.String("event_id", row.EventID),
+	d.logAttempt(ctx, row, out, res, now)
+	return out, nil
+}
+
+// logAttempt writes the busiest log line, one per attempt, for a fraction
+// of slog.Info's cost: typed attributes (no boxing into any) and no caller
+// lookup (runtime.Callers, for a source that Homing's handlers never print,
+// was a third of it).
+func (d *Dispatcher) logAttempt(ctx context.Context, row models.Delivery, out Outcome, res delivery.Result, now time.Time) {
+	h := d.log.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	r := slog.NewRecord(now, slog.LevelInfo, "delivery attempt", 0)
+	r.AddAttrs(slog.String("delivery", row.ID), slog.String("webhook", row.WebhookName), slog.String("event_id", row.EventID),
 		slog.Int("attempt", row.Attempts), slog.String("status", out.Status), slog.String("class", string(res.Class)),
 		slog.Int("status_code", res.StatusCode), slog.Int64("duration_ms", res.Duration.Milliseconds()), slog.String("error", out.Reason))
-	return out, nil
+	_ = h.Handle(ctx, r)
 }
 
 // healthChange is what an attempt's outcome does to its webhook's health.
