@@ -79,11 +79,8 @@ func (d *decoder) value(depth int) (any, bool) {
 }
 
 func (d *decoder) object(depth int) (any, bool) {
-	d.i++ // {
 	m := make(map[string]any)
-	d.space()
-	if d.i < len(d.b) && d.b[d.i] == '}' {
-		d.i++
+	if d.empty('}') {
 		return m, true
 	}
 	for {
@@ -95,39 +92,24 @@ func (d *decoder) object(depth int) (any, bool) {
 			return nil, false
 		}
 		d.space()
-		if d.i >= len(d.b) || d.b[d.i] != ':' {
+		if !d.eat(':') {
 			return nil, false
 		}
-		d.i++
 		d.space()
 		v, ok := d.value(depth + 1)
 		if !ok {
 			return nil, false
 		}
 		m[k] = v
-		d.space()
-		if d.i >= len(d.b) {
-			return nil, false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case '}':
-			d.i++
-			return m, true
-		default:
-			return nil, false
+		if more, ok := d.next('}'); !ok || !more {
+			return m, ok
 		}
 	}
 }
 
 func (d *decoder) array(depth int) (any, bool) {
-	d.i++ // [
 	a := []any{}
-	d.space()
-	if d.i < len(d.b) && d.b[d.i] == ']' {
-		d.i++
+	if d.empty(']') {
 		return a, true
 	}
 	for {
@@ -136,21 +118,41 @@ func (d *decoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.space()
-		if d.i >= len(d.b) {
-			return nil, false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case ']':
-			d.i++
-			return a, true
-		default:
-			return nil, false
+		if more, ok := d.next(']'); !ok || !more {
+			return a, ok
 		}
 	}
+}
+
+// empty consumes an opening bracket and reports whether its closing one
+// follows at once.
+func (d *decoder) empty(closing byte) bool {
+	d.i++
+	d.space()
+	return d.eat(closing)
+}
+
+// eat consumes c when it is the next byte.
+func (d *decoder) eat(c byte) bool {
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// next reads what follows a member or an element: a comma (more follows)
+// or the closing bracket; ok is false for anything else.
+func (d *decoder) next(closing byte) (more, ok bool) {
+	d.space()
+	switch {
+	case d.eat(','):
+		d.space()
+		return true, true
+	case d.eat(closing):
+		return false, true
+	}
+	return false, false
 }
 
 // string reads a string literal starting at its opening quote.
