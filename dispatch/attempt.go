@@ -434,16 +434,17 @@ func (d *Dispatcher) healthChange(hook *models.Webhook, res delivery.Result, dis
 	switch {
 	case disableReason != "":
 		return healthDisable
-	case res.OK() && hook.FailingSince != nil:
+	case signal(res) == healthOK && hook.FailingSince != nil:
 		return healthReset
-	case !res.OK() && hook.FailingSince == nil && res.Class != delivery.ClassInvalid && res.Class != delivery.ClassCanceled:
+	case signal(res) == healthFailure && hook.FailingSince == nil:
 		return healthFailing
 	}
 	return healthNone
 }
 
-// signal is what res tells of its webhook's health; healthChange's rules,
-// without the worker's copy of failing_since.
+// signal is what res tells of its webhook's health, whatever the clock
+// reads: a success, a failure, or nothing to count (a request that could
+// not be built, a shutdown).
 func signal(res delivery.Result) healthSignal {
 	switch {
 	case res.OK():

@@ -24,6 +24,8 @@ type warmStacks struct {
 	// that takes one from it is sure of a goroutine; when it would go
 	// below zero, every goroutine is busy.
 	idle atomic.Int64
+	// free holds spent stackJobs for reuse.
+	free sync.Pool
 }
 
 // stackJob is one task handed to a warm goroutine, and its answer.
@@ -36,10 +38,10 @@ type stackJob struct {
 	done     chan struct{}
 }
 
-var stackJobs = sync.Pool{New: func() any { return &stackJob{done: make(chan struct{}, 1)} }}
-
 func newWarmStacks() *warmStacks {
-	return &warmStacks{jobs: make(chan *stackJob), quit: make(chan struct{})}
+	s := &warmStacks{jobs: make(chan *stackJob), quit: make(chan struct{})}
+	s.free.New = func() any { return &stackJob{done: make(chan struct{}, 1)} }
+	return s
 }
 
 // start starts n goroutines: the worker's concurrency, so that a task
@@ -84,7 +86,7 @@ func (s *warmStacks) middleware(next asynq.Handler) asynq.Handler {
 			s.idle.Add(1)
 			return next.ProcessTask(ctx, t)
 		}
-		j := stackJobs.Get().(*stackJob)
+		j := s.free.Get().(*stackJob)
 		j.ctx, j.task, j.next = ctx, t, next
 		select {
 		case s.jobs <- j:
@@ -92,12 +94,12 @@ func (s *warmStacks) middleware(next asynq.Handler) asynq.Handler {
 		case <-s.quit:
 			s.idle.Add(1)
 			*j = stackJob{done: j.done}
-			stackJobs.Put(j)
+			s.free.Put(j)
 			return next.ProcessTask(ctx, t)
 		}
 		err, p := j.err, j.panicked
 		*j = stackJob{done: j.done}
-		stackJobs.Put(j)
+		s.free.Put(j)
 		if p != nil {
 			panic(p)
 		}
