@@ -266,9 +266,10 @@ const (
 // The clock is the database's, not the worker's copy of the webhook. Per
 // webhook, the batch's last success stops it and the first failure after
 // that success starts it again; a batch without a success starts it at its
-// first failure, and leaves alone a clock already running. The webhooks UPDATE writes
-// only a row whose clock really moves, so a healthy webhook's successes,
-// and a failing one's failures, write nothing to webhooks and leave
+// first failure, and leaves alone a clock already running. (health is a
+// healthSignal: 1 a success, 2 a failure.) The webhooks UPDATE writes only
+// a row whose clock really moves, so a healthy webhook's successes, and a
+// failing one's failures, write nothing to webhooks and leave
 // webhooks_version (and every worker's webhook cache) alone. A batch that
 // moves two webhooks' clocks while another process moves the same two in
 // the other order can deadlock; PostgreSQL then fails one statement, and
