@@ -252,10 +252,11 @@ type recordIn struct {
 // healthSignal is what an attempt tells of its webhook's health.
 type healthSignal int32
 
+// The values are spelled out because recordSQL compares them as numbers.
 const (
-	healthSilent  healthSignal = iota // no answer worth counting: invalid request, shutdown
-	healthOK                          // a success: the clock stops
-	healthFailure                     // a failure: the clock starts unless running
+	healthSilent  healthSignal = 0 // no answer worth counting: invalid request, shutdown
+	healthOK      healthSignal = 1 // a success: the clock stops
+	healthFailure healthSignal = 2 // a failure: the clock starts unless running
 )
 
 // recordSQL is recordOne for several attempts: the attempt rows are
@@ -291,7 +292,7 @@ const recordSQL = `WITH v AS (
 		(SELECT min(f.updated_at) FROM v f
 		 WHERE f.webhook_id = l.webhook_id AND f.health = 2 AND (l.at IS NULL OR f.updated_at > l.at)) AS failing_since
 	FROM last_ok l
-), health AS (
+), moved AS (
 	UPDATE webhooks w SET failing_since = c.failing_since FROM clock c
 	WHERE w.id = c.webhook_id AND CASE
 		WHEN c.failing_since IS NULL THEN w.failing_since IS NOT NULL
