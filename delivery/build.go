@@ -213,7 +213,7 @@ func formatFloat(f float64) string {
 // "<b>" in a description, not "\u003cb\u003e". jsondoc writes the same bytes
 // for the values a decoded document holds; encoding/json takes the rest.
 func encodeJSON(v any) ([]byte, error) {
-	if b, ok := jsondoc.Append(make([]byte, 0, 512), v); ok {
+	if b, ok := jsondoc.Append(nil, v); ok {
 		return b, nil
 	}
 	var buf bytes.Buffer
