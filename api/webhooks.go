@@ -34,6 +34,7 @@ type webhookRequest struct {
 	Timeout    *string            `json:"timeout"`
 	Queue      *string            `json:"queue"`
 	Enabled    *bool              `json:"enabled"`
+	RateLimit  *int               `json:"rate_limit"`
 	// Secret sets the signing secret ("" removes it); GenerateSecret makes
 	// a new one, returned once in the response.
 	Secret         *string `json:"secret"`
@@ -45,6 +46,7 @@ type webhookRequest struct {
 	DisabledReason json.RawMessage `json:"disabled_reason"`
 	CreatedAt      json.RawMessage `json:"created_at"`
 	UpdatedAt      json.RawMessage `json:"updated_at"`
+	Health         json.RawMessage `json:"health"`
 }
 
 // webhookList is the body of GET /v1/webhooks.
@@ -55,7 +57,7 @@ type webhookList struct {
 // input turns the request into the webhook service's input, and reports
 // whether a secret is to be generated.
 func (req webhookRequest) input() (webhook.Input, bool, error) {
-	for field, v := range map[string]json.RawMessage{"has_secret": req.HasSecret, "disabled_reason": req.DisabledReason, "created_at": req.CreatedAt, "updated_at": req.UpdatedAt} {
+	for field, v := range map[string]json.RawMessage{"has_secret": req.HasSecret, "disabled_reason": req.DisabledReason, "created_at": req.CreatedAt, "updated_at": req.UpdatedAt, "health": req.Health} {
 		if v != nil {
 			return webhook.Input{}, false, invalidRequest(field, "%s is read-only: leave it out", field)
 		}
@@ -64,7 +66,7 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 		Name: req.Name, DocType: req.DocType, Event: req.Event, Condition: req.Condition, URL: req.URL,
 		Method: req.Method, Structure: req.Structure, Template: req.Template, Fields: req.Fields,
 		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
-		Secret: req.Secret,
+		Secret: req.Secret, RateLimit: req.RateLimit,
 	}
 	if req.Headers != nil {
 		headers := make([]string, 0, len(*req.Headers))
@@ -171,7 +173,13 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return webhookNotFound(name, err)
 	}
-	writeJSON(w, http.StatusOK, webhook.ViewOf(wh))
+	v := webhook.ViewOf(wh)
+	h, err := s.cfg.Webhooks.Health(r.Context(), wh)
+	if err != nil {
+		return err
+	}
+	v.Health = &h
+	writeJSON(w, http.StatusOK, v)
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 var webhookKeys = []string{
 	"name", "doctype", "event", "condition", "url", "method", "structure", "template",
 	"fields", "headers", "has_secret", "signature", "enabled", "max_retries", "queue",
-	"timeout", "created_at", "updated_at",
+	"timeout", "rate_limit", "created_at", "updated_at",
 }
 
 func checkWebhookKeys(t *testing.T, what string, m map[string]any, extra ...string) {
@@ -58,7 +58,11 @@ func TestWebhookLifecycle(t *testing.T) {
 
 	// GET never shows the secret, and shows what POST returned.
 	got := s.expect(http.StatusOK, "GET", "/v1/webhooks/orders", s.admin, "").object(t)
-	checkWebhookKeys(t, "GET /v1/webhooks/orders", got)
+	checkWebhookKeys(t, "GET /v1/webhooks/orders", got, "health")
+	if h, _ := got["health"].(map[string]any); h["state"] != "healthy" || h["held_back"] != float64(0) {
+		t.Errorf("GET health = %v, want healthy", got["health"])
+	}
+	delete(got, "health")
 	delete(created, "secret")
 	if compactAny(t, got) != compactAny(t, created) {
 		t.Errorf("GET = %v\nPOST = %v", got, created)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
@@ -17,6 +18,7 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/outbox"
+	"github.com/homingdev/homing/ratelimit"
 	"github.com/homingdev/homing/retry"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/store"
@@ -38,6 +40,8 @@ type App struct {
 	Box        *secretbox.Box
 	Sender     *delivery.Sender
 	Dispatcher *dispatch.Dispatcher
+	// rateRedis carries the rate limiter's calls.
+	rateRedis redis.UniversalClient
 }
 
 // Options adjusts Open for tests and embedded use.
@@ -71,15 +75,22 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		}
 	}
 	sender := delivery.NewSender(SenderConfig(cfg.Delivery, opts.Clock.Now))
+	// Webhooks' rate_limit is one budget in Redis for every worker.
+	rateRedis, _ := redisOpt.MakeRedisClient().(redis.UniversalClient)
+	var limiter dispatch.Limiter
+	if rateRedis != nil {
+		limiter = ratelimit.New(rateRedis)
+	}
 	d := dispatch.New(db, sender, box, dispatch.Config{
 		Schedule:     retry.Schedule(cfg.Retry.Schedule),
 		DisableAfter: cfg.Health.DisableAfter,
 		Logger:       log,
 		Clock:        opts.Clock,
+		Limiter:      limiter,
 	})
 	return &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,
-		Box: box, Sender: sender, Dispatcher: d,
+		Box: box, Sender: sender, Dispatcher: d, rateRedis: rateRedis,
 	}, nil
 }
 
@@ -121,6 +132,9 @@ func (a *App) Relay(client *asynq.Client) *outbox.Relay {
 // Close releases the database pool and idle connections.
 func (a *App) Close() error {
 	a.Sender.Close()
+	if a.rateRedis != nil {
+		_ = a.rateRedis.Close()
+	}
 	return store.Close(a.DB)
 }
 

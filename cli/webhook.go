@@ -50,7 +50,7 @@ type webhookFlags struct {
 	condition, secret, signature string
 	queue                        string
 	fields, headers              []string
-	maxRetries                   int
+	maxRetries, rateLimit        int
 	timeout                      time.Duration
 	disabled, json               bool
 }
@@ -72,6 +72,7 @@ func (f *webhookFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRetries, "max-retries", 0, "retries after the first attempt (default retry.default_max_retries)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "timeout of one attempt, e.g. 5s (default delivery.timeout)")
 	fs.StringVar(&f.queue, "queue", "", "asynq queue the deliveries run on (default \"default\")")
+	fs.IntVar(&f.rateLimit, "rate-limit", 0, "most requests a second to this webhook, across every worker; 0 is unlimited (the default)")
 	fs.BoolVar(&f.disabled, "disabled", false, "keep the webhook disabled")
 	fs.BoolVar(&f.json, "json", false, "print the webhook as JSON")
 }
@@ -113,6 +114,9 @@ func (f *webhookFlags) input(fs *pflag.FlagSet) (webhook.Input, error) {
 	}
 	if fs.Changed("timeout") {
 		in.Timeout = &f.timeout
+	}
+	if fs.Changed("rate-limit") {
+		in.RateLimit = &f.rateLimit
 	}
 	if fs.Changed("disabled") {
 		enabled := !f.disabled
@@ -406,7 +410,13 @@ func newWebhookShowCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printWebhook(e.stdout, shownView{View: webhook.ViewOf(w)}, asJSON, "")
+			v := webhook.ViewOf(w)
+			h, err := svc.Health(cmd.Context(), w)
+			if err != nil {
+				return err
+			}
+			v.Health = &h
+			return printWebhook(e.stdout, shownView{View: v}, asJSON, "")
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the webhook as JSON")
@@ -510,6 +520,14 @@ func printWebhookDetail(p *printer, v webhook.View) {
 	row("max retries", fmt.Sprint(v.MaxRetries))
 	row("timeout", v.Timeout)
 	row("queue", v.Queue)
+	if v.RateLimit > 0 {
+		row("rate limit", fmt.Sprintf("%d/s", v.RateLimit))
+	} else {
+		row("rate limit", "none")
+	}
+	if h := v.Health; h != nil {
+		row("health", healthLine(*h))
+	}
 	row("created", v.CreatedAt.Format(time.RFC3339))
 	row("updated", v.UpdatedAt.Format(time.RFC3339))
 	_ = tw.Flush()
@@ -544,4 +562,27 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// healthLine says in one line how a webhook's endpoint is doing.
+func healthLine(h webhook.Health) string {
+	switch h.State {
+	case webhook.HealthProbing:
+		probe := "no probe yet"
+		if h.LastProbeAt != nil {
+			probe = "last probe " + h.LastProbeAt.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("probing: failing since %s (%d failures), %s, %d due retries held back until a probe succeeds",
+			formatSince(h.FailingSince), h.Failures, probe, h.HeldBack)
+	case webhook.HealthFailing:
+		return fmt.Sprintf("failing since %s (%d failures since the last success)", formatSince(h.FailingSince), h.Failures)
+	}
+	return "healthy"
+}
+
+func formatSince(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }

@@ -13,7 +13,7 @@ import (
 var webhookKeys = []string{
 	"name", "doctype", "event", "condition", "url", "method", "structure", "template",
 	"fields", "headers", "has_secret", "signature", "enabled", "max_retries", "queue",
-	"timeout", "created_at", "updated_at",
+	"timeout", "rate_limit", "created_at", "updated_at",
 }
 
 // create is the smallest valid create command line.
@@ -127,7 +127,7 @@ func TestCreateShowListJSON(t *testing.T) {
 	}
 
 	shown := object(t, s.ok("webhook", "show", "orders", "--json").stdout)
-	checkKeys(t, "show --json", shown, webhookKeys)
+	checkKeys(t, "show --json", shown, append(slices.Clone(webhookKeys), "health"))
 	for k, v := range want {
 		if shown[k] != v {
 			t.Errorf("show --json: %s = %#v, want %#v", k, shown[k], v)

@@ -62,6 +62,9 @@ type Health struct {
 	// only failed for this long is disabled and its pending retries are
 	// exhausted; 0 turns this off.
 	DisableAfter time.Duration
+	// ProbeInterval (health.probe_interval) is how often a failing
+	// webhook's one probe is sent while its other retries wait.
+	ProbeInterval time.Duration
 }
 
 // Retention says how long final deliveries are kept before the periodic
@@ -112,7 +115,19 @@ type Retry struct {
 // Sweeper paces the sweep that enqueues due retries.
 type Sweeper struct {
 	Interval  time.Duration // sweeper.interval
-	BatchSize int           // sweeper.batch_size: most rows one sweep enqueues
+	BatchSize int           // sweeper.batch_size: most rows one sweep step enqueues
+	// MaxPending (sweeper.max_pending) is each retry queue's high-water
+	// mark: a tick keeps taking batches while a queue holds fewer pending
+	// tasks. 0 is derived: the larger of batch_size and 4 × concurrency.
+	MaxPending int
+}
+
+// PendingMark is sweeper.max_pending as the sweep uses it.
+func (c Config) PendingMark() int {
+	if c.Sweeper.MaxPending > 0 {
+		return c.Sweeper.MaxPending
+	}
+	return max(c.Sweeper.BatchSize, 4*c.Worker.Concurrency)
 }
 
 // Delivery bounds outgoing requests.
@@ -192,8 +207,9 @@ func fields() []field {
 		{"database.max_open_conns", 32, into(parseInt, func(c *Config) *int { return &c.Database.MaxOpenConns })},
 		{"retry.schedule", "5m,30m,2h,5h,10h,10h", into(parseDurations, func(c *Config) *[]time.Duration { return &c.Retry.Schedule })},
 		{"retry.default_max_retries", 3, into(parseInt, func(c *Config) *int { return &c.Retry.DefaultMaxRetries })},
-		{"sweeper.interval", "5m", into(parseDuration, func(c *Config) *time.Duration { return &c.Sweeper.Interval })},
+		{"sweeper.interval", "5s", into(parseDuration, func(c *Config) *time.Duration { return &c.Sweeper.Interval })},
 		{"sweeper.batch_size", 500, into(parseInt, func(c *Config) *int { return &c.Sweeper.BatchSize })},
+		{"sweeper.max_pending", 0, into(parseInt, func(c *Config) *int { return &c.Sweeper.MaxPending })},
 		{"delivery.timeout", "5s", into(parseDuration, func(c *Config) *time.Duration { return &c.Delivery.Timeout })},
 		{"delivery.allowed_networks", "", into(parsePrefixes, func(c *Config) *[]netip.Prefix { return &c.Delivery.AllowedNetworks })},
 		{"delivery.allow_private_networks", false, into(parseBool, func(c *Config) *bool { return &c.Delivery.AllowPrivateNetworks })},
@@ -208,6 +224,7 @@ func fields() []field {
 		{"retention.delivered", "720h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Delivered })},
 		{"retention.exhausted", "2160h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Exhausted })},
 		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
+		{"health.probe_interval", "10s", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.ProbeInterval })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
@@ -652,6 +669,8 @@ func (c Config) problems() []*KeyError {
 		bad("sweeper.interval", "must be a whole number of seconds (the scheduler ticks by the second), got %s", d)
 	}
 	between("sweeper.batch_size", c.Sweeper.BatchSize, 1, 100000)
+	between("sweeper.max_pending", c.Sweeper.MaxPending, 0, 1000000)
+	betweenD("health.probe_interval", c.Health.ProbeInterval, time.Second, 24*time.Hour)
 
 	betweenD("delivery.timeout", c.Delivery.Timeout, 100*time.Millisecond, 5*time.Minute)
 	if c.Delivery.MaxPayloadBytes < 1024 {

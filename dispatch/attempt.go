@@ -58,6 +58,10 @@ type Outcome struct {
 	NextRetry *time.Time
 	// Reason is the error recorded on the delivery, if any.
 	Reason string
+	// Postponed is set when no request was made because the webhook's
+	// rate_limit was spent: the delivery is due again at NextRetry, with
+	// no attempt counted.
+	Postponed bool
 }
 
 // Observer is told of each outcome the dispatcher has committed, so that
@@ -73,6 +77,11 @@ type Observer interface {
 	// Abandoned reports a delivery made final (Exhausted) without a
 	// request, because its webhook is disabled or deleted.
 	Abandoned(status string)
+	// Postponed reports an attempt that was not made and left its delivery
+	// due later, with no attempt counted: "rate_limit" (its webhook's
+	// rate_limit was spent) or "held" (its webhook is failing and this
+	// retry is not the probe).
+	Postponed(reason string)
 }
 
 // SetObserver sets the observer Config.Observer would have set, for a
@@ -122,6 +131,9 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 		}
 		return d.abandon(ctx, row, reason)
 	}
+	if err := d.holdIfFailing(ctx, row, mode, hook); err != nil {
+		return Outcome{}, err
+	}
 	// A secret that cannot be opened is this worker's configuration problem
 	// (a wrong secrets.key), not the receiver's: fail the task, keep the row.
 	secrets, err := d.secrets(hook, now)
@@ -138,10 +150,15 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 // send makes the request of a claimed attempt and records its outcome. A
 // request interrupted by the caller's shutdown releases the claim instead.
 func (d *Dispatcher) send(ctx context.Context, claimed models.Delivery, mode Mode, hook *models.Webhook, secrets []signing.Secret, now time.Time) (Outcome, error) {
+	if mode != Sync && hook.RateLimit > 0 && d.limiter != nil {
+		if out, done, err := d.limit(ctx, claimed, hook, now); done {
+			return out, err
+		}
+	}
 	req := d.request(claimed, hook, secrets, now)
 	res := d.sender.Send(ctx, req)
 	if errors.Is(res.Err, context.Canceled) && mode != Sync {
-		if rerr := d.release(claimed); rerr != nil {
+		if rerr := d.release(claimed, d.now()); rerr != nil {
 			return Outcome{}, errors.Join(res.Err, rerr)
 		}
 		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", claimed.ID, res.Err)
@@ -207,15 +224,16 @@ func (d *Dispatcher) claim(ctx context.Context, row models.Delivery, mode Mode, 
 	return row, nil
 }
 
-// release undoes a claim whose request was interrupted by shutdown, making
-// the row due again so the requeued task (or the next sweep) can claim it.
-func (d *Dispatcher) release(row models.Delivery) error {
+// release undoes a claim whose request was not made (interrupted by
+// shutdown, or postponed by the rate limit), making the row due again at
+// at, with its attempt uncounted, so the requeued task (or a sweep) can
+// claim it.
+func (d *Dispatcher) release(row models.Delivery, at time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	now := d.now()
 	err := d.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("id = ? AND status = ? AND attempts = ?", row.ID, models.StatusFailed, row.Attempts).
-		Updates(map[string]any{"attempts": gorm.Expr("attempts - 1"), "next_retry": now, "updated_at": now}).Error
+		Updates(map[string]any{"attempts": gorm.Expr("attempts - 1"), "next_retry": at, "updated_at": d.now()}).Error
 	if err != nil {
 		return fmt.Errorf("release delivery %s: %w", row.ID, err)
 	}
@@ -301,6 +319,13 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		disableReason = fmt.Sprintf("receiver answered 410 Gone to delivery %s at %s", row.ID, now.Format(time.RFC3339))
 		out.Reason = "receiver answered 410 Gone: webhook disabled"
 	}
+	if !res.OK() && d.disableAfter > 0 && hook.FailingSince == nil && signal(res) == healthFailure {
+		// An inline first attempt's webhook comes from the cache, which
+		// does not carry health: read it (failures only).
+		if h, err := d.health(ctx, hook.ID); err == nil {
+			hook.FailingSince = h.FailingSince
+		}
+	}
 	unhealthy := !res.OK() && d.disableAfter > 0 && hook.FailingSince != nil && !hook.FailingSince.After(now.Add(-d.disableAfter))
 	if unhealthy && !dec.gone {
 		disableReason = fmt.Sprintf("deliveries only failed since %s (health.disable_after %s)", hook.FailingSince.UTC().Format(time.RFC3339), d.disableAfter)
@@ -345,7 +370,6 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	}
 	// A shutdown must not lose the outcome of a request that was sent.
 	wctx := context.WithoutCancel(ctx)
-	change := d.healthChange(hook, res, disableReason)
 	var (
 		applied bool
 		err     error
@@ -354,20 +378,16 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		status: out.Status, next: out.NextRetry, code: code, lastError: out.Reason,
 		lastResponse: updates["last_response"].(string), method: req.Method, url: req.URL, at: now,
 	}
-	switch {
-	case d.batch != nil && change != healthDisable:
+	if d.batch != nil && disableReason == "" {
 		// Concurrent attempts share one statement and its commit
-		// (runRecord), which also moves the webhook's failing_since clock
-		// by what the database holds, whatever this worker's copy of the
-		// webhook says.
+		// (runRecord), which also moves the webhook's health by what the
+		// database holds, whatever this worker's copy of the webhook says.
 		applied, err = d.batch.record.do(wctx, recordIn{attempt: attempt, outcome: o, fromStatus: fromStatus, fromAttempts: row.Attempts,
 			webhookID: hook.ID, health: signal(res)})
 		if err != nil {
 			err = fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
 		}
-	case d.postgres && change != healthDisable:
-		applied, err = d.recordOne(wctx, attempt, o, row, fromStatus, hook, change)
-	default:
+	} else {
 		err = d.db.WithContext(wctx).Transaction(func(tx *gorm.DB) error {
 			if err := tx.Create(&attempt).Error; err != nil {
 				return fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
@@ -379,7 +399,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 				return fmt.Errorf("record outcome of delivery %s: %w", row.ID, r.Error)
 			}
 			applied = r.RowsAffected == 1
-			return d.recordHealth(tx, hook, row.ID, change, now, disableReason)
+			return d.recordHealth(tx, hook, row.ID, signal(res), now, disableReason)
 		})
 	}
 	if err != nil {
@@ -418,30 +438,6 @@ func (d *Dispatcher) logAttempt(ctx context.Context, row models.Delivery, out Ou
 	_ = h.Handle(ctx, r)
 }
 
-// healthChange is what an attempt's outcome does to its webhook's health.
-type healthChange int
-
-const (
-	healthNone    healthChange = iota
-	healthDisable              // disable the webhook and exhaust its other retries
-	healthReset                // a success after failures: clear failing_since
-	healthFailing              // the first failure after a success: start the clock
-)
-
-// healthChange reads only what the claim already has: a healthy webhook's
-// success costs no extra statement.
-func (d *Dispatcher) healthChange(hook *models.Webhook, res delivery.Result, disableReason string) healthChange {
-	switch {
-	case disableReason != "":
-		return healthDisable
-	case signal(res) == healthOK && hook.FailingSince != nil:
-		return healthReset
-	case signal(res) == healthFailure && hook.FailingSince == nil:
-		return healthFailing
-	}
-	return healthNone
-}
-
 // signal is what res tells of its webhook's health, whatever the clock
 // reads: a success, a failure, or nothing to count (a request that could
 // not be built, a shutdown).
@@ -455,14 +451,15 @@ func signal(res delivery.Result) healthSignal {
 	return healthSilent
 }
 
-// recordHealth keeps the webhook's failing_since clock (reset by any
-// success, started by the first failure after one) and, with a reason,
-// disables the webhook and exhausts its other pending retries, so nothing
-// more is sent to an endpoint that is gone or has only failed for
-// health.disable_after.
-func (d *Dispatcher) recordHealth(tx *gorm.DB, hook *models.Webhook, deliveryID string, change healthChange, now time.Time, disableReason string) error {
-	switch change {
-	case healthDisable:
+// recordHealth is runRecord's health rule for one attempt, in a
+// transaction: a success clears the webhook's health (failing_since,
+// failures, the probe), a failure starts the failing_since clock unless it
+// runs and counts one more failure. With a reason it disables the webhook
+// and exhausts its other pending retries, so nothing more is sent to an
+// endpoint that is gone or has only failed for health.disable_after.
+// TestHealthRuleSQLMatchesGo holds the two versions of the rule together.
+func (d *Dispatcher) recordHealth(tx *gorm.DB, hook *models.Webhook, deliveryID string, sig healthSignal, now time.Time, disableReason string) error {
+	if disableReason != "" {
 		if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).
 			Updates(map[string]any{"enabled": false, "disabled_reason": disableReason, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("disable webhook %q: %w", hook.Name, err)
@@ -472,14 +469,19 @@ func (d *Dispatcher) recordHealth(tx *gorm.DB, hook *models.Webhook, deliveryID 
 			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "webhook disabled: " + disableReason, "updated_at": now}).Error; err != nil {
 			return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", hook.Name, err)
 		}
-	case healthReset:
-		if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).Update("failing_since", nil).Error; err != nil {
-			return fmt.Errorf("reset health of webhook %q: %w", hook.Name, err)
-		}
-	case healthFailing:
-		if err := tx.Model(&models.Webhook{}).Where("id = ? AND failing_since IS NULL", hook.ID).Update("failing_since", now).Error; err != nil {
-			return fmt.Errorf("record failure of webhook %q: %w", hook.Name, err)
-		}
+	}
+	var err error
+	switch sig {
+	case healthOK:
+		err = tx.Model(&models.WebhookHealth{}).
+			Where("webhook_id = ? AND (failures <> 0 OR failing_since IS NOT NULL OR probe_id IS NOT NULL)", hook.ID).
+			Updates(map[string]any{"failing_since": nil, "failures": 0, "probe_id": nil, "probe_at": nil}).Error
+	case healthFailure:
+		err = tx.Model(&models.WebhookHealth{}).Where("webhook_id = ?", hook.ID).
+			Updates(map[string]any{"failing_since": gorm.Expr("COALESCE(failing_since, ?)", now), "failures": gorm.Expr("failures + 1")}).Error
+	}
+	if err != nil {
+		return fmt.Errorf("record health of webhook %q: %w", hook.Name, err)
 	}
 	return nil
 }

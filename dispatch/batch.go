@@ -244,7 +244,7 @@ type recordIn struct {
 	outcome      outcomeRow
 	fromStatus   string
 	fromAttempts int
-	// webhookID and health feed the webhook's failing_since clock.
+	// webhookID and health feed the webhook's health (webhook_health).
 	webhookID string
 	health    healthSignal
 }
@@ -259,22 +259,22 @@ const (
 	healthFailure healthSignal = 2 // a failure: the clock starts unless running
 )
 
-// recordSQL is recordOne for several attempts: the attempt rows are
-// inserted, each delivery updated fenced on its status and attempt count,
-// and each webhook's failing_since clock moved, in one statement. Served by
-// the primary keys of deliveries and webhooks.
+// recordSQL records several attempts in one statement: the attempt rows
+// are inserted, each delivery updated fenced on its status and attempt
+// count, and each webhook's health (webhook_health) moved. Served by the
+// primary keys of deliveries and webhook_health.
 //
-// The clock is the database's, not the worker's copy of the webhook. Per
-// webhook, the batch's last success stops it and the first failure after
-// that success starts it again; a batch without a success starts it at its
-// first failure, and leaves alone a clock already running. (health is a
-// healthSignal: 1 a success, 2 a failure.) The webhooks UPDATE writes only
-// a row whose clock really moves, so a healthy webhook's successes, and a
-// failing one's failures, write nothing to webhooks and leave
-// webhooks_version (and every worker's webhook cache) alone. A batch that
-// moves two webhooks' clocks while another process moves the same two in
-// the other order can deadlock; PostgreSQL then fails one statement, and
-// its batch is recorded again one attempt at a time.
+// Health is the database's, not the worker's copy of the webhook. Per
+// webhook, the batch's last success clears it (failing_since, failures and
+// the probe); the failures after that success, or all of the batch's when
+// it has none, start the failing_since clock unless it runs and add to
+// failures. (health is a healthSignal: 1 a success, 2 a failure.) Only a
+// row whose health changes is written, so a healthy webhook's successes
+// write nothing. webhook_health has no trigger: moving it leaves
+// webhooks_version, and every worker's webhook cache, alone. A batch that
+// moves two webhooks' health while another process moves the same two in
+// the other order can deadlock; PostgreSQL then fails one statement, and its
+// batch is recorded again one attempt at a time.
 const recordSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::bigint[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[], $17::text[], $18::integer[],
@@ -288,15 +288,17 @@ const recordSQL = `WITH v AS (
 ), last_ok AS (
 	SELECT webhook_id, max(updated_at) FILTER (WHERE health = 1) AS at FROM v WHERE health <> 0 GROUP BY webhook_id
 ), clock AS (
-	SELECT l.webhook_id, l.at AS last_ok,
-		(SELECT min(f.updated_at) FROM v f
-		 WHERE f.webhook_id = l.webhook_id AND f.health = 2 AND (l.at IS NULL OR f.updated_at > l.at)) AS failing_since
-	FROM last_ok l
+	SELECT l.webhook_id, l.at AS last_ok, min(f.updated_at) AS failing_since, count(f.delivery_id) AS failures
+	FROM last_ok l LEFT JOIN v f ON f.webhook_id = l.webhook_id AND f.health = 2 AND (l.at IS NULL OR f.updated_at > l.at)
+	GROUP BY l.webhook_id, l.at
 ), moved AS (
-	UPDATE webhooks w SET failing_since = c.failing_since FROM clock c
-	WHERE w.id = c.webhook_id AND CASE
-		WHEN c.failing_since IS NULL THEN w.failing_since IS NOT NULL
-		ELSE w.failing_since IS NULL OR (c.last_ok IS NOT NULL AND w.failing_since <> c.failing_since) END
+	UPDATE webhook_health h SET
+		failing_since = CASE WHEN c.last_ok IS NOT NULL THEN c.failing_since ELSE COALESCE(h.failing_since, c.failing_since) END,
+		failures = CASE WHEN c.last_ok IS NOT NULL THEN c.failures ELSE h.failures + c.failures END,
+		probe_id = CASE WHEN c.failures = 0 THEN NULL ELSE h.probe_id END,
+		probe_at = CASE WHEN c.failures = 0 THEN NULL ELSE h.probe_at END
+	FROM clock c
+	WHERE h.webhook_id = c.webhook_id AND (c.failures > 0 OR h.failures > 0 OR h.failing_since IS NOT NULL OR h.probe_id IS NOT NULL)
 )
 UPDATE deliveries d SET status = v.status, next_retry = v.next_retry, last_status_code = v.status_code, last_error = v.last_error,
 	last_response = v.last_response, method = v.method, url = v.url, updated_at = v.updated_at
@@ -383,12 +385,12 @@ type claimOut struct {
 // under its own mode's condition and time, and read back with its webhook
 // and the due time the claim replaced (old reads the row as it was before
 // this statement). Served by the primary keys of both tables.
-const claimSQL = `UPDATE deliveries AS d
-SET attempts = d.attempts + 1, updated_at = v.now,
+var claimSQL = `UPDATE deliveries AS d
+SET attempts = d.attempts + 1, updated_at = v.now, queued_at = NULL,
 	next_retry = v.now + (w.timeout_ms + $4) * interval '1 millisecond'
 FROM unnest($1::text[], $2::boolean[], $3::timestamptz[]) AS v(id, retry, now), deliveries AS old, webhooks AS w
 WHERE old.id = v.id AND d.id = v.id AND w.id = d.webhook_id AND w.enabled AND d.status = 'Failed'
-	AND CASE WHEN v.retry THEN d.next_retry <= v.now ELSE d.attempts = 0 END
+	AND CASE WHEN v.retry THEN d.next_retry <= v.now AND ` + notHeldSQL + ` ELSE d.attempts = 0 END
 RETURNING ` + claimColumns
 
 // runClaim claims every caller's delivery in one statement. Of several

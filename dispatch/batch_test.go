@@ -173,10 +173,11 @@ func TestRunRecordFencesEachDelivery(t *testing.T) {
 	}
 }
 
-// The batched record moves each webhook's failing_since clock by what the
-// database holds: the last success of a batch stops it, the first failure
-// after it starts it, a clock already running keeps its start, and a
-// batch that moves nothing leaves webhooks_version alone.
+// The batched record moves each webhook's health (webhook_health) by what
+// the database holds: the last success of a batch clears it, the first
+// failure after it starts the failing_since clock, a clock already running
+// keeps its start, failures count up, and no health change moves
+// webhooks_version (the workers' webhook caches stay).
 func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 	t.Parallel()
 	db, b := batchedFor(t)
@@ -185,7 +186,7 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 	at := func(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
 	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
 	insertWebhook(t, db, "wb", "Sales Order", "on_submit", true)
-	if err := db.Exec("UPDATE webhooks SET failing_since = ? WHERE id = 'wb'", t0).Error; err != nil {
+	if err := db.Exec("UPDATE webhook_health SET failing_since = ?, failures = 1 WHERE webhook_id = 'wb'", t0).Error; err != nil {
 		t.Fatal(err)
 	}
 	seq := 0
@@ -203,13 +204,20 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 			fromStatus: models.StatusFailed, fromAttempts: 1, webhookID: webhook, health: health,
 		}
 	}
-	clock := func(id string) *time.Time {
+	health := func(id string) models.WebhookHealth {
 		t.Helper()
-		var w models.Webhook
-		if err := db.Where("id = ?", id).Take(&w).Error; err != nil {
+		var h models.WebhookHealth
+		if err := db.Where("webhook_id = ?", id).Take(&h).Error; err != nil {
 			t.Fatal(err)
 		}
-		return w.FailingSince
+		return h
+	}
+	clock := func(id string) *time.Time { return health(id).FailingSince }
+	failures := func(id string, want int) {
+		t.Helper()
+		if got := health(id).Failures; got != want {
+			t.Fatalf("webhook %s: %d failures, want %d", id, got, want)
+		}
 	}
 	version := func() int64 {
 		t.Helper()
@@ -236,13 +244,18 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 	record(in("wa", healthFailure, 2), in("wa", healthFailure, 1), in("wb", healthFailure, 1))
 	same("wa after two failures", clock("wa"), ptrTime(at(1)))
 	same("wb already failing", clock("wb"), &t0)
+	failures("wa", 2)
+	failures("wb", 2)
 
-	// More failures, and failures no answer counts, move nothing at all.
+	// More failures keep the clocks and count; no answer counts nothing;
+	// none of it moves webhooks_version.
 	v := version()
 	record(in("wa", healthFailure, 3), in("wb", healthFailure, 3), in("wa", healthSilent, 4))
 	same("wa still failing", clock("wa"), ptrTime(at(1)))
+	failures("wa", 3)
+	failures("wb", 3)
 	if got := version(); got != v {
-		t.Fatalf("webhooks_version moved %d → %d for a batch that changed no clock", v, got)
+		t.Fatalf("webhooks_version moved %d → %d for a health change", v, got)
 	}
 
 	// A success then failures restarts wa's clock at the first failure
@@ -251,6 +264,8 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 		in("wb", healthFailure, 5), in("wb", healthOK, 6))
 	same("wa restarted", clock("wa"), ptrTime(at(7)))
 	same("wb healed", clock("wb"), nil)
+	failures("wa", 2)
+	failures("wb", 0)
 
 	// Successes of a healthy webhook write nothing.
 	v = version()

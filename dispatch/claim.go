@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -55,21 +56,32 @@ func (d *Dispatcher) AttemptClaimed(ctx context.Context, c *Claimed) (Outcome, e
 // make the attempt after all (it failed to queue the event's other
 // deliveries and will be run again): the row is due again, unattempted, so
 // the re-run hands it out as Pending.
-func (d *Dispatcher) ReleaseClaimed(c *Claimed) error { return d.release(c.row) }
+func (d *Dispatcher) ReleaseClaimed(c *Claimed) error { return d.release(c.row, d.now()) }
 
 // claimColumns is what an attempt needs of the delivery and its webhook, in
 // the order scanClaim reads them, and the due time the claim replaced.
 const claimColumns = `d.id, d.webhook_id, d.webhook_name, d.event_id, d.headers, d.payload, d.status,
 	d.attempts, d.max_retries, d.next_retry, d.created_at,
 	w.id, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
-	w.enabled, w.disabled_reason, w.failing_since, w.timeout_ms, w.queue, old.next_retry`
+	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit,
+	w.timeout_ms, w.queue, old.next_retry`
+
+// notHeldSQL is the condition a retry's claim adds: its webhook is not
+// failing (models.FailingAfter), or this delivery is the probe the sweep
+// chose. A held retry stays Failed and due, with no attempt counted.
+// Served by the primary key of webhook_health.
+var notHeldSQL = `NOT EXISTS (SELECT 1 FROM webhook_health h
+	WHERE h.webhook_id = d.webhook_id AND h.failures >= ` + failingAfter + ` AND h.probe_id IS DISTINCT FROM d.id)`
+
+// failingAfter is models.FailingAfter as SQL text.
+var failingAfter = strconv.Itoa(models.FailingAfter)
 
 // claimJoinedSQL claims a due or fresh Failed delivery of an enabled webhook
 // and reads both rows back in one round trip (PostgreSQL only: the lease is
 // computed from the webhook's timeout in SQL). Served by the primary keys of
 // both tables. %s is the mode's condition.
 const claimJoinedSQL = `UPDATE deliveries AS d
-SET attempts = d.attempts + 1, updated_at = ?,
+SET attempts = d.attempts + 1, updated_at = ?, queued_at = NULL,
 	next_retry = ?::timestamptz + (w.timeout_ms + ?) * interval '1 millisecond'
 FROM webhooks AS w, (SELECT id, next_retry FROM deliveries WHERE id = ?) AS old
 WHERE d.id = old.id AND w.id = d.webhook_id AND w.enabled AND d.status = 'Failed' AND %s
@@ -105,7 +117,7 @@ func (d *Dispatcher) claimJoined(ctx context.Context, id string, mode Mode, now 
 	}
 	cond, args := "d.attempts = 0", []any{now, now, claimMargin.Milliseconds(), id}
 	if mode == Retry {
-		cond = "d.next_retry <= ?"
+		cond = "d.next_retry <= ? AND " + notHeldSQL
 		args = append(args, now)
 	}
 	rows, err := d.db.WithContext(ctx).Raw(fmt.Sprintf(claimJoinedSQL, cond), args...).Rows()
@@ -130,7 +142,7 @@ func scanClaim(rows *sql.Rows, c *joinedClaim) error {
 	err := rows.Scan(&row.ID, &row.WebhookID, &row.WebhookName, &row.EventID, &row.Headers, &row.Payload, &row.Status,
 		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt,
 		&hook.ID, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
-		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.TimeoutMS, &hook.Queue, &c.prevNext)
+		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.TimeoutMS, &hook.Queue, &c.prevNext)
 	if err != nil {
 		return err
 	}

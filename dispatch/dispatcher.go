@@ -43,6 +43,8 @@ type Config struct {
 	// Observer is told of every committed outcome, for metrics; nil is
 	// none.
 	Observer Observer
+	// Limiter enforces webhooks' rate_limit; nil sends without a limit.
+	Limiter Limiter
 }
 
 // Dispatcher fans out events and runs attempts against one database.
@@ -57,6 +59,7 @@ type Dispatcher struct {
 	newID        func() string
 	conds        *conditionCache
 	observer     Observer
+	limiter      Limiter
 	// postgres enables the single-statement claim and record, which use
 	// PostgreSQL's UPDATE … FROM … RETURNING, interval arithmetic and
 	// data-modifying WITH. SQLite is in-process: its round trips are
@@ -83,6 +86,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		newID:        cfg.NewID,
 		conds:        newConditionCache(),
 		observer:     cfg.Observer,
+		limiter:      cfg.Limiter,
 		postgres:     db.Dialector.Name() == "postgres",
 	}
 	if d.postgres {

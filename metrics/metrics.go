@@ -61,6 +61,7 @@ type Metrics struct {
 	attemptDuration prometheus.Histogram
 	sweepDuration   prometheus.Histogram
 	sweepEnqueued   prometheus.Counter
+	postponed       *prometheus.CounterVec
 }
 
 // New builds the metrics and registers them, with the Go runtime and
@@ -97,6 +98,13 @@ func New(opts Options) *Metrics {
 			Name: "homing_sweep_enqueued_total",
 			Help: "Retry tasks the sweeper enqueued.",
 		}),
+		postponed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "homing_postponed_total",
+			Help: "Attempts not made, with no attempt counted: rate_limit (the webhook's rate_limit was spent), held (the webhook is failing and the retry was not its probe).",
+		}, []string{"reason"}),
+	}
+	for _, r := range []string{"rate_limit", "held"} {
+		m.postponed.WithLabelValues(r)
 	}
 	// Every label value starts at zero, so rate() and alerts see a series
 	// before its first event.
@@ -110,7 +118,7 @@ func New(opts Options) *Metrics {
 		m.attempts.WithLabelValues(string(c))
 	}
 	m.reg.MustRegister(
-		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued,
+		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -142,6 +150,11 @@ func (m *Metrics) Attempt(class string, d time.Duration, status string) {
 // Abandoned counts a delivery made final without a request.
 func (m *Metrics) Abandoned(status string) {
 	m.deliveries.WithLabelValues(status).Inc()
+}
+
+// Postponed counts an attempt not made, by why.
+func (m *Metrics) Postponed(reason string) {
+	m.postponed.WithLabelValues(reason).Inc()
 }
 
 // Sweep counts one sweeper tick.

@@ -47,7 +47,12 @@ type Webhook struct {
 	SignatureScheme  string     `gorm:"column:signature_scheme"`
 	Enabled          bool       `gorm:"column:enabled"`
 	DisabledReason   string     `gorm:"column:disabled_reason"`
-	FailingSince     *time.Time `gorm:"column:failing_since"` // first failure since the last success`
+	// FailingSince is read from webhook_health by the attempt's claim
+	// (WebhookHealth), not stored on the webhook.
+	FailingSince *time.Time `gorm:"-"`
+	// RateLimit is the most requests per second sent to this webhook by
+	// all workers together; 0 is unlimited.
+	RateLimit int `gorm:"column:rate_limit"`
 	MaxRetries       int        `gorm:"column:max_retries"`
 	Queue            string     `gorm:"column:queue"`
 	TimeoutMS        int64      `gorm:"column:timeout_ms"`
@@ -60,6 +65,35 @@ func (Webhook) TableName() string { return "webhooks" }
 
 // Timeout is the whole-request timeout of one attempt.
 func (w Webhook) Timeout() time.Duration { return time.Duration(w.TimeoutMS) * time.Millisecond }
+
+// WebhookHealth is an endpoint's health, kept off the webhooks row so that
+// its frequent changes neither move webhooks_version (emptying every
+// worker's webhook cache) nor queue on the webhook's row.
+type WebhookHealth struct {
+	WebhookID string `gorm:"column:webhook_id;primaryKey"`
+	// FailingSince is the first failure since the last success; nil while
+	// healthy.
+	FailingSince *time.Time `gorm:"column:failing_since"`
+	// Failures counts failed attempts since the last success.
+	Failures int `gorm:"column:failures"`
+	// ProbeID is, while the webhook is failing, the one delivery whose
+	// retry may be sent; ProbeAt is when it was chosen.
+	ProbeID *string    `gorm:"column:probe_id"`
+	ProbeAt *time.Time `gorm:"column:probe_at"`
+}
+
+// TableName pins the table name the migrations create.
+func (WebhookHealth) TableName() string { return "webhook_health" }
+
+// FailingAfter is how many failed attempts in a row, with no success since,
+// make a webhook failing: its retries then go out one probe at a time
+// (sweeper), and the first success releases the rest. A few, not one, so
+// that a receiver failing now and then is not slowed down.
+const FailingAfter = 5
+
+// Failing reports whether the webhook is failing: its retries are held
+// back behind one probe.
+func (h WebhookHealth) Failing() bool { return h.Failures >= FailingAfter }
 
 // Delivery is one event for one webhook (Frappe's Webhook Request Log turned
 // into a delivery record): it carries its own state and the frozen request.
@@ -83,6 +117,9 @@ type Delivery struct {
 	LastError      string     `gorm:"column:last_error"`
 	LastResponse   string     `gorm:"column:last_response"`
 	ResentFrom     *string    `gorm:"column:resent_from"`
+	// QueuedAt is when a sweep queued this row's retry task (cleared by
+	// the claim), so the sweep's next step does not read it again.
+	QueuedAt *time.Time `gorm:"column:queued_at"`
 	CreatedAt      time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt      time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 }

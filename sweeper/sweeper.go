@@ -1,13 +1,31 @@
 // Package sweeper finds deliveries whose retry has come due and enqueues a
-// retry task for each. It never sends anything itself, so a tick takes
+// retry task for each. It never sends anything itself, so a step takes
 // milliseconds however slow the receivers are.
+//
+// A tick (Tick) is a run of steps (RunOnce). A step takes at most
+// sweeper.batch_size due rows, shared out webhook by webhook so that one
+// webhook's backlog never starves another's, marks them queued and enqueues
+// their retries with TaskID webhook_retry::<delivery id>. The tick keeps
+// stepping while due rows remain and each retry queue holds fewer than
+// sweeper.max_pending pending tasks, waiting for the workers when a queue is
+// full: the retry path drains at the workers' speed, and the queues stay
+// short enough that a new retry never waits behind a whole backlog.
+//
+// While a webhook is failing (models.WebhookHealth.Failing), a step takes
+// one of its rows at most every probe interval and records it as the
+// webhook's probe; its other rows stay due, and a claim refuses to send
+// them (dispatch's notHeldSQL) until a success clears the failure. A
+// webhook with a rate_limit gets at most rate_limit × tick rows a tick,
+// spread over the tick with asynq's ProcessIn.
 package sweeper
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,20 +34,40 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/store"
 )
 
-// enqueuers is how many retry tasks a tick queues at once.
+// enqueuers is how many retry tasks a step queues at once.
 const enqueuers = 8
 
-// DefaultBatchSize caps one tick, so a backlog drains over several ticks
-// instead of flooding the queue at once.
+// DefaultBatchSize caps one step.
 const DefaultBatchSize = 500
+
+// DefaultProbeInterval is how often a failing webhook is probed.
+const DefaultProbeInterval = 10 * time.Second
+
+// minPerWebhook is the fewest rows a step may take of one webhook, however
+// many webhooks share the batch.
+const minPerWebhook = 32
+
+// pollFull is how long a tick waits before it looks again at a full queue.
+const pollFull = 50 * time.Millisecond
 
 // Config wires a Sweeper.
 type Config struct {
 	BatchSize int
-	Clock     clock.Clock
-	Logger    *slog.Logger
+	// MaxPending is the high-water mark of each retry queue: a tick stops
+	// adding to a queue holding this many pending tasks. Zero is
+	// BatchSize.
+	MaxPending int
+	// Interval is sweeper.interval: how often ticks come. A tick's queued
+	// mark lasts twice that (at least a minute): a row whose task was lost
+	// is taken again once its mark is older.
+	Interval time.Duration
+	// ProbeInterval is how long a failing webhook waits between probes.
+	ProbeInterval time.Duration
+	Clock         clock.Clock
+	Logger        *slog.Logger
 	// NewTask builds the retry task of a delivery (tasks.NewRetryTask).
 	NewTask func(deliveryID, webhook, queue string) *asynq.Task
 	// TaskID names that task (tasks.RetryTaskID): the concurrency guard.
@@ -50,6 +88,7 @@ type Sweeper struct {
 	client    *asynq.Client
 	inspector *asynq.Inspector
 	cfg       Config
+	selectDue string
 }
 
 // New builds a Sweeper.
@@ -57,81 +96,235 @@ func New(db *gorm.DB, client *asynq.Client, inspector *asynq.Inspector, cfg Conf
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultBatchSize
 	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = cfg.BatchSize
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 5 * time.Second
+	}
+	if cfg.ProbeInterval <= 0 {
+		cfg.ProbeInterval = DefaultProbeInterval
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{db: db, client: client, inspector: inspector, cfg: cfg}
+	sel := selectDueSQLite
+	if store.DialectOf(db) == store.Postgres {
+		sel = selectDuePostgres
+	}
+	return &Sweeper{db: db, client: client, inspector: inspector, cfg: cfg, selectDue: sel}
 }
 
-// Result counts what one tick did.
+// Result counts what a step or a tick did.
 type Result struct {
-	// Due is how many due rows the tick read (at most the batch size).
+	// Due is how many due rows were taken (at most the batch size a step).
 	Due int
-	// Enqueued is how many retry tasks it queued.
+	// Enqueued is how many retry tasks were queued.
 	Enqueued int
 	// InHand is how many already had a retry task pending, scheduled,
 	// active or waiting in asynq's retry set.
 	InHand int
 	// Revived is how many had a dead task (archived or completed) holding
-	// their TaskID, which the tick deleted and replaced.
+	// their TaskID, which was deleted and replaced.
 	Revived int
+	// Probes is how many rows were taken as a failing webhook's probe.
+	Probes int
+	// Steps is how many steps ran.
+	Steps int
+	// more is set when a step may have left due rows it had no room for.
+	more bool
 }
 
+func (r *Result) add(o Result) {
+	r.Due += o.Due
+	r.Enqueued += o.Enqueued
+	r.InHand += o.InHand
+	r.Revived += o.Revived
+	r.Probes += o.Probes
+	r.Steps += o.Steps
+}
+
+// dueRow is one row a step took.
 type dueRow struct {
 	ID          string
+	WebhookID   string
 	WebhookName string
-	Queue       *string
+	Queue       string
+	RateLimit   int
+	Probe       bool
 }
 
-// RunOnce runs one tick: select the oldest due Failed rows, at most a batch,
-// and enqueue a retry task for each with TaskID webhook_retry::<id>.
+// selectDuePostgres takes, webhook by webhook, each one's oldest due Failed
+// rows not queued since $2: up to $4 each, one while failing and its probe
+// is due (probe_at before $3), none on a full queue ($5) or past its rate
+// quota ($6); then the batch ($7) in round-robin order (each webhook's
+// first row, then each one's second …). Served by webhooks' primary key and,
+// per webhook, deliveries_due_webhook (webhook_id, next_retry) WHERE status
+// = 'Failed': a probe per webhook, whatever the size of the table.
+const selectDuePostgres = `SELECT p.id, w.id AS webhook_id, p.webhook_name, w.queue, w.rate_limit,
+	COALESCE(h.failures, 0) >= @failing AS probe
+FROM webhooks w
+LEFT JOIN webhook_health h ON h.webhook_id = w.id
+CROSS JOIN LATERAL (
+	SELECT d.id, d.webhook_name, d.next_retry, row_number() OVER (ORDER BY d.next_retry) AS rn
+	FROM deliveries d
+	WHERE d.webhook_id = w.id AND d.status = 'Failed' AND d.next_retry <= @now
+		AND (d.queued_at IS NULL OR d.queued_at <= @stale)
+	ORDER BY d.next_retry
+	LIMIT CASE
+		WHEN w.queue = ANY(CAST(@full AS text[])) OR w.id = ANY(CAST(@spent AS text[])) THEN 0
+		WHEN COALESCE(h.failures, 0) >= @failing THEN
+			CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
+		WHEN w.rate_limit > 0 THEN LEAST(@per, w.rate_limit * @tick_seconds)
+		ELSE @per END
+) p
+ORDER BY p.rn, p.next_retry
+LIMIT @batch`
+
+// selectDueSQLite is selectDuePostgres for SQLite, which has no LATERAL:
+// the due rows are numbered per webhook by a window. It reads every due
+// row; SQLite serves one process, not a fleet's backlog.
+const selectDueSQLite = `SELECT id, webhook_id, webhook_name, queue, rate_limit, probe FROM (
+	SELECT d.id, w.id AS webhook_id, d.webhook_name, w.queue, w.rate_limit, d.next_retry,
+		COALESCE(h.failures, 0) >= @failing AS probe,
+		CASE
+			WHEN w.queue IN @full OR w.id IN @spent THEN 0
+			WHEN COALESCE(h.failures, 0) >= @failing THEN
+				CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
+			WHEN w.rate_limit > 0 THEN MIN(@per, w.rate_limit * @tick_seconds)
+			ELSE @per END AS quota,
+		row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_retry) AS rn
+	FROM deliveries d
+	JOIN webhooks w ON w.id = d.webhook_id
+	LEFT JOIN webhook_health h ON h.webhook_id = w.id
+	WHERE d.status = 'Failed' AND d.next_retry <= @now AND (d.queued_at IS NULL OR d.queued_at <= @stale)
+) WHERE rn <= quota
+ORDER BY rn, next_retry
+LIMIT @batch`
+
+// step is what a tick passes to each of its steps.
+type step struct {
+	now time.Time
+	// full are queues at their high-water mark; spent are webhooks past
+	// their rate quota for this tick.
+	full, spent []string
+	// taken counts rows taken this tick per rate-limited webhook, to
+	// spread their retries over the tick.
+	taken map[string]int
+}
+
+// RunOnce runs one step alone: take at most a batch of due rows, fairly
+// across webhooks, and enqueue their retries.
 func (s *Sweeper) RunOnce(ctx context.Context) (Result, error) {
-	now := s.cfg.Clock.Now().UTC()
-	res, err := s.sweep(ctx, now)
+	start := s.cfg.Clock.Now()
+	res, _, err := s.step(ctx, &step{now: start.UTC(), taken: map[string]int{}})
 	if s.cfg.Observer != nil {
-		s.cfg.Observer.Sweep(s.cfg.Clock.Now().Sub(now), res.Enqueued)
+		s.cfg.Observer.Sweep(s.cfg.Clock.Now().Sub(start), res.Enqueued)
 	}
 	return res, err
 }
 
-// sweep is RunOnce's tick, at now.
-func (s *Sweeper) sweep(ctx context.Context, now time.Time) (Result, error) {
-	var rows []dueRow
-	// Served by deliveries_due (next_retry) WHERE status = 'Failed'; the join
-	// is by primary key.
-	err := s.db.WithContext(ctx).Raw(`SELECT d.id AS id, d.webhook_name AS webhook_name, w.queue AS queue
-		FROM deliveries d LEFT JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'Failed' AND d.next_retry <= ?
-		ORDER BY d.next_retry
-		LIMIT ?`, now, s.cfg.BatchSize).Scan(&rows).Error
-	if err != nil {
-		return Result{}, fmt.Errorf("select due deliveries: %w", err)
+// Tick steps until no due row is left that a queue has room for, or until
+// ctx ends (the sweep task gives it its budget: less than one interval, so
+// ticks do not overlap). When every queue that has due rows is full it
+// waits for the workers to make room.
+func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
+	start := s.cfg.Clock.Now()
+	var total Result
+	st := &step{taken: map[string]int{}}
+	var err error
+	for ctx.Err() == nil {
+		st.now = s.cfg.Clock.Now().UTC()
+		var (
+			r       Result
+			touched map[string]bool
+		)
+		r, touched, err = s.step(ctx, st)
+		total.add(r)
+		if err != nil {
+			break
+		}
+		for _, q := range st.full {
+			touched[q] = true
+		}
+		if st.full, err = s.fullQueues(touched); err != nil {
+			break
+		}
+		if !r.more && len(st.full) == 0 {
+			break // nothing more is due now
+		}
+		if r.Due == 0 || (len(st.full) > 0 && len(st.full) == len(touched)) {
+			// Everything left waits for a full queue: give the workers
+			// time, then look again.
+			t := time.NewTimer(pollFull)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
 	}
-	res := Result{Due: len(rows)}
-	// Each row is one round trip to Redis (or a few, for a conflict): a
-	// few at a time keep a whole batch to milliseconds. The rows are
-	// independent; each one's TaskID still guards it alone.
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = nil // the budget ended mid-step; the next tick goes on
+	}
+	if total.Due > 0 {
+		s.cfg.Logger.Info("sweep", "due", total.Due, "enqueued", total.Enqueued, "in_hand", total.InHand,
+			"revived", total.Revived, "probes", total.Probes, "steps", total.Steps)
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Sweep(s.cfg.Clock.Now().Sub(start), total.Enqueued)
+	}
+	return total, err
+}
+
+// fullQueues reports which of queues hold at least MaxPending pending
+// tasks. A queue asynq has never seen holds none.
+func (s *Sweeper) fullQueues(queues map[string]bool) ([]string, error) {
+	var full []string
+	for q := range queues {
+		info, err := s.inspector.GetQueueInfo(q)
+		switch {
+		case errors.Is(err, asynq.ErrQueueNotFound):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read depth of queue %s: %w", q, err)
+		}
+		if info.Pending >= s.cfg.MaxPending {
+			full = append(full, q)
+		}
+	}
+	return full, nil
+}
+
+// step takes one batch and enqueues its retries, reporting the queues it
+// enqueued to.
+func (s *Sweeper) step(ctx context.Context, st *step) (Result, map[string]bool, error) {
+	rows, more, err := s.take(ctx, st)
+	if err != nil {
+		return Result{Steps: 1}, map[string]bool{}, err
+	}
+	res := Result{Due: len(rows), Steps: 1, more: more}
+	touched := make(map[string]bool)
+	tick := s.tickBudget()
 	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		next = make(chan dueRow)
+		mu     sync.Mutex
+		errs   []error
+		failed []string
+		wg     sync.WaitGroup
+		next   = make(chan queued)
 	)
 	for range min(enqueuers, len(rows)) {
 		wg.Go(func() {
-			for r := range next {
-				queue := "default"
-				if r.Queue != nil && *r.Queue != "" {
-					queue = *r.Queue
-				}
-				outcome, err := s.enqueue(ctx, r.ID, r.WebhookName, queue)
+			for q := range next {
+				outcome, err := s.enqueue(ctx, q)
 				mu.Lock()
 				switch {
 				case err != nil:
 					errs = append(errs, err)
+					failed = append(failed, q.row.ID)
 				case outcome == enqueued:
 					res.Enqueued++
 				case outcome == inHand:
@@ -144,24 +337,171 @@ func (s *Sweeper) sweep(ctx context.Context, now time.Time) (Result, error) {
 			}
 		})
 	}
-	for _, r := range rows {
+	var spent []string
+	for i, r := range rows {
 		mu.Lock()
-		failed := len(errs) > 0
+		stop := len(errs) > 0
 		mu.Unlock()
-		if failed {
-			break // stop at the first failure, as a sequential tick would
+		if stop {
+			// Stop at the first failure, as a sequential step would; the
+			// rows not tried are handed back below.
+			for _, r := range rows[i:] {
+				failed = append(failed, r.ID)
+			}
+			break
 		}
-		next <- r
+		touched[r.Queue] = true
+		q := queued{row: r}
+		if r.Probe {
+			res.Probes++
+		}
+		if r.RateLimit > 0 {
+			// Spread the webhook's retries over the tick at its rate.
+			k := st.taken[r.WebhookID]
+			st.taken[r.WebhookID] = k + 1
+			q.in = time.Duration(k) * time.Second / time.Duration(r.RateLimit)
+			if k+1 >= r.RateLimit*int(tick/time.Second) {
+				spent = append(spent, r.WebhookID)
+			}
+		}
+		next <- q
 	}
 	close(next)
 	wg.Wait()
+	st.spent = append(st.spent, spent...)
+	if len(failed) > 0 {
+		s.unmark(failed)
+	}
 	if len(errs) > 0 {
-		return res, errs[0]
+		return res, touched, errs[0]
 	}
-	if res.Due > 0 {
-		s.cfg.Logger.Info("sweep", "due", res.Due, "enqueued", res.Enqueued, "in_hand", res.InHand, "revived", res.Revived)
+	return res, touched, nil
+}
+
+// take selects a step's rows, makes the failing webhooks' rows their
+// probes, and marks the rows queued, so that the next step does not read
+// them again.
+func (s *Sweeper) take(ctx context.Context, st *step) ([]dueRow, bool, error) {
+	tick := s.tickBudget()
+	args := map[string]any{
+		"now":          st.now,
+		"stale":        st.now.Add(-s.queuedLease()),
+		"probe_before": st.now.Add(-s.cfg.ProbeInterval),
+		"failing":      models.FailingAfter,
+		"tick_seconds": max(1, int(tick/time.Second)),
+		"batch":        s.cfg.BatchSize,
+		"full":         st.full,
+		"spent":        st.spent,
 	}
-	return res, nil
+	// Each webhook's share of a batch, so that a step with many webhooks
+	// due reads about a batch of index entries, not one per webhook and
+	// row.
+	var webhooks int64
+	if err := s.db.WithContext(ctx).Model(&models.Webhook{}).Count(&webhooks).Error; err != nil {
+		return nil, false, fmt.Errorf("count webhooks: %w", err)
+	}
+	per := max(minPerWebhook, s.cfg.BatchSize/max(1, int(webhooks)))
+	args["per"] = per
+	if s.selectDue == selectDuePostgres {
+		args["full"], args["spent"] = pgArray(st.full), pgArray(st.spent)
+	} else {
+		if len(st.full) == 0 {
+			args["full"] = []string{""}
+		}
+		if len(st.spent) == 0 {
+			args["spent"] = []string{""}
+		}
+	}
+	var rows []dueRow
+	if err := s.db.WithContext(ctx).Raw(s.selectDue, args).Scan(&rows).Error; err != nil {
+		return nil, false, fmt.Errorf("select due deliveries: %w", err)
+	}
+	// More may be due when the batch is full, or when a webhook filled its
+	// share of it.
+	more := len(rows) >= s.cfg.BatchSize
+	perWebhook := make(map[string]int)
+	for _, r := range rows {
+		perWebhook[r.WebhookID]++
+		if perWebhook[r.WebhookID] >= per {
+			more = true
+		}
+	}
+	out := rows[:0]
+	var ids []string
+	for _, r := range rows {
+		if r.Queue == "" {
+			r.Queue = "default"
+		}
+		if r.Probe {
+			ok, err := s.chooseProbe(ctx, r, st.now)
+			if err != nil {
+				return nil, false, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		out = append(out, r)
+		ids = append(ids, r.ID)
+	}
+	if len(ids) > 0 {
+		// Served by the primary key.
+		if err := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("id IN ? AND status = ?", ids, models.StatusFailed).
+			Update("queued_at", st.now).Error; err != nil {
+			return nil, false, fmt.Errorf("mark due deliveries queued: %w", err)
+		}
+	}
+	return out, more, nil
+}
+
+// chooseProbe records r as its failing webhook's probe, unless another
+// sweep chose one since the probe interval began (two schedulers).
+func (s *Sweeper) chooseProbe(ctx context.Context, r dueRow, now time.Time) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&models.WebhookHealth{}).
+		Where("webhook_id = ? AND failures >= ? AND (probe_at IS NULL OR probe_at <= ?)", r.WebhookID, models.FailingAfter, now.Add(-s.cfg.ProbeInterval)).
+		Updates(map[string]any{"probe_id": r.ID, "probe_at": now})
+	if res.Error != nil {
+		return false, fmt.Errorf("choose probe of webhook %q: %w", r.WebhookName, res.Error)
+	}
+	if res.RowsAffected == 1 {
+		s.cfg.Logger.Info("probing failing webhook", "webhook", r.WebhookName, "delivery", r.ID)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// unmark hands rows whose retry could not be queued back to the next step
+// at once, instead of after their mark's lease. Best effort: the lease
+// heals them anyway.
+func (s *Sweeper) unmark(ids []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("id IN ?", ids).Update("queued_at", nil).Error; err != nil {
+		s.cfg.Logger.Warn("could not hand back unqueued retries; they are swept again after their lease", "count", len(ids), "error", err.Error())
+	}
+}
+
+// tickBudget is how long a tick may run: less than the interval, so that
+// ticks follow each other instead of overlapping, and inside the sweep
+// task's one-minute timeout.
+func (s *Sweeper) tickBudget() time.Duration {
+	return max(time.Second, min(s.cfg.Interval, 50*time.Second)*9/10)
+}
+
+// TickBudget is tickBudget for the task that runs Tick.
+func (s *Sweeper) TickBudget() time.Duration { return s.tickBudget() }
+
+// queuedLease is how long a queued mark keeps a row out of the steps.
+func (s *Sweeper) queuedLease() time.Duration {
+	return max(time.Minute, 2*s.cfg.Interval)
+}
+
+// pgArray passes a string list as a PostgreSQL text[] (never NULL, so ANY
+// of an empty list is false).
+func pgArray(v []string) any {
+	if v == nil {
+		v = []string{}
+	}
+	return stringArray(v)
 }
 
 type enqueueOutcome int
@@ -172,14 +512,26 @@ const (
 	revived
 )
 
+// queued is one retry to enqueue, in ProcessIn when its webhook's rate
+// limit spreads it over the tick.
+type queued struct {
+	row dueRow
+	in  time.Duration
+}
+
 // enqueue queues one retry. A TaskID conflict means a task with that ID
 // exists in the queue: if it is still going to run, the delivery is in hand;
 // if it is dead (archived, or completed and retained), it would block this
 // delivery forever, so it is deleted and the retry queued afresh.
-func (s *Sweeper) enqueue(ctx context.Context, id, webhook, queue string) (enqueueOutcome, error) {
+func (s *Sweeper) enqueue(ctx context.Context, q queued) (enqueueOutcome, error) {
+	id, queue := q.row.ID, q.row.Queue
 	taskID := s.cfg.TaskID(id)
+	var opts []asynq.Option
+	if q.in > 0 {
+		opts = append(opts, asynq.ProcessIn(q.in))
+	}
 	for try := 0; try < 3; try++ {
-		_, err := s.client.EnqueueContext(ctx, s.cfg.NewTask(id, webhook, queue))
+		_, err := s.client.EnqueueContext(ctx, s.cfg.NewTask(id, q.row.WebhookName, queue), opts...)
 		if err == nil {
 			if try > 0 {
 				return revived, nil
@@ -228,4 +580,24 @@ func (s *Sweeper) Backlog(ctx context.Context) (int64, time.Time, error) {
 		return 0, time.Time{}, fmt.Errorf("oldest due delivery: %w", err)
 	}
 	return count, *oldest.NextRetry, nil
+}
+
+// stringArray is a text[] parameter, written as PostgreSQL's array literal
+// so that GORM passes it whole instead of expanding it into a list.
+type stringArray []string
+
+// Value implements driver.Valuer.
+func (a stringArray) Value() (driver.Value, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range a {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String(), nil
 }

@@ -117,9 +117,12 @@ func (h *Handlers) attempt(ctx context.Context, t *asynq.Task, mode dispatch.Mod
 	return err
 }
 
-// HandleSweep runs one sweeper tick.
+// HandleSweep runs one sweeper tick: steps until nothing due is left that
+// a retry queue has room for, within a budget shorter than the interval.
 func (h *Handlers) HandleSweep(ctx context.Context, _ *asynq.Task) error {
-	_, err := h.Sweeper.RunOnce(ctx)
+	ctx, cancel := context.WithTimeout(ctx, h.Sweeper.TickBudget())
+	defer cancel()
+	_, err := h.Sweeper.Tick(ctx)
 	return err
 }
 

@@ -325,3 +325,17 @@ func frappeSignature(secret string, body []byte) string {
 	m.Write(body)
 	return base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
+
+// health is webhook name's health as `homing webhook show` reads it.
+func (h *harness) health(name string) webhook.Health {
+	h.t.Helper()
+	w, err := h.hooks.Get(context.Background(), name)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	hl, err := h.hooks.Health(context.Background(), w)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return hl
+}

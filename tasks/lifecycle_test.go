@@ -355,31 +355,38 @@ func TestSweepReturnsBeforeAnyRetryIsSent(t *testing.T) {
 	recv := newReceiver(t)
 	recv.setStatus(http.StatusServiceUnavailable)
 	h.createWebhook("orders", recv.srv.URL, nil)
-	for i := 0; i < 5; i++ {
+	// Fewer failures than make the webhook failing, whose retries would go
+	// out one probe at a time.
+	const n = models.FailingAfter - 1
+	for i := 0; i < n; i++ {
 		id := h.publish(salesOrder(fmt.Sprintf("ev-block-%d", i)))
 		h.waitAttempts(id, 1)
 	}
 	release := recv.hold()
 	defer release()
 	before := recv.count()
-	if n := h.sweep(5 * time.Minute); n != 5 {
-		t.Fatalf("sweep enqueued %d, want 5", n)
+	if got := h.sweep(5 * time.Minute); got != n {
+		t.Fatalf("sweep enqueued %d, want %d", got, n)
 	}
 	// The sweep has returned; the receiver is blocking every request, so
 	// any retry that started is still in flight and none has completed.
 	var hist int64
 	h.db.Model(&models.Attempt{}).Count(&hist)
-	if hist != 5 {
+	if hist != n {
 		t.Fatalf("%d attempts recorded while the receiver blocks; the sweep must not deliver", hist)
 	}
+	// Every retry reaches the receiver before any answer: the first 503
+	// would make the webhook failing and hold back the retries not yet
+	// claimed.
+	eventually(t, "retries in flight", func() bool { return recv.count() == before+n })
 	release()
 	eventually(t, "retries recorded", func() bool {
 		var c int64
 		h.db.Model(&models.Attempt{}).Count(&c)
-		return c == 10
+		return c == 2*n
 	})
-	if recv.count() != before+5 {
-		t.Fatalf("receiver got %d retries, want 5", recv.count()-before)
+	if recv.count() != before+n {
+		t.Fatalf("receiver got %d retries, want %d", recv.count()-before, n)
 	}
 }
 
@@ -401,6 +408,11 @@ func TestTwoConcurrentSweepsWithSlowReceiverDeliverEachOnce(t *testing.T) {
 		h.db.Model(&models.Attempt{}).Count(&c)
 		return c == n
 	})
+	// As if a success had come in since: a healthy webhook, whose due rows
+	// all go out at once (a failing one's would go one probe at a time).
+	if err := h.db.Exec("UPDATE webhook_health SET failures = 0, failing_since = NULL").Error; err != nil {
+		t.Fatal(err)
+	}
 	recv.setStatus(http.StatusOK)
 	release := recv.hold() // slow receiver: retries hang while we sweep again
 	h.clock.Advance(5 * time.Minute)

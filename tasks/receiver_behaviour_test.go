@@ -74,15 +74,14 @@ func TestEndpointThatOnlyFailsIsDisabledAfterHealthWindow(t *testing.T) {
 	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.MaxRetries = ptr(50) })
 	// A failure starts the clock; a success in between resets it.
 	h.waitAttempts(h.publish(salesOrder("ev-h-1")), 1)
-	w, _ := h.hooks.Get(context.Background(), "orders")
-	if w.FailingSince == nil || !w.FailingSince.Equal(h.clock.Now()) {
-		t.Fatalf("failing_since %v after the first failure", w.FailingSince)
+	if hl := h.health("orders"); hl.FailingSince == nil || !hl.FailingSince.Equal(h.clock.Now()) || hl.Failures != 1 {
+		t.Fatalf("health %+v after the first failure", hl)
 	}
 	recv.setStatus(http.StatusOK)
 	h.clock.Advance(4 * 24 * time.Hour)
 	h.waitAttempts(h.publish(salesOrder("ev-h-2")), 1)
-	if w, _ = h.hooks.Get(context.Background(), "orders"); w.FailingSince != nil {
-		t.Fatalf("a success did not reset the clock: %v", w.FailingSince)
+	if hl := h.health("orders"); hl.FailingSince != nil || hl.State != webhook.HealthHealthy {
+		t.Fatalf("a success did not reset the clock: %+v", hl)
 	}
 	// Fail again, then keep failing past health.disable_after (5 days).
 	recv.setStatus(http.StatusInternalServerError)
@@ -91,7 +90,7 @@ func TestEndpointThatOnlyFailsIsDisabledAfterHealthWindow(t *testing.T) {
 	h.clock.Advance(5*24*time.Hour + time.Second)
 	last := h.publish(salesOrder("ev-h-4"))
 	h.waitAttempts(last, 1)
-	w, _ = h.hooks.Get(context.Background(), "orders")
+	w, _ := h.hooks.Get(context.Background(), "orders")
 	if w.Enabled || !strings.Contains(w.DisabledReason, "health.disable_after") {
 		t.Fatalf("webhook enabled %v reason %q, want disabled by the health rule", w.Enabled, w.DisabledReason)
 	}
@@ -105,8 +104,8 @@ func TestEndpointThatOnlyFailsIsDisabledAfterHealthWindow(t *testing.T) {
 		t.Errorf("the oldest pending retry is %s, want Exhausted", d.Status)
 	}
 	// Enabling again starts with a clean record.
-	if w, err := h.hooks.SetEnabled(context.Background(), "orders", true, ""); err != nil || w.FailingSince != nil {
-		t.Fatalf("re-enable: %v %v", w.FailingSince, err)
+	if _, err := h.hooks.SetEnabled(context.Background(), "orders", true, ""); err != nil || h.health("orders").State != webhook.HealthHealthy {
+		t.Fatalf("re-enable: %+v %v", h.health("orders"), err)
 	}
 }
 

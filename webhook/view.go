@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/homingdev/homing/models"
@@ -26,8 +28,11 @@ type View struct {
 	MaxRetries     int               `json:"max_retries"`
 	Queue          string            `json:"queue"`
 	Timeout        string            `json:"timeout"`
-	CreatedAt      time.Time         `json:"created_at"`
-	UpdatedAt      time.Time         `json:"updated_at"`
+	RateLimit      int               `json:"rate_limit"`
+	// Health is set by the views that read it (show, the API's GET).
+	Health    *Health   `json:"health,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // ViewOf makes the public view of w.
@@ -50,7 +55,7 @@ func ViewOf(w models.Webhook) View {
 		Template: w.BodyTemplate, Fields: fields, Headers: headers,
 		HasSecret: w.Secret != "", Signature: scheme, Enabled: w.Enabled,
 		DisabledReason: w.DisabledReason, MaxRetries: w.MaxRetries, Queue: w.Queue,
-		Timeout: w.Timeout().String(), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+		Timeout: w.Timeout().String(), RateLimit: w.RateLimit, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	}
 }
 
@@ -60,4 +65,59 @@ func ViewOf(w models.Webhook) View {
 type ShownView struct {
 	View
 	Secret string `json:"secret,omitempty"`
+}
+
+// Health states.
+const (
+	// HealthHealthy: no failure since the last success.
+	HealthHealthy = "healthy"
+	// HealthFailing: failures since the last success, fewer than
+	// models.FailingAfter; retries still go out as they come due.
+	HealthFailing = "failing"
+	// HealthProbing: models.FailingAfter failures or more since the last
+	// success; due retries are held back behind one probe every
+	// health.probe_interval, and the first success releases them.
+	HealthProbing = "probing"
+)
+
+// Health is a webhook's endpoint health as shown by `homing webhook show`,
+// `homing stats` and the API.
+type Health struct {
+	State        string     `json:"state"`
+	FailingSince *time.Time `json:"failing_since"`
+	Failures     int        `json:"failures"`
+	LastProbeAt  *time.Time `json:"last_probe_at"`
+	// HeldBack counts due retries waiting for the probe (probing only).
+	HeldBack int64 `json:"held_back"`
+}
+
+// HealthOf is the shown health of a webhook, given its health row and its
+// held-back count.
+func HealthOf(h models.WebhookHealth, heldBack int64) Health {
+	out := Health{State: HealthHealthy, FailingSince: h.FailingSince, Failures: h.Failures}
+	switch {
+	case h.Failing():
+		out.State, out.LastProbeAt, out.HeldBack = HealthProbing, h.ProbeAt, heldBack
+	case h.Failures > 0 || h.FailingSince != nil:
+		out.State = HealthFailing
+	}
+	return out
+}
+
+// Health reads webhook w's health: its webhook_health row and, while it is
+// probing, how many due retries wait (deliveries_due_webhook).
+func (s *Service) Health(ctx context.Context, w models.Webhook) (Health, error) {
+	var h models.WebhookHealth
+	if err := s.db.WithContext(ctx).Where("webhook_id = ?", w.ID).Limit(1).Find(&h).Error; err != nil {
+		return Health{}, fmt.Errorf("read health of webhook %q: %w", w.Name, err)
+	}
+	var held int64
+	if h.Failing() {
+		if err := s.db.WithContext(ctx).Model(&models.Delivery{}).
+			Where("webhook_id = ? AND status = ? AND next_retry <= ?", w.ID, models.StatusFailed, s.now()).
+			Count(&held).Error; err != nil {
+			return Health{}, fmt.Errorf("count held retries of webhook %q: %w", w.Name, err)
+		}
+	}
+	return HealthOf(h, held), nil
 }

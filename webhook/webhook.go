@@ -61,6 +61,7 @@ const (
 	MinTimeout       = 100 * time.Millisecond
 	MaxTimeout       = 5 * time.Minute
 	MaxRotationGrace = 7 * 24 * time.Hour
+	MaxRateLimit     = 100000
 )
 
 // Methods a webhook may use.
@@ -85,6 +86,9 @@ type Input struct {
 	Timeout    *time.Duration
 	Queue      *string
 	Enabled    *bool
+	// RateLimit is the most requests a second to this webhook, across
+	// every worker; 0 is unlimited.
+	RateLimit *int
 }
 
 // Defaults fill what Create's input leaves out.
@@ -179,18 +183,25 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 		}
 	}
 	w.UpdatedAt = s.now()
-	if in.Enabled != nil && *in.Enabled {
+	enable := in.Enabled != nil && *in.Enabled
+	if enable {
 		w.DisabledReason = ""
 		w.FailingSince = nil
 	}
-	res := s.db.WithContext(ctx).Model(&models.Webhook{}).Where("id = ?", w.ID).Select("*").Omit("id", "created_at").Updates(&w)
-	if res.Error != nil {
-		if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
-			return w, fmt.Errorf("%w: %q (choose another name)", ErrExists, w.Name)
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&models.Webhook{}).Where("id = ?", w.ID).Select("*").Omit("id", "created_at").Updates(&w)
+		if res.Error != nil {
+			if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
+				return fmt.Errorf("%w: %q (choose another name)", ErrExists, w.Name)
+			}
+			return fmt.Errorf("update webhook %q: %w", name, res.Error)
 		}
-		return w, fmt.Errorf("update webhook %q: %w", name, res.Error)
-	}
-	return w, nil
+		if enable {
+			return resetHealth(tx, w)
+		}
+		return nil
+	})
+	return w, err
 }
 
 // SetEnabled enables or disables webhook name. A reason is recorded with a
@@ -205,29 +216,54 @@ func (s *Service) SetEnabled(ctx context.Context, name string, enabled bool, rea
 	}
 	w.Enabled, w.DisabledReason, w.UpdatedAt = enabled, reason, s.now()
 	updates := map[string]any{"enabled": enabled, "disabled_reason": reason, "updated_at": w.UpdatedAt}
-	if enabled {
-		// A re-enabled endpoint starts with a clean health record.
-		updates["failing_since"] = nil
-		w.FailingSince = nil
-	}
-	if err := s.db.WithContext(ctx).Model(&models.Webhook{}).Where("id = ?", w.ID).
-		Updates(updates).Error; err != nil {
-		return w, fmt.Errorf("update webhook %q: %w", name, err)
-	}
-	return w, nil
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(&models.Webhook{}).Where("id = ?", w.ID).Updates(updates).Error; err != nil {
+			return fmt.Errorf("update webhook %q: %w", name, err)
+		}
+		if enabled {
+			// A re-enabled endpoint starts with a clean health record.
+			w.FailingSince = nil
+			return resetHealth(tx, w)
+		}
+		return nil
+	})
+	return w, err
 }
 
-// Delete removes webhook name. Its deliveries stay for inspection; pending
-// retries become Exhausted ("webhook deleted") when they come due.
-func (s *Service) Delete(ctx context.Context, name string) error {
-	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&models.Webhook{})
-	if res.Error != nil {
-		return fmt.Errorf("delete webhook %q: %w", name, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("%w: %q", ErrNotFound, name)
+// resetHealth clears w's health record (failing_since, failures, probe).
+func resetHealth(tx *gorm.DB, w models.Webhook) error {
+	if err := tx.Model(&models.WebhookHealth{}).Where("webhook_id = ?", w.ID).
+		Updates(map[string]any{"failing_since": nil, "failures": 0, "probe_id": nil, "probe_at": nil}).Error; err != nil {
+		return fmt.Errorf("reset health of webhook %q: %w", w.Name, err)
 	}
 	return nil
+}
+
+// Delete removes webhook name. Its deliveries stay for inspection; its
+// pending retries become Exhausted ("webhook deleted") in the same
+// transaction, since the sweep reads due rows webhook by webhook.
+func (s *Service) Delete(ctx context.Context, name string) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var w models.Webhook
+		if err := tx.Where("name = ?", name).Take(&w).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return fmt.Errorf("%w: %q", ErrNotFound, name)
+			}
+			return fmt.Errorf("delete webhook %q: %w", name, err)
+		}
+		if err := tx.Model(&models.Delivery{}).Where("webhook_id = ? AND status = ?", w.ID, models.StatusFailed).
+			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "webhook deleted", "updated_at": s.now()}).Error; err != nil {
+			return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", name, err)
+		}
+		res := tx.Where("id = ?", w.ID).Delete(&models.Webhook{})
+		if res.Error != nil {
+			return fmt.Errorf("delete webhook %q: %w", name, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("%w: %q", ErrNotFound, name)
+		}
+		return nil
+	})
 }
 
 // Get reads webhook name.
@@ -432,6 +468,12 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 	}
 	if in.Enabled != nil {
 		w.Enabled = *in.Enabled
+	}
+	if in.RateLimit != nil {
+		if *in.RateLimit < 0 || *in.RateLimit > MaxRateLimit {
+			return invalid("rate-limit", "%d must be between 0 (unlimited) and %d requests a second", *in.RateLimit, MaxRateLimit)
+		}
+		w.RateLimit = *in.RateLimit
 	}
 	return nil
 }

@@ -61,12 +61,15 @@ func New(a *app.App) *Worker {
 		metricsSrv = metrics.NewServer(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), a.Log)
 	}
 	sw = sweeper.New(a.DB, client, inspector, sweeper.Config{
-		BatchSize: cfg.Sweeper.BatchSize,
-		Clock:     a.Clock,
-		Logger:    a.Log,
-		NewTask:   tasks.NewRetryTask,
-		TaskID:    tasks.RetryTaskID,
-		Observer:  sweepObs,
+		BatchSize:     cfg.Sweeper.BatchSize,
+		MaxPending:    cfg.PendingMark(),
+		Interval:      cfg.Sweeper.Interval,
+		ProbeInterval: cfg.Health.ProbeInterval,
+		Clock:         a.Clock,
+		Logger:        a.Log,
+		NewTask:       tasks.NewRetryTask,
+		TaskID:        tasks.RetryTaskID,
+		Observer:      sweepObs,
 	})
 	ret := retention.New(a.DB, retention.Config{
 		Delivered: cfg.Retention.Delivered, Exhausted: cfg.Retention.Exhausted, Clock: a.Clock, Logger: a.Log,
@@ -88,6 +91,10 @@ func New(a *app.App) *Worker {
 		Logger:            logging.Asynq(a.Log),
 		LogLevel:          asynq.WarnLevel,
 		RetryDelayFunc:    infraRetryDelay,
+		// Retries a sweep spreads over its tick for a webhook's rate_limit
+		// wait in asynq's scheduled set; moving them to their queue each
+		// second (not asynq's 5) keeps them to their second.
+		DelayedTaskCheckInterval: time.Second,
 	})
 	return &Worker{
 		server: srv, client: client, inspector: inspector, mux: mux, Sweeper: sw, metrics: metricsSrv,

@@ -1,0 +1,39 @@
+// Package ratelimit keeps each webhook's rate_limit in Redis, so that every
+// worker process draws on one budget: a GCRA limiter (go-redis/redis_rate)
+// per webhook, allowing bursts of at most one second's worth.
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// keyPrefix names the limiter keys in Redis, beside asynq's.
+const keyPrefix = "homing:rate:"
+
+// Limiter answers dispatch's Limiter from Redis.
+type Limiter struct {
+	l *redis_rate.Limiter
+}
+
+// New builds a Limiter on rdb, the Redis that asynq uses.
+func New(rdb redis.UniversalClient) *Limiter {
+	return &Limiter{l: redis_rate.NewLimiter(rdb)}
+}
+
+// Allow takes one request from webhookID's budget of perSecond a second and
+// answers 0, or answers how long until one is free.
+func (l *Limiter) Allow(ctx context.Context, webhookID string, perSecond int) (time.Duration, error) {
+	res, err := l.l.Allow(ctx, keyPrefix+webhookID, redis_rate.PerSecond(perSecond))
+	if err != nil {
+		return 0, fmt.Errorf("redis: %w", err)
+	}
+	if res.Allowed > 0 {
+		return 0, nil
+	}
+	return max(res.RetryAfter, time.Millisecond), nil
+}

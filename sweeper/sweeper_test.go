@@ -1,0 +1,324 @@
+package sweeper_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/sweeper"
+	"github.com/homingdev/homing/tasks"
+)
+
+var t0 = time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+
+// bed is a sweeper on a real database and a real Redis, with no worker:
+// what a sweep queued stays in asynq to be counted.
+type bed struct {
+	t     *testing.T
+	db    *gorm.DB
+	clock *clock.Stub
+	insp  *asynq.Inspector
+	opt   asynq.RedisClientOpt
+	s     *sweeper.Sweeper
+	seq   int
+}
+
+func newBed(t *testing.T, open func(testing.TB) *gorm.DB, cfg sweeper.Config) *bed {
+	t.Helper()
+	db := open(t)
+	opt, _ := testenv.Redis(t)
+	client := asynq.NewClient(opt)
+	insp := asynq.NewInspector(opt)
+	t.Cleanup(func() { _ = client.Close(); _ = insp.Close() })
+	b := &bed{t: t, db: db, clock: clock.NewStub(t0), insp: insp, opt: opt}
+	cfg.Clock, cfg.NewTask, cfg.TaskID = b.clock, tasks.NewRetryTask, tasks.RetryTaskID
+	b.s = sweeper.New(db, client, insp, cfg)
+	return b
+}
+
+func (b *bed) webhook(id string, rateLimit int) {
+	b.t.Helper()
+	w := models.Webhook{
+		ID: id, Name: id, DocType: "Sales Order", DocEvent: "on_submit", RequestURL: "http://127.0.0.1:1/",
+		RequestMethod: "POST", RequestStructure: "json", Headers: models.StringMap{}, SignatureScheme: "none",
+		Enabled: true, MaxRetries: 3, Queue: "default", TimeoutMS: 1000, RateLimit: rateLimit, CreatedAt: t0, UpdatedAt: t0,
+	}
+	if err := b.db.Create(&w).Error; err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// due inserts n Failed rows of webhook, due one millisecond apart from
+// at, and returns their IDs in due order.
+func (b *bed) due(webhook string, n int, at time.Time) []string {
+	b.t.Helper()
+	var ids []string
+	rows := make([]models.Delivery, n)
+	for i := range rows {
+		b.seq++
+		id := fmt.Sprintf("%s-%05d", webhook, b.seq)
+		next := at.Add(time.Duration(i) * time.Millisecond)
+		rows[i] = models.Delivery{
+			ID: id, WebhookID: webhook, WebhookName: webhook, EventID: "ev-" + id, DocType: "Sales Order", DocEvent: "on_submit",
+			Method: "POST", URL: "http://127.0.0.1:1/", Headers: models.StringMap{}, Payload: []byte(`{}`),
+			Status: models.StatusFailed, Attempts: 1, MaxRetries: 3, NextRetry: &next, CreatedAt: at, UpdatedAt: at,
+		}
+		ids = append(ids, id)
+	}
+	if err := b.db.CreateInBatches(rows, 200).Error; err != nil {
+		b.t.Fatal(err)
+	}
+	return ids
+}
+
+// queued lists the delivery IDs of the retry tasks in asynq, pending and
+// scheduled.
+func (b *bed) queued() map[string]bool {
+	b.t.Helper()
+	out := map[string]bool{}
+	for _, list := range []func(string, ...asynq.ListOption) ([]*asynq.TaskInfo, error){b.insp.ListPendingTasks, b.insp.ListScheduledTasks} {
+		for page := 1; ; page++ {
+			infos, err := list("default", asynq.PageSize(1000), asynq.Page(page))
+			if err != nil {
+				return out // the queue does not exist yet
+			}
+			for _, ti := range infos {
+				p, err := tasks.DecodeDelivery(ti.Payload)
+				if err != nil {
+					b.t.Fatal(err)
+				}
+				if out[p.DeliveryID] {
+					b.t.Fatalf("delivery %s queued twice", p.DeliveryID)
+				}
+				out[p.DeliveryID] = true
+			}
+			if len(infos) < 1000 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (b *bed) setHealth(webhook string, failures int) {
+	b.t.Helper()
+	if err := b.db.Exec("UPDATE webhook_health SET failures = ?, failing_since = ? WHERE webhook_id = ?", failures, t0, webhook).Error; err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *bed) health(webhook string) models.WebhookHealth {
+	b.t.Helper()
+	var h models.WebhookHealth
+	if err := b.db.Where("webhook_id = ?", webhook).Take(&h).Error; err != nil {
+		b.t.Fatal(err)
+	}
+	return h
+}
+
+func (b *bed) step() sweeper.Result {
+	b.t.Helper()
+	res, err := b.s.RunOnce(context.Background())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return res
+}
+
+// One webhook's backlog does not starve another's: a step shares its batch
+// out webhook by webhook, so B's few rows go in the first step although A's
+// many are older, and the step does not read again what it queued.
+func TestStepIsFairAcrossWebhooks(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{BatchSize: 50})
+			b.webhook("a", 0)
+			b.webhook("b", 0)
+			b.due("a", 300, t0.Add(-time.Hour))
+			bIDs := b.due("b", 3, t0.Add(-time.Minute))
+			res := b.step()
+			if res.Due > 50 || res.Enqueued != res.Due || res.Due < 35 {
+				t.Fatalf("first step %+v, want at most a batch of 50, B's 3 included", res)
+			}
+			q := b.queued()
+			for _, id := range bIDs {
+				if !q[id] {
+					t.Errorf("B's row %s waits behind A's backlog", id)
+				}
+			}
+			// The next steps take rows not yet queued, until none is due.
+			total := res.Enqueued
+			for range 10 {
+				r := b.step()
+				total += r.Enqueued
+				if r.InHand != 0 {
+					t.Fatalf("a step read rows already queued: %+v", r)
+				}
+			}
+			if total != 303 || len(b.queued()) != 303 {
+				t.Fatalf("steps queued %d (%d in asynq), want 303", total, len(b.queued()))
+			}
+		})
+	}
+}
+
+// A tick keeps taking batches while rows are due and the queue has room,
+// so the retry path is not capped at one batch per interval; and it stops
+// adding to a queue at its high-water mark.
+func TestTickDrainsUpToTheHighWaterMark(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{BatchSize: 40, MaxPending: 100, Interval: time.Second})
+			b.webhook("a", 0)
+			b.due("a", 500, t0.Add(-time.Hour))
+			// No worker empties the queue: the tick fills it past the mark
+			// by at most one batch, then waits until its budget ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			res, err := b.s.Tick(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Enqueued < 100 || res.Enqueued >= 100+40 || res.Steps < 3 {
+				t.Fatalf("tick %+v, want from 100 up to 139 queued over several steps", res)
+			}
+			// Emptied (as workers would), the queue takes the rest.
+			if _, err := b.insp.DeleteAllPendingTasks("default"); err != nil {
+				t.Fatal(err)
+			}
+			client := asynq.NewClient(b.opt)
+			defer client.Close()
+			b.s = sweeper.New(b.db, client, b.insp, sweeper.Config{BatchSize: 40, MaxPending: 1000,
+				Clock: b.clock, NewTask: tasks.NewRetryTask, TaskID: tasks.RetryTaskID})
+			res2, err := b.s.Tick(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Enqueued+res2.Enqueued != 500 {
+				t.Fatalf("two ticks queued %d + %d, want 500", res.Enqueued, res2.Enqueued)
+			}
+		})
+	}
+}
+
+// While a webhook is failing, a step takes one row as its probe at most
+// every probe interval, and records which; the other due rows wait.
+func TestFailingWebhookIsProbedOneRowAtATime(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{BatchSize: 50, ProbeInterval: 10 * time.Second})
+			b.webhook("dead", 0)
+			b.webhook("fine", 0)
+			ids := b.due("dead", 1000, t0.Add(-time.Hour))
+			b.due("fine", 5, t0.Add(-time.Hour))
+			b.setHealth("dead", models.FailingAfter)
+			res := b.step()
+			if res.Probes != 1 || res.Enqueued != 6 {
+				t.Fatalf("step %+v, want the probe and the healthy webhook's 5", res)
+			}
+			h := b.health("dead")
+			if h.ProbeID == nil || *h.ProbeID != ids[0] || !b.queued()[ids[0]] {
+				t.Fatalf("probe %v, want the oldest due row %s, queued", h.ProbeID, ids[0])
+			}
+			b.clock.Advance(9 * time.Second)
+			if res := b.step(); res.Due != 0 {
+				t.Fatalf("a second probe inside the interval: %+v", res)
+			}
+			b.clock.Advance(time.Second)
+			if res := b.step(); res.Probes != 1 || res.Due != 1 {
+				t.Fatalf("after the interval %+v, want one more probe", res)
+			}
+			if h := b.health("dead"); *h.ProbeID != ids[1] {
+				t.Fatalf("second probe %s, want %s", *h.ProbeID, ids[1])
+			}
+			// Healthy again (a success cleared it): the rest go.
+			b.setHealth("dead", 0)
+			total := 0
+			for range 40 {
+				total += b.step().Enqueued
+			}
+			if total != 998 {
+				t.Fatalf("after recovery %d queued, want the other 998", total)
+			}
+		})
+	}
+}
+
+// A webhook with a rate_limit gets at most rate × tick rows a tick, spread
+// over the tick with ProcessIn, so the retries arrive at its rate.
+func TestRateLimitedWebhookIsPacedOverTheTick(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			// Interval 5s: a tick's budget is 4.5s, its quota 2 × 4 rows.
+			b := newBed(t, open, sweeper.Config{BatchSize: 50, Interval: 5 * time.Second})
+			b.webhook("slow", 2)
+			b.due("slow", 100, t0.Add(-time.Hour))
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			res, err := b.s.Tick(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Enqueued != 8 {
+				t.Fatalf("tick %+v, want 8 (2/s over a 4s tick)", res)
+			}
+			scheduled, err := b.insp.ListScheduledTasks("default")
+			if err != nil || len(scheduled) != 7 {
+				t.Fatalf("%d scheduled (%v), want 7 spread after the first", len(scheduled), err)
+			}
+			var last time.Time
+			for _, ti := range scheduled {
+				if ti.NextProcessAt.After(last) {
+					last = ti.NextProcessAt
+				}
+			}
+			if d := time.Until(last); d < 2*time.Second || d > 4*time.Second {
+				t.Fatalf("last retry in %s, want about 3.5s (7 × 0.5s)", d)
+			}
+		})
+	}
+}
+
+// A row whose retry task was lost (Redis lost its data) is taken again once
+// its queued mark is older than the lease.
+func TestLostRetryTaskIsQueuedAgainAfterTheLease(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{BatchSize: 50, Interval: 5 * time.Second})
+			b.webhook("a", 0)
+			b.due("a", 10, t0.Add(-time.Hour))
+			if res := b.step(); res.Enqueued != 10 {
+				t.Fatalf("step %+v", res)
+			}
+			if _, err := b.insp.DeleteAllPendingTasks("default"); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(59 * time.Second)
+			if res := b.step(); res.Due != 0 {
+				t.Fatalf("rows taken again inside the lease: %+v", res)
+			}
+			b.clock.Advance(time.Second)
+			if res := b.step(); res.Enqueued != 10 {
+				t.Fatalf("after the lease %+v, want the 10 lost retries queued again", res)
+			}
+		})
+	}
+}
+
