@@ -12,4 +12,3 @@ type outcomeRow struct {
 	method, url  string
 	at           time.Time
 }
-

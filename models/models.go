@@ -52,12 +52,12 @@ type Webhook struct {
 	FailingSince *time.Time `gorm:"-"`
 	// RateLimit is the most requests per second sent to this webhook by
 	// all workers together; 0 is unlimited.
-	RateLimit int `gorm:"column:rate_limit"`
-	MaxRetries       int        `gorm:"column:max_retries"`
-	Queue            string     `gorm:"column:queue"`
-	TimeoutMS        int64      `gorm:"column:timeout_ms"`
-	CreatedAt        time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt        time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	RateLimit  int       `gorm:"column:rate_limit"`
+	MaxRetries int       `gorm:"column:max_retries"`
+	Queue      string    `gorm:"column:queue"`
+	TimeoutMS  int64     `gorm:"column:timeout_ms"`
+	CreatedAt  time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt  time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 // TableName pins the table name the migrations create.
@@ -119,9 +119,9 @@ type Delivery struct {
 	ResentFrom     *string    `gorm:"column:resent_from"`
 	// QueuedAt is when a sweep queued this row's retry task (cleared by
 	// the claim), so the sweep's next step does not read it again.
-	QueuedAt *time.Time `gorm:"column:queued_at"`
-	CreatedAt      time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt      time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	QueuedAt  *time.Time `gorm:"column:queued_at"`
+	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 // TableName pins the table name the migrations create.

@@ -321,4 +321,3 @@ func TestLostRetryTaskIsQueuedAgainAfterTheLease(t *testing.T) {
 		})
 	}
 }
-
