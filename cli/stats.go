@@ -30,13 +30,20 @@ func newStatsCmd(e *env) *cobra.Command {
 				fmt.Fprintf(e.stdout, "Failed backlog %d, due now %d, oldest overdue next_retry %s\n", st.FailedBacklog, st.DueNow, timeOrDash(st.OldestOverdue))
 				fmt.Fprintf(e.stdout, "Outbox: %d events not yet queued, oldest published %s\n\n", st.OutboxPending, timeOrDash(st.OutboxOldest))
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "WEBHOOK\tDELIVERED\tFAILED\tEXHAUSTED\tATTEMPTS 1H\tSUCCESS 1H")
+				fmt.Fprintln(tw, "WEBHOOK\tDELIVERED\tFAILED\tEXHAUSTED\tATTEMPTS 1H\tSUCCESS 1H\tHEALTH")
 				for _, w := range st.Webhooks {
 					rate := "-"
 					if w.SuccessRateLastHour != nil {
 						rate = fmt.Sprintf("%.1f%%", *w.SuccessRateLastHour*100)
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", w.Webhook, w.Delivered, w.Failed, w.Exhausted, w.AttemptsLastHour, rate)
+					health := w.Health
+					switch w.Health {
+					case "failing":
+						health = "failing since " + timeOrDash(w.FailingSince)
+					case "probing":
+						health = fmt.Sprintf("probing since %s, %d held back", timeOrDash(w.FailingSince), w.HeldBack)
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", w.Webhook, w.Delivered, w.Failed, w.Exhausted, w.AttemptsLastHour, rate, health)
 				}
 				return tw.Flush()
 			})

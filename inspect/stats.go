@@ -21,6 +21,12 @@ type WebhookStats struct {
 	// hour before now; the rate is null when there were none.
 	AttemptsLastHour    int64    `json:"attempts_last_hour"`
 	SuccessRateLastHour *float64 `json:"success_rate_last_hour"`
+	// Health is healthy, failing (failures since the last success) or
+	// probing (due retries held back behind one probe); FailingSince and
+	// HeldBack say since when, and how many wait.
+	Health       string     `json:"health"`
+	FailingSince *time.Time `json:"failing_since"`
+	HeldBack     int64      `json:"held_back"`
 }
 
 // Stats answers "how is delivery going" at a glance.
@@ -113,7 +119,13 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 	if err := outboxBacklog(ctx, db, &st); err != nil {
 		return st, err
 	}
+	if err := webhookHealth(ctx, db, now, get); err != nil {
+		return st, err
+	}
 	for _, w := range by {
+		if w.Health == "" {
+			w.Health = "healthy"
+		}
 		st.Webhooks = append(st.Webhooks, *w)
 	}
 	sort.Slice(st.Webhooks, func(i, j int) bool { return st.Webhooks[i].Webhook < st.Webhooks[j].Webhook })
@@ -121,6 +133,36 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 		st.Webhooks = []WebhookStats{}
 	}
 	return st, nil
+}
+
+// webhookHealth fills in the health of every webhook that has failed since
+// its last success, and for those probing the due retries they hold back
+// (deliveries_due_webhook).
+func webhookHealth(ctx context.Context, db *gorm.DB, now time.Time, get func(string) *WebhookStats) error {
+	var rows []struct {
+		ID, Name     string
+		FailingSince *time.Time
+		Failures     int
+	}
+	if err := db.WithContext(ctx).Table("webhook_health h").
+		Select("w.id AS id, w.name AS name, h.failing_since AS failing_since, h.failures AS failures").
+		Joins("JOIN webhooks w ON w.id = h.webhook_id").
+		Where("h.failures > 0 OR h.failing_since IS NOT NULL").Scan(&rows).Error; err != nil {
+		return fmt.Errorf("read webhook health: %w", err)
+	}
+	for _, r := range rows {
+		w := get(r.Name)
+		w.FailingSince, w.Health = r.FailingSince, "failing"
+		if (models.WebhookHealth{Failures: r.Failures}).Failing() {
+			w.Health = "probing"
+			if err := db.WithContext(ctx).Model(&models.Delivery{}).
+				Where("webhook_id = ? AND status = ? AND next_retry <= ?", r.ID, models.StatusFailed, now).
+				Count(&w.HeldBack).Error; err != nil {
+				return fmt.Errorf("count held retries of webhook %q: %w", r.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // outboxBacklog fills the outbox fields of st.

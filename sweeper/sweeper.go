@@ -184,6 +184,10 @@ CROSS JOIN LATERAL (
 ORDER BY p.rn, p.next_retry
 LIMIT @batch`
 
+// SelectDuePostgres is a step's query on PostgreSQL, with GORM's @named
+// parameters, for the benchmark's EXPLAIN.
+const SelectDuePostgres = selectDuePostgres
+
 // selectDueSQLite is selectDuePostgres for SQLite, which has no LATERAL:
 // the due rows are numbered per webhook by a window. It reads every due
 // row; SQLite serves one process, not a fleet's backlog.

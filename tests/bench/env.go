@@ -110,7 +110,7 @@ func (e *env) close() {
 
 // reset empties the database and the Redis index between runs.
 func (e *env) reset(ctx context.Context) error {
-	if err := e.db.WithContext(ctx).Exec("TRUNCATE delivery_attempts, deliveries, webhooks").Error; err != nil {
+	if err := e.db.WithContext(ctx).Exec("TRUNCATE delivery_attempts, deliveries, webhook_health, webhooks").Error; err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
 	if err := e.rdb.FlushDB(ctx).Err(); err != nil {

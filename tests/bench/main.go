@@ -12,7 +12,12 @@
 //   - sweep: one sweeper tick's time with 1,000 / 100,000 / 1,000,000 Failed
 //     rows, one batch of them due;
 //   - memory: the worker's peak RSS (VmHWM) in the throughput runs;
-//   - publish: events/s from one process with the Go client.
+//   - publish: events/s from one process with the Go client;
+//   - outage: N fresh events, then N more while the receiver answers 503,
+//     drained when it answers again, at sweeper.interval 1s and at the
+//     default; the drain rate as a ratio of the fresh rate of the same run;
+//     and requests a minute to a dead endpoint holding -dead-rows due
+//     retries, at the default configuration.
 //
 // Absolute times drift on shared machines: compare the ratios, and medians of
 // several runs. Only 127.0.0.1 is ever contacted.
@@ -46,9 +51,10 @@ type options struct {
 	publishers  int
 	cpuProfile  string
 	workerEnv   []string
+	deadRows    int
 }
 
-var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish"}
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage"}
 
 func main() {
 	var (
@@ -71,6 +77,7 @@ func main() {
 	flag.DurationVar(&o.latencyFor, "latency-duration", 30*time.Second, "how long the latency scenario publishes")
 	flag.StringVar(&sweepSizes, "sweep-sizes", "1000,100000,1000000", "Failed rows in the sweep scenario, ascending")
 	flag.IntVar(&o.sweepBatch, "sweep-batch", 500, "sweeper.batch_size, and how many rows are due")
+	flag.IntVar(&o.deadRows, "dead-rows", 100000, "due retries of the dead endpoint in the outage scenario")
 	flag.IntVar(&o.publishers, "publishers", 8, "goroutines publishing in the publish scenario (1 is also measured)")
 	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "run the throughput scenarios' worker in-process and write its CPU profile here (no RSS then)")
@@ -88,7 +95,7 @@ func main() {
 		return
 	}
 	if quick {
-		o.n, o.latencyFor, sweepSizes = 2000, 5*time.Second, "1000,10000,100000"
+		o.n, o.latencyFor, sweepSizes, o.deadRows = 2000, 5*time.Second, "1000,10000,100000", 10000
 	}
 	o.cpuProfile = cpuProfile
 	for _, kv := range strings.Split(workerEnv, ",") {
@@ -141,6 +148,8 @@ type results struct {
 	Latency     []latencyResult            `json:"latency,omitempty"`
 	Sweep       []sweepResult              `json:"sweep,omitempty"`
 	Publish     map[string][]publishResult `json:"publish,omitempty"`
+	Outage      []outageResult             `json:"outage,omitempty"`
+	Dead        []deadResult               `json:"dead_endpoint,omitempty"`
 	Summary     map[string]float64         `json:"summary"`
 }
 
@@ -228,6 +237,24 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
+	if o.scenarios["outage"] {
+		for i := range o.runs {
+			for _, interval := range []string{"1s", "5s"} {
+				res, err := e.runOutage(ctx, o.n, o.concurrency, interval)
+				if err != nil {
+					return fmt.Errorf("outage: %w", err)
+				}
+				logf("outage run %d at sweeper.interval %s: %+v", i+1, interval, res)
+				r.Outage = append(r.Outage, res)
+			}
+		}
+		res, err := e.runDead(ctx, o.deadRows, o.concurrency, 20*time.Second, time.Minute)
+		if err != nil {
+			return fmt.Errorf("dead endpoint: %w", err)
+		}
+		logf("dead endpoint: %+v", res)
+		r.Dead = append(r.Dead, res)
+	}
 	summarize(&r, o)
 	printTable(os.Stdout, r, o)
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
@@ -285,6 +312,24 @@ func summarize(r *results, o options) {
 		if first.MedianMS > 0 {
 			r.Summary["sweep_largest_vs_smallest"] = last.MedianMS / first.MedianMS
 		}
+	}
+	for _, interval := range []string{"1s", "5s"} {
+		var drain, ratio, detect, overall []float64
+		for _, x := range r.Outage {
+			if x.Interval == interval {
+				drain, ratio = append(drain, x.DrainPerSecond), append(ratio, x.DrainVsFresh)
+				detect, overall = append(detect, x.DetectSeconds), append(overall, x.OverallPerSecond)
+			}
+		}
+		if len(drain) > 0 {
+			r.Summary["outage_drain_per_second_"+interval] = median(drain)
+			r.Summary["outage_drain_vs_fresh_"+interval] = median(ratio)
+			r.Summary["outage_detect_seconds_"+interval] = median(detect)
+			r.Summary["outage_overall_per_second_"+interval] = median(overall)
+		}
+	}
+	if len(r.Dead) > 0 {
+		r.Summary["dead_endpoint_requests_per_minute"] = r.Dead[0].PerMinute
 	}
 	for key, rs := range r.Publish {
 		var xs []float64

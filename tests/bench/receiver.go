@@ -28,6 +28,10 @@ type receiver struct {
 	seen      map[string]struct{}
 	dups      int
 	failEvery int // 0: never; 5: every fifth request answers 500
+	// down answers 503 to every request (an outage), counted as failed;
+	// firstOK is when the first 200 after an outage went out.
+	down    bool
+	firstOK time.Time
 	latencies []time.Duration
 	record    bool
 }
@@ -57,8 +61,27 @@ func (r *receiver) expect(target, failEvery int, record bool) <-chan struct{} {
 	r.ok, r.failed, r.dups = 0, 0, 0
 	r.seen = make(map[string]struct{}, target)
 	r.latencies = r.latencies[:0]
+	r.down, r.firstOK = false, time.Time{}
 	r.done = make(chan struct{})
 	return r.done
+}
+
+// setDown starts (true) or ends an outage.
+func (r *receiver) setDown(down bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down = down
+	if !down {
+		r.firstOK = time.Time{}
+	}
+}
+
+// firstSuccess is when the first request after expect (or the end of an
+// outage) was answered 200; zero when none was.
+func (r *receiver) firstSuccess() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstOK
 }
 
 type receiverCounts struct {
@@ -85,6 +108,15 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	id := req.Header.Get("webhook-id")
 	r.mu.Lock()
 	n := r.ok + r.failed
+	if r.down {
+		r.failed++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if r.firstOK.IsZero() {
+		r.firstOK = at
+	}
 	if r.failEvery > 0 && n%r.failEvery == r.failEvery-1 {
 		r.failed++
 		r.mu.Unlock()

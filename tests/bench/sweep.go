@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/sweeper"
 	"github.com/homingdev/homing/tasks"
 )
@@ -138,11 +139,14 @@ func seedFailed(ctx context.Context, conn *pgx.Conn, hookID, hookName string, of
 // sweeper) under EXPLAIN ANALYZE: the plan, to check it walks the
 // deliveries_due index, and the execution time.
 func explainSweep(ctx context.Context, conn *pgx.Conn, batch int) (string, float64, error) {
-	rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS OFF) SELECT d.id AS id, d.webhook_name AS webhook_name, w.queue AS queue
-		FROM deliveries d LEFT JOIN webhooks w ON w.id = d.webhook_id
-		WHERE d.status = 'Failed' AND d.next_retry <= $1
-		ORDER BY d.next_retry
-		LIMIT $2`, time.Now().UTC(), batch)
+	// The step's query as package sweeper runs it, one webhook, nothing
+	// queued, no queue full: the named parameters become positional.
+	q := strings.NewReplacer(
+		"CAST(@full AS text[])", "'{}'::text[]", "CAST(@spent AS text[])", "'{}'::text[]",
+		"@now", "$1", "@stale", "$1", "@probe_before", "$1", "@failing", strconv.Itoa(models.FailingAfter),
+		"@per", "$2", "@tick_seconds", "4", "@batch", "$2",
+	).Replace(sweeper.SelectDuePostgres)
+	rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS OFF) "+q, time.Now().UTC(), batch)
 	if err != nil {
 		return "", 0, err
 	}

@@ -81,6 +81,16 @@ func printTable(w io.Writer, r results, o options) {
 		}
 		fmt.Fprintf(tw, "sweep tick, %d Failed rows (%d due)\t%.1f ms (query %.2f ms)\t\t\t\t%s\n", sw.Rows, sw.Due, sw.MedianMS, sw.QueryMS, target)
 	}
+	for _, interval := range []string{"1s", "5s"} {
+		if v, ok := s["outage_drain_vs_fresh_"+interval]; ok {
+			fmt.Fprintf(tw, "outage drain, sweeper.interval %s\t%.0f deliveries/s (%.1f s to detect, %.0f/s overall)\t%.2f × fresh\t\t\t≥ 0.50 × fresh\n",
+				interval, s["outage_drain_per_second_"+interval], s["outage_detect_seconds_"+interval], s["outage_overall_per_second_"+interval], v)
+		}
+	}
+	for _, d := range r.Dead {
+		fmt.Fprintf(tw, "dead endpoint, %d due retries\t%.1f requests/min (burst %d in the first %.0f s)\t\t\t\t≤ 10 requests/min\n",
+			d.DueRows, d.PerMinute, d.Burst, d.FirstSeconds)
+	}
 	for _, key := range []string{"1 goroutines", fmt.Sprintf("%d goroutines", o.publishers)} {
 		if v, ok := s["publish_per_second_"+strings.ReplaceAll(key, " ", "_")]; ok {
 			fmt.Fprintf(tw, "client publish, %s\t%.0f events/s\t\t\t\t≥ 20000 events/s\n", key, v)

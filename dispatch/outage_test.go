@@ -1,0 +1,236 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/ratelimit"
+)
+
+// The health rule is written twice: in SQL (recordSQL, for batches on
+// PostgreSQL) and in Go (recordHealth, one attempt per transaction). Both
+// must leave the same failing_since and failures after the same attempts,
+// whether the SQL gets them one at a time or in one batch.
+func TestHealthRuleSQLMatchesGo(t *testing.T) {
+	t.Parallel()
+	const (
+		F = healthFailure
+		K = healthOK
+		S = healthSilent
+	)
+	cases := [][]healthSignal{
+		{F},
+		{K},
+		{F, F, F, F, F, F},
+		{F, F, K},
+		{F, K, F, F},
+		{K, F, S, F},
+		{F, F, F, F, F, K, F},
+		{S, S},
+	}
+	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	for i, signals := range cases {
+		t.Run(fmt.Sprint(signals), func(t *testing.T) {
+			t.Parallel()
+			// Go, one attempt per transaction, on SQLite.
+			goDB := testenv.SQLite(t)
+			insertWebhook(t, goDB, "w", "Sales Order", "on_submit", true)
+			d := New(goDB, nil, nil, Config{})
+			hook := &models.Webhook{ID: "w", Name: "hook-w"}
+			for j, sig := range signals {
+				err := goDB.Transaction(func(tx *gorm.DB) error { return d.recordHealth(tx, hook, "x", sig, at(j), "") })
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := readHealth(t, goDB, "w")
+			// SQL, one attempt per statement, then all in one statement.
+			for _, batch := range []bool{false, true} {
+				db, b := batchedFor(t)
+				insertWebhook(t, db, "w", "Sales Order", "on_submit", true)
+				var ins []recordIn
+				for j, sig := range signals {
+					id := fmt.Sprintf("d%d-%d", i, j)
+					row := planned(id, "ev-"+id, "w", t0)
+					row.Attempts = 1
+					if _, err := b.runInsert(context.Background(), []insertSet{{rows: []models.Delivery{row}}}); err != nil {
+						t.Fatal(err)
+					}
+					ins = append(ins, recordIn{
+						attempt:    models.Attempt{DeliveryID: id, Attempt: 1, At: at(j), Method: "POST", URL: row.URL, RequestHeaders: models.StringMap{}},
+						outcome:    outcomeRow{status: models.StatusFailed, next: ptrTime(at(60)), method: "POST", url: row.URL, at: at(j)},
+						fromStatus: models.StatusFailed, fromAttempts: 1, webhookID: "w", health: sig,
+					})
+				}
+				if batch {
+					if _, err := b.runRecord(context.Background(), ins); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					for _, in := range ins {
+						if _, err := b.runRecord(context.Background(), []recordIn{in}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				got := readHealth(t, db, "w")
+				if got.Failures != want.Failures || !sameTime(got.FailingSince, want.FailingSince) {
+					t.Fatalf("batch=%v: SQL left failures %d since %v; Go left %d since %v",
+						batch, got.Failures, got.FailingSince, want.Failures, want.FailingSince)
+				}
+			}
+		})
+	}
+}
+
+func readHealth(t *testing.T, db *gorm.DB, id string) models.WebhookHealth {
+	t.Helper()
+	var h models.WebhookHealth
+	if err := db.Where("webhook_id = ?", id).Take(&h).Error; err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func sameTime(a, b *time.Time) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
+}
+
+// countingReceiver answers status and counts what it got.
+func countingReceiver(t *testing.T, status *atomic.Int32) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		got.Add(1)
+		w.WriteHeader(int(status.Load()))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &got
+}
+
+// outageBed is a dispatcher on db sending to a real receiver, with two due
+// retries of one webhook.
+func outageBed(t *testing.T, db *gorm.DB, limiter Limiter, rateLimit int) (*Dispatcher, *atomic.Int32, *atomic.Int32, *clock.Stub, [2]string) {
+	t.Helper()
+	status := &atomic.Int32{}
+	status.Store(http.StatusOK)
+	srv, got := countingReceiver(t, status)
+	now := time.Now().UTC().Truncate(time.Second)
+	w := models.Webhook{
+		ID: "w", Name: "orders", DocType: "Sales Order", DocEvent: "on_submit", RequestURL: srv.URL,
+		RequestMethod: "POST", RequestStructure: "json", Headers: models.StringMap{}, SignatureScheme: "none",
+		Enabled: true, MaxRetries: 5, Queue: "default", TimeoutMS: 5000, RateLimit: rateLimit, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := db.Create(&w).Error; err != nil {
+		t.Fatal(err)
+	}
+	var ids [2]string
+	for i := range ids {
+		ids[i] = fmt.Sprintf("d%d", i)
+		row := planned(ids[i], "ev-"+ids[i], "w", now.Add(-time.Hour))
+		row.Attempts = 1
+		row.NextRetry = ptrTime(now.Add(-time.Minute))
+		if err := db.Create(&row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := clock.NewStub(now)
+	sender := delivery.NewSender(delivery.SenderConfig{UserAgent: "test", Now: clk.Now})
+	t.Cleanup(sender.Close)
+	d := New(db, sender, nil, Config{Clock: clk, Limiter: limiter})
+	return d, status, got, clk, ids
+}
+
+func loadRow(t *testing.T, db *gorm.DB, id string) models.Delivery {
+	t.Helper()
+	var row models.Delivery
+	if err := db.Where("id = ?", id).Take(&row).Error; err != nil {
+		t.Fatal(err)
+	}
+	return row
+}
+
+// While its webhook is failing, a retry that is not the probe is refused
+// before any request, keeps its attempt count and goes back to the sweep
+// (queued_at cleared); the probe is sent, and its success releases the rest.
+func TestRetryOfAFailingWebhookWaitsForTheProbe(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			d, _, got, clk, ids := outageBed(t, db, nil, 0)
+			ctx := context.Background()
+			if err := db.Exec("UPDATE webhook_health SET failures = ?, failing_since = ?, probe_id = ? WHERE webhook_id = 'w'",
+				models.FailingAfter, clk.Now().Add(-time.Hour), ids[0]).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Exec("UPDATE deliveries SET queued_at = ?", clk.Now()).Error; err != nil {
+				t.Fatal(err)
+			}
+			_, err := d.Attempt(ctx, ids[1], Retry)
+			if !errors.Is(err, ErrHeld) || !errors.Is(err, ErrNotClaimed) {
+				t.Fatalf("retry of a failing webhook: %v, want ErrHeld", err)
+			}
+			if row := loadRow(t, db, ids[1]); got.Load() != 0 || row.Attempts != 1 || row.QueuedAt != nil || row.Status != models.StatusFailed {
+				t.Fatalf("held retry: %d requests, row %+v; want none, 1 attempt, handed back", got.Load(), row)
+			}
+			out, err := d.Attempt(ctx, ids[0], Retry)
+			if err != nil || out.Status != models.StatusDelivered || got.Load() != 1 {
+				t.Fatalf("probe: %+v %v, %d requests", out, err, got.Load())
+			}
+			if h := readHealth(t, db, "w"); h.Failures != 0 || h.FailingSince != nil || h.ProbeID != nil {
+				t.Fatalf("health after the probe's success %+v, want clear", h)
+			}
+			if out, err := d.Attempt(ctx, ids[1], Retry); err != nil || out.Status != models.StatusDelivered || got.Load() != 2 {
+				t.Fatalf("released retry: %+v %v", out, err)
+			}
+		})
+	}
+}
+
+// A request over its webhook's rate_limit is not made: the claim is given
+// back with the row due when the budget allows, no attempt counted and no
+// attempt recorded.
+func TestRateLimitPostponesWithoutCountingAnAttempt(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			_, rdb := testenv.Redis(t)
+			d, _, got, clk, ids := outageBed(t, db, ratelimit.New(rdb), 1)
+			ctx := context.Background()
+			if out, err := d.Attempt(ctx, ids[0], Retry); err != nil || out.Status != models.StatusDelivered {
+				t.Fatalf("first: %+v %v", out, err)
+			}
+			out, err := d.Attempt(ctx, ids[1], Retry)
+			if err != nil || !out.Postponed || out.Status != models.StatusFailed {
+				t.Fatalf("second within the second: %+v %v, want postponed", out, err)
+			}
+			row := loadRow(t, db, ids[1])
+			if got.Load() != 1 || row.Attempts != 1 || row.NextRetry == nil ||
+				!row.NextRetry.After(clk.Now()) || row.NextRetry.After(clk.Now().Add(time.Second)) {
+				t.Fatalf("postponed: %d requests, attempts %d, next %v; want 1, 1, within a second", got.Load(), row.Attempts, row.NextRetry)
+			}
+			var n int64
+			db.Model(&models.Attempt{}).Where("delivery_id = ?", ids[1]).Count(&n)
+			if n != 0 {
+				t.Fatalf("%d attempts recorded for a postponed request", n)
+			}
+		})
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/tasks"
+)
+
+// outageResult is one run of the outage scenario (issue #14): the same
+// worker delivers N fresh events, then N events while the receiver answers
+// 503, then drains them when it answers again.
+type outageResult struct {
+	Interval string `json:"sweeper_interval"`
+	N        int    `json:"n"`
+	// FreshPerSecond is N fresh events delivered from a ready queue.
+	FreshPerSecond float64 `json:"fresh_per_second"`
+	// DetectSeconds is from the receiver's recovery to its first 200: the
+	// probe that finds it back (at most health.probe_interval plus a tick).
+	DetectSeconds float64 `json:"detect_seconds"`
+	// DrainPerSecond is the backlog's rate from that first 200 to the last
+	// delivery; DrainVsFresh its ratio to FreshPerSecond.
+	DrainPerSecond float64 `json:"drain_per_second"`
+	DrainVsFresh   float64 `json:"drain_vs_fresh"`
+	// OverallPerSecond counts from the recovery itself, detection included.
+	OverallPerSecond float64 `json:"overall_per_second"`
+	Duplicates       int     `json:"duplicates"`
+}
+
+// deadResult is the dead-endpoint measurement: requests a minute to an
+// endpoint that answers 503 while DueRows retries are due.
+type deadResult struct {
+	DueRows int `json:"due_rows"`
+	// FirstSeconds is how long after the start the steady state is
+	// measured from; Burst is what the endpoint got before then.
+	Burst         int     `json:"burst_requests"`
+	FirstSeconds  float64 `json:"first_seconds"`
+	PerMinute     float64 `json:"requests_per_minute"`
+	MeasuredForS  float64 `json:"measured_seconds"`
+	MaxAttempts   int     `json:"max_attempts_of_a_row"`
+	HeldBackAtEnd int64   `json:"held_back_at_end"`
+}
+
+// runOutage runs the outage scenario once at sweeper.interval interval.
+func (e *env) runOutage(ctx context.Context, n, concurrency int, interval string) (outageResult, error) {
+	res := outageResult{Interval: interval, N: n}
+	if err := e.reset(ctx); err != nil {
+		return res, err
+	}
+	if err := e.createHooks(ctx, 1, 100); err != nil {
+		return res, err
+	}
+	pub, err := client.New(client.Config{RedisURL: e.redisURL})
+	if err != nil {
+		return res, err
+	}
+	defer pub.Close()
+	insp := asynq.NewInspector(e.redis)
+	defer insp.Close()
+	environ := e.homingEnv("HOMING_WORKER_CONCURRENCY="+strconv.Itoa(concurrency), "HOMING_RETRY_SCHEDULE=1s",
+		"HOMING_SWEEPER_INTERVAL="+interval)
+	// Fresh: N events queued while the queue is paused, then delivered.
+	if err := publishAll(ctx, pub, 1, 1, benchDoc); err != nil {
+		return res, err
+	}
+	if err := insp.PauseQueue(tasks.DefaultQueue); err != nil {
+		return res, err
+	}
+	if err := publishAll(ctx, pub, n-1, 8, func(i int) map[string]any { return benchDoc(i + 1) }); err != nil {
+		return res, err
+	}
+	worker, err := startProcess("worker", e.binDir, filepath.Join(e.binDir, "worker"), nil, environ, "worker started")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = worker.stop() }()
+	done := e.recv.expect(n, 0, false)
+	start := time.Now()
+	if err := insp.UnpauseQueue(tasks.DefaultQueue); err != nil {
+		return res, err
+	}
+	if err := waitDone(ctx, done, 10*time.Minute, func() string { return fmt.Sprintf("%+v", e.recv.counts()) }); err != nil {
+		return res, err
+	}
+	if err := e.waitDelivered(ctx, n); err != nil {
+		return res, err
+	}
+	res.FreshPerSecond = float64(n) / time.Since(start).Seconds()
+
+	// Outage: N more events, each failing its first attempt.
+	done = e.recv.expect(n, 0, false)
+	e.recv.setDown(true)
+	if err := publishAll(ctx, pub, n, 8, func(i int) map[string]any { return benchDoc(n + i) }); err != nil {
+		return res, err
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for e.recv.counts().Failed < n {
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("outage: only %d of %d first attempts failed", e.recv.counts().Failed, n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the receiver's count with a deadline
+	}
+	sched, err := startProcess("scheduler", e.binDir, filepath.Join(e.binDir, "scheduler"), nil, environ, "scheduler started")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = sched.stop() }()
+	// Recovery.
+	e.recv.setDown(false)
+	recovered := time.Now()
+	if err := waitDone(ctx, done, 10*time.Minute, func() string { return fmt.Sprintf("%+v", e.recv.counts()) }); err != nil {
+		return res, err
+	}
+	end := time.Now()
+	if err := e.waitDelivered(ctx, 2*n); err != nil {
+		return res, err
+	}
+	first := e.recv.firstSuccess()
+	res.DetectSeconds = first.Sub(recovered).Seconds()
+	res.DrainPerSecond = float64(n) / end.Sub(first).Seconds()
+	res.OverallPerSecond = float64(n) / end.Sub(recovered).Seconds()
+	res.DrainVsFresh = res.DrainPerSecond / res.FreshPerSecond
+	res.Duplicates = e.recv.counts().Duplicates
+	return res, nil
+}
+
+// runDead seeds rows due retries of one webhook whose endpoint answers 503,
+// runs a worker and a scheduler at the default configuration, and counts
+// the requests the endpoint gets: a burst while the first failures are
+// noticed, then one probe every health.probe_interval.
+func (e *env) runDead(ctx context.Context, rows, concurrency int, settle, measure time.Duration) (deadResult, error) {
+	res := deadResult{DueRows: rows, FirstSeconds: settle.Seconds(), MeasuredForS: measure.Seconds()}
+	if err := e.reset(ctx); err != nil {
+		return res, err
+	}
+	if err := e.createHooks(ctx, 1, 100); err != nil {
+		return res, err
+	}
+	var hookID, hookName string
+	if err := e.db.WithContext(ctx).Raw("SELECT id, name FROM webhooks").Row().Scan(&hookID, &hookName); err != nil {
+		return res, err
+	}
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close(ctx)
+	if err := seedFailed(ctx, conn, hookID, hookName, 0, rows, rows, time.Now().UTC()); err != nil {
+		return res, err
+	}
+	if _, err := conn.Exec(ctx, "UPDATE deliveries SET url = $1", e.recv.url+"/h"); err != nil {
+		return res, err
+	}
+	if _, err := conn.Exec(ctx, "VACUUM ANALYZE deliveries"); err != nil {
+		return res, err
+	}
+	e.recv.expect(rows, 0, false)
+	e.recv.setDown(true)
+	environ := e.homingEnv("HOMING_WORKER_CONCURRENCY=" + strconv.Itoa(concurrency))
+	worker, err := startProcess("worker", e.binDir, filepath.Join(e.binDir, "worker"), nil, environ, "worker started")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = worker.stop() }()
+	sched, err := startProcess("scheduler", e.binDir, filepath.Join(e.binDir, "scheduler"), nil, environ, "scheduler started")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = sched.stop() }()
+	time.Sleep(settle) // a measured window
+	res.Burst = e.recv.counts().Failed
+	time.Sleep(measure) // a measured window
+	res.PerMinute = float64(e.recv.counts().Failed-res.Burst) / measure.Minutes()
+	if err := e.db.WithContext(ctx).Raw("SELECT COALESCE(max(attempts), 0) FROM deliveries").Row().Scan(&res.MaxAttempts); err != nil {
+		return res, err
+	}
+	if err := e.db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= now()", models.StatusFailed).
+		Count(&res.HeldBackAtEnd).Error; err != nil {
+		return res, err
+	}
+	e.recv.setDown(false)
+	return res, nil
+}

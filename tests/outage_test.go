@@ -1,0 +1,230 @@
+package tests
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/models"
+)
+
+// TestDeadEndpointIsProbedThenDrained is the outage issue #14 is about, with
+// real processes: a receiver goes down with 1,000 deliveries failed, costs
+// one probe at a time while it is down however many retries are due, and
+// once it answers again every delivery arrives, each exactly once.
+func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	const n = 1000
+	s := newSystem(t)
+	s.env = append(s.env,
+		"HOMING_RETRY_SCHEDULE=1s",
+		"HOMING_SWEEPER_INTERVAL=1s",
+		"HOMING_HEALTH_PROBE_INTERVAL=2s",
+		"HOMING_WORKER_CONCURRENCY=20",
+	)
+	var up atomic.Bool
+	rc := newReceiver(t, func(int) int {
+		if up.Load() {
+			return http.StatusOK
+		}
+		return http.StatusServiceUnavailable
+	})
+	s.start("worker", "worker started")
+	s.ok(t, nil, "homing", "webhook", "create", "--name", "dead", "--doctype", "Sales Order", "--event", "on_submit",
+		"--url", rc.URL+"/dead", "--max-retries", "100")
+	publishN(t, s.publisher(t), "dead", n)
+	eventually(t, "every first attempt to fail", func() (bool, string) {
+		return len(rc.got()) >= n, fmt.Sprintf("%d requests", len(rc.got()))
+	})
+	s.start("scheduler", "scheduler started")
+	// All 1,000 are due every second; the endpoint is failing, so it gets a
+	// probe every 2 s, not the backlog.
+	db := s.openDB(t)
+	eventually(t, "the webhook to be probed", func() (bool, string) {
+		var h models.WebhookHealth
+		db.Raw("SELECT h.* FROM webhook_health h JOIN webhooks w ON w.id = h.webhook_id WHERE w.name = 'dead'").Scan(&h)
+		return h.ProbeAt != nil, fmt.Sprintf("%+v", h)
+	})
+	from := len(rc.got())
+	window := 10 * time.Second
+	time.Sleep(window) // a measured window, not a wait for a condition
+	during := len(rc.got()) - from
+	// One probe every 2 s is 5; allow the tick that was running.
+	if during > 7 {
+		t.Fatalf("a dead endpoint with %d due retries got %d requests in %s; want about one per probe interval", n, during, window)
+	}
+	var shown struct {
+		Health struct {
+			State    string `json:"state"`
+			HeldBack int64  `json:"held_back"`
+		} `json:"health"`
+	}
+	s.ok(t, &shown, "homing", "webhook", "show", "dead", "--json")
+	if shown.Health.State != "probing" || shown.Health.HeldBack < n-10 {
+		t.Fatalf("webhook show: health %+v, want probing with about %d held back", shown.Health, n)
+	}
+
+	var stats struct {
+		Webhooks []struct {
+			Webhook  string `json:"webhook"`
+			Health   string `json:"health"`
+			HeldBack int64  `json:"held_back"`
+		} `json:"webhooks"`
+	}
+	s.ok(t, &stats, "homing", "stats", "--json")
+	if len(stats.Webhooks) != 1 || stats.Webhooks[0].Health != "probing" || stats.Webhooks[0].HeldBack < n-10 {
+		t.Fatalf("homing stats: %+v, want dead probing with about %d held back", stats.Webhooks, n)
+	}
+
+	up.Store(true)
+	recovered := time.Now()
+	eventually(t, "every delivery after recovery", func() (bool, string) {
+		st, err := statusCounts(db, "dead")
+		if err != nil {
+			return false, err.Error()
+		}
+		return st[models.StatusDelivered] == n, countStatus(st)
+	})
+	drain := time.Since(recovered)
+	ok := okByID(rc.got())
+	if len(ok) != n {
+		t.Fatalf("%d deliveries got a 200, want %d", len(ok), n)
+	}
+	for id, c := range ok {
+		if c != 1 {
+			t.Errorf("delivery %s answered 200 %d times", id, c)
+		}
+	}
+	t.Logf("dead endpoint: %d requests in %s with %d due; drained %d in %s after recovery", during, window, n, n, drain.Round(time.Millisecond))
+	s.stop()
+}
+
+// TestOneBacklogDoesNotStarveAnother gives webhook A 20,000 due retries and
+// webhook B 50: B's are delivered while most of A's still wait.
+func TestOneBacklogDoesNotStarveAnother(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	s := newSystem(t)
+	s.env = append(s.env, "HOMING_SWEEPER_INTERVAL=1s", "HOMING_WORKER_CONCURRENCY=20")
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	for _, name := range []string{"a", "b"} {
+		s.ok(t, nil, "homing", "webhook", "create", "--name", name, "--doctype", "Sales Order", "--event", "on_submit",
+			"--url", rc.URL+"/"+name)
+	}
+	db := s.openDB(t)
+	seedDue(t, db, "a", 20000, time.Now().Add(-2*time.Hour))
+	seedDue(t, db, "b", 50, time.Now().Add(-time.Minute))
+	s.start("worker", "worker started")
+	s.start("scheduler", "scheduler started")
+	var aAtB int
+	eventually(t, "B's retries", func() (bool, string) {
+		st, err := statusCounts(db, "b")
+		if err != nil {
+			return false, err.Error()
+		}
+		a, _ := statusCounts(db, "a")
+		aAtB = a[models.StatusDelivered]
+		return st[models.StatusDelivered] == 50, fmt.Sprintf("b %s, a %s", countStatus(st), countStatus(a))
+	})
+	if aAtB > 10000 {
+		t.Fatalf("B's 50 retries waited for %d of A's older 20,000", aAtB)
+	}
+	t.Logf("B's 50 retries were all delivered when %d of A's 20,000 were", aAtB)
+	s.stop()
+}
+
+// seedDue writes n Failed deliveries of webhook, due since at, as a fan-out
+// and a failed first attempt would have left them.
+func seedDue(t *testing.T, db *gorm.DB, webhook string, n int, at time.Time) {
+	t.Helper()
+	var w models.Webhook
+	if err := db.Where("name = ?", webhook).Take(&w).Error; err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]models.Delivery, n)
+	for i := range rows {
+		id := uuid.Must(uuid.NewV7()).String()
+		next := at.Add(time.Duration(i) * time.Microsecond).UTC()
+		rows[i] = models.Delivery{
+			ID: id, WebhookID: w.ID, WebhookName: w.Name, EventID: "seed-" + id, DocType: w.DocType, DocEvent: w.DocEvent,
+			Method: "POST", URL: w.RequestURL, Headers: models.StringMap{"Content-Type": "application/json"},
+			Payload: []byte(fmt.Sprintf(`{"n":%d}`, i)), Status: models.StatusFailed, Attempts: 1, MaxRetries: 3,
+			NextRetry: &next, LastError: "seeded", CreatedAt: at.UTC(), UpdatedAt: at.UTC(),
+		}
+	}
+	if err := db.CreateInBatches(rows, 500).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRateLimitHoldsAcrossTwoWorkers runs two worker processes against a
+// webhook limited to 5 requests a second: the receiver never sees more
+// than the limit allows, whichever worker sends.
+func TestRateLimitHoldsAcrossTwoWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	const (
+		n    = 60
+		rate = 5
+	)
+	s := newSystem(t)
+	s.env = append(s.env, "HOMING_SWEEPER_INTERVAL=1s", "HOMING_RETRY_SCHEDULE=1s")
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	s.ok(t, nil, "homing", "webhook", "create", "--name", "limited", "--doctype", "Sales Order", "--event", "on_submit",
+		"--url", rc.URL+"/limited", "--rate-limit", fmt.Sprint(rate))
+	s.start("worker", "worker started")
+	s.start("worker", "worker started")
+	s.start("scheduler", "scheduler started")
+	publishN(t, s.publisher(t), "limited", n)
+	db := s.openDB(t)
+	eventually(t, "every delivery", func() (bool, string) {
+		st, err := statusCounts(db, "limited")
+		if err != nil {
+			return false, err.Error()
+		}
+		return st[models.StatusDelivered] == n, countStatus(st)
+	})
+	got := rc.got()
+	if len(got) != n {
+		t.Fatalf("receiver got %d requests for %d deliveries (a rate-limited request is postponed, not sent)", len(got), n)
+	}
+	for id, c := range okByID(got) {
+		if c != 1 {
+			t.Errorf("delivery %s arrived %d times", id, c)
+		}
+	}
+	times := make([]time.Time, len(got))
+	for i, r := range got {
+		times[i] = r.at
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	// GCRA with a burst of one second's worth: any one-second window holds
+	// at most burst + rate requests, and the whole run averages the rate.
+	worst := 0
+	for i := range times {
+		j := i
+		for j < len(times) && times[j].Sub(times[i]) < time.Second {
+			j++
+		}
+		worst = max(worst, j-i)
+	}
+	span := times[len(times)-1].Sub(times[0])
+	if worst > 2*rate {
+		t.Errorf("%d requests within one second; the limit is %d/s with a burst of %d", worst, rate, rate)
+	}
+	if min := time.Duration(n-rate) * time.Second / rate; span < min*9/10 {
+		t.Errorf("%d requests took %s, faster than %d/s allows (%s)", n, span, rate, min)
+	}
+	t.Logf("%d requests over %s, at most %d in one second", n, span.Round(time.Millisecond), worst)
+	s.stop()
+}
