@@ -30,8 +30,8 @@ type receiver struct {
 	failEvery int // 0: never; 5: every fifth request answers 500
 	// down answers 503 to every request (an outage), counted as failed;
 	// firstOK is when the first 200 after an outage went out.
-	down    bool
-	firstOK time.Time
+	down      bool
+	firstOK   time.Time
 	latencies []time.Duration
 	record    bool
 }
