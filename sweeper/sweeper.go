@@ -165,7 +165,7 @@ type dueRow struct {
 // per webhook, deliveries_due_webhook (webhook_id, next_retry) WHERE status
 // = 'Failed': a probe per webhook, whatever the size of the table.
 const selectDuePostgres = `SELECT p.id, w.id AS webhook_id, p.webhook_name, w.queue, w.rate_limit,
-	COALESCE(h.failures, 0) >= @failing AS probe
+	w.enabled AND COALESCE(h.failures, 0) >= @failing AS probe
 FROM webhooks w
 LEFT JOIN webhook_health h ON h.webhook_id = w.id
 CROSS JOIN LATERAL (
@@ -176,6 +176,7 @@ CROSS JOIN LATERAL (
 	ORDER BY d.next_retry
 	LIMIT CASE
 		WHEN w.queue = ANY(CAST(@full AS text[])) OR w.id = ANY(CAST(@spent AS text[])) THEN 0
+		WHEN NOT w.enabled THEN @per
 		WHEN COALESCE(h.failures, 0) >= @failing THEN
 			CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
 		WHEN w.rate_limit > 0 THEN LEAST(@per, w.rate_limit * @tick_seconds)
@@ -193,9 +194,10 @@ const SelectDuePostgres = selectDuePostgres
 // row; SQLite serves one process, not a fleet's backlog.
 const selectDueSQLite = `SELECT id, webhook_id, webhook_name, queue, rate_limit, probe FROM (
 	SELECT d.id, w.id AS webhook_id, d.webhook_name, w.queue, w.rate_limit, d.next_retry,
-		COALESCE(h.failures, 0) >= @failing AS probe,
+		w.enabled AND COALESCE(h.failures, 0) >= @failing AS probe,
 		CASE
 			WHEN w.queue IN @full OR w.id IN @spent THEN 0
+			WHEN NOT w.enabled THEN @per
 			WHEN COALESCE(h.failures, 0) >= @failing THEN
 				CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
 			WHEN w.rate_limit > 0 THEN MIN(@per, w.rate_limit * @tick_seconds)
