@@ -158,12 +158,16 @@ type dueRow struct {
 }
 
 // selectDuePostgres takes, webhook by webhook, each one's oldest due Failed
-// rows not queued since $2: up to $4 each, one while failing and its probe
-// is due (probe_at before $3), none on a full queue ($5) or past its rate
-// quota ($6); then the batch ($7) in round-robin order (each webhook's
-// first row, then each one's second …). Served by webhooks' primary key and,
-// per webhook, deliveries_due_webhook (webhook_id, next_retry) WHERE status
-// = 'Failed': a probe per webhook, whatever the size of the table.
+// rows not queued since @stale: up to @per each, one while failing and its
+// probe is due (probe_at before @probe_before), none on a full queue
+// (@full) or past its rate quota (@spent); then the batch (@batch) in
+// round-robin order (each webhook's first row, then each one's second …).
+// Served by webhooks' primary key and, per webhook,
+// deliveries_due_webhook (webhook_id, next_retry) WHERE status = 'Failed':
+// an index range read per webhook, whatever the size of the table. The
+// lateral's LIMIT is a plain parameter, which the planner can cost (a
+// LIMIT it cannot read made it sort every row of the webhook); each
+// webhook's quota is applied to the numbered rows outside.
 const selectDuePostgres = `SELECT p.id, w.id AS webhook_id, p.webhook_name, w.queue, w.rate_limit,
 	w.enabled AND COALESCE(h.failures, 0) >= @failing AS probe
 FROM webhooks w
@@ -174,14 +178,15 @@ CROSS JOIN LATERAL (
 	WHERE d.webhook_id = w.id AND d.status = 'Failed' AND d.next_retry <= @now
 		AND (d.queued_at IS NULL OR d.queued_at <= @stale)
 	ORDER BY d.next_retry
-	LIMIT CASE
-		WHEN w.queue = ANY(CAST(@full AS text[])) OR w.id = ANY(CAST(@spent AS text[])) THEN 0
-		WHEN NOT w.enabled THEN @per
-		WHEN COALESCE(h.failures, 0) >= @failing THEN
-			CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
-		WHEN w.rate_limit > 0 THEN LEAST(@per, w.rate_limit * @tick_seconds)
-		ELSE @per END
+	LIMIT @per
 ) p
+WHERE p.rn <= CASE
+	WHEN w.queue = ANY(CAST(@full AS text[])) OR w.id = ANY(CAST(@spent AS text[])) THEN 0
+	WHEN NOT w.enabled THEN @per
+	WHEN COALESCE(h.failures, 0) >= @failing THEN
+		CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
+	WHEN w.rate_limit > 0 THEN LEAST(@per, w.rate_limit * @tick_seconds)
+	ELSE @per END
 ORDER BY p.rn, p.next_retry
 LIMIT @batch`
 
@@ -419,7 +424,7 @@ func (s *Sweeper) take(ctx context.Context, st *step) ([]dueRow, bool, error) {
 		}
 	}
 	var rows []dueRow
-	if err := s.db.WithContext(ctx).Raw(s.selectDue, args).Scan(&rows).Error; err != nil {
+	if err := s.selectRows(ctx, args, &rows); err != nil {
 		return nil, false, fmt.Errorf("select due deliveries: %w", err)
 	}
 	// More may be due when the batch is full, or when a webhook filled its
@@ -458,6 +463,22 @@ func (s *Sweeper) take(ctx context.Context, st *step) ([]dueRow, bool, error) {
 		}
 	}
 	return out, more, nil
+}
+
+// selectRows runs the step's query. On PostgreSQL it runs without JIT: the
+// planner's estimate for a LATERAL over a webhooks table with stale
+// statistics can pass jit_above_cost, and compiling then costs a hundred
+// times the index reads the step makes.
+func (s *Sweeper) selectRows(ctx context.Context, args map[string]any, rows *[]dueRow) error {
+	if s.selectDue != selectDuePostgres {
+		return s.db.WithContext(ctx).Raw(s.selectDue, args).Scan(rows).Error
+	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("SET LOCAL jit = off").Error; err != nil {
+			return err
+		}
+		return tx.Raw(s.selectDue, args).Scan(rows).Error
+	})
 }
 
 // chooseProbe records r as its failing webhook's probe, unless another

@@ -146,6 +146,10 @@ func explainSweep(ctx context.Context, conn *pgx.Conn, batch int) (string, float
 		"@now", "$1", "@stale", "$1", "@probe_before", "$1", "@failing", strconv.Itoa(models.FailingAfter),
 		"@per", "$2", "@tick_seconds", "4", "@batch", "$2",
 	).Replace(sweeper.SelectDuePostgres)
+	// As the sweeper runs it: without JIT (sweeper.selectRows).
+	if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
+		return "", 0, err
+	}
 	rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS OFF) "+q, time.Now().UTC(), batch)
 	if err != nil {
 		return "", 0, err
