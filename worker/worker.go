@@ -71,7 +71,8 @@ func New(a *app.App) *Worker {
 	ret := retention.New(a.DB, retention.Config{
 		Delivered: cfg.Retention.Delivered, Exhausted: cfg.Retention.Exhausted, Clock: a.Clock, Logger: a.Log,
 	})
-	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log}
+	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log,
+		Intake: outbox.NewCompleter(a.DB)}
 	mux := asynq.NewServeMux()
 	stacks := newWarmStacks()
 	mux.Use(stacks.middleware)
