@@ -28,7 +28,7 @@ func newStatsCmd(e *env) *cobra.Command {
 				}
 				fmt.Fprintf(e.stdout, "Delivered %d   Failed %d   Exhausted %d\n", st.ByStatus["Delivered"], st.ByStatus["Failed"], st.ByStatus["Exhausted"])
 				fmt.Fprintf(e.stdout, "Failed backlog %d, due now %d, oldest overdue next_retry %s\n", st.FailedBacklog, st.DueNow, timeOrDash(st.OldestOverdue))
-				fmt.Fprintf(e.stdout, "Outbox: %d events not yet queued, oldest published %s\n\n", st.OutboxPending, timeOrDash(st.OutboxOldest))
+				fmt.Fprintf(e.stdout, "Outbox: %d events not yet fanned out, oldest published %s\n\n", st.OutboxPending, timeOrDash(st.OutboxOldest))
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "WEBHOOK\tDELIVERED\tFAILED\tEXHAUSTED\tATTEMPTS 1H\tSUCCESS 1H")
 				for _, w := range st.Webhooks {
