@@ -203,7 +203,7 @@ func fields() []field {
 		{"redis.cluster.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Cluster.Addrs })},
 		{"database.url", "sqlite://homing.db", into(parseString, func(c *Config) *string { return &c.Database.URL })},
 		{"database.auto_migrate", true, into(parseBool, func(c *Config) *bool { return &c.Database.AutoMigrate })},
-		{"database.max_open_conns", 32, into(parseInt, func(c *Config) *int { return &c.Database.MaxOpenConns })},
+		{"database.max_open_conns", 6, into(parseInt, func(c *Config) *int { return &c.Database.MaxOpenConns })},
 		{"retry.schedule", "5m,30m,2h,5h,10h,10h", into(parseDurations, func(c *Config) *[]time.Duration { return &c.Retry.Schedule })},
 		{"retry.default_max_retries", 3, into(parseInt, func(c *Config) *int { return &c.Retry.DefaultMaxRetries })},
 		{"sweeper.interval", "5m", into(parseDuration, func(c *Config) *time.Duration { return &c.Sweeper.Interval })},

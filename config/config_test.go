@@ -38,7 +38,7 @@ func TestDefault(t *testing.T) {
 	d := Default()
 	want := Config{
 		Redis:    Redis{URL: "redis://127.0.0.1:6379/0"},
-		Database: Database{URL: "sqlite://homing.db", AutoMigrate: true, MaxOpenConns: 32},
+		Database: Database{URL: "sqlite://homing.db", AutoMigrate: true, MaxOpenConns: 6},
 		Retry: Retry{
 			Schedule:          []time.Duration{5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 			DefaultMaxRetries: 3,

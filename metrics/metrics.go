@@ -61,6 +61,7 @@ type Metrics struct {
 	attemptDuration prometheus.Histogram
 	sweepDuration   prometheus.Histogram
 	sweepEnqueued   prometheus.Counter
+	taskFailures    *prometheus.CounterVec // taskfailure.go
 }
 
 // New builds the metrics and registers them, with the Go runtime and
@@ -109,8 +110,9 @@ func New(opts Options) *Metrics {
 	} {
 		m.attempts.WithLabelValues(string(c))
 	}
+	m.taskFailures = newTaskFailures()
 	m.reg.MustRegister(
-		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued,
+		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.taskFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

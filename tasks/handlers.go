@@ -75,7 +75,7 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	}
 	pending, inline, err := h.Dispatcher.FanOutInline(ctx, ev, queue)
 	if err != nil {
-		return fmt.Errorf("fan out event %s: %w", ev.ID, err)
+		return fmt.Errorf("fan out event %s: %w", ev.ID, permanent(err))
 	}
 	h.fannedOut(ctx, t, ev.ID) // durable intake: the deliveries are committed
 	for _, p := range pending {

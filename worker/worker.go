@@ -48,6 +48,7 @@ func New(a *app.App) *Worker {
 	var (
 		metricsSrv *metrics.Server
 		sweepObs   sweeper.Observer // an interface, so no typed nil
+		failures   failureCounter   // likewise
 	)
 	if cfg.Metrics.Addr != "" {
 		m := metrics.New(metrics.Options{
@@ -58,6 +59,7 @@ func New(a *app.App) *Worker {
 		})
 		a.Dispatcher.SetObserver(m)
 		sweepObs = m
+		failures = m
 		metricsSrv = metrics.NewServer(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), a.Log)
 	}
 	sw = sweeper.New(a.DB, client, inspector, sweeper.Config{
@@ -89,6 +91,7 @@ func New(a *app.App) *Worker {
 		Logger:            logging.Asynq(a.Log),
 		LogLevel:          asynq.WarnLevel,
 		RetryDelayFunc:    infraRetryDelay,
+		ErrorHandler:      failureHandler(cmp.Or(a.Log, slog.New(slog.DiscardHandler)), failures),
 	})
 	return &Worker{
 		server: srv, client: client, inspector: inspector, mux: mux, Sweeper: sw, metrics: metricsSrv,
