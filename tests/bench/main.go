@@ -12,7 +12,11 @@
 //   - sweep: one sweeper tick's time with 1,000 / 100,000 / 1,000,000 Failed
 //     rows, one batch of them due;
 //   - memory: the worker's peak RSS (VmHWM) in the throughput runs;
-//   - publish: events/s from one process with the Go client.
+//   - publish: events/s from one process with the Go client;
+//   - http: N events posted to homing serve's POST /v1/events by 16
+//     keep-alive clients, end to end until every delivery is Delivered,
+//     beside the same N through the Go client in the same run (target:
+//     HTTP ≥ 0.6 × Go client).
 //
 // Absolute times drift on shared machines: compare the ratios, and medians of
 // several runs. Only 127.0.0.1 is ever contacted.
@@ -48,7 +52,7 @@ type options struct {
 	workerEnv   []string
 }
 
-var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish"}
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "http"}
 
 func main() {
 	var (
@@ -141,6 +145,7 @@ type results struct {
 	Latency     []latencyResult            `json:"latency,omitempty"`
 	Sweep       []sweepResult              `json:"sweep,omitempty"`
 	Publish     map[string][]publishResult `json:"publish,omitempty"`
+	HTTP        []httpResult               `json:"http,omitempty"`
 	Summary     map[string]float64         `json:"summary"`
 }
 
@@ -228,6 +233,17 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
+	if o.scenarios["http"] {
+		for i := range o.runs {
+			res, err := e.runHTTP(ctx, o.n, o.concurrency)
+			if err != nil {
+				return fmt.Errorf("http: %w", err)
+			}
+			logf("http run %d: go client %.0f/s, http %.0f/s (%.2f ×), homing serve %.3f ms CPU/event, duplicates %d + %d",
+				i+1, res.GoClient.PerSecond, res.HTTP.PerSecond, res.Ratio, res.ServeCPUMS, res.GoClient.Duplicates, res.HTTP.Duplicates)
+			r.HTTP = append(r.HTTP, res)
+		}
+	}
 	summarize(&r, o)
 	printTable(os.Stdout, r, o)
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
@@ -285,6 +301,14 @@ func summarize(r *results, o options) {
 		if first.MedianMS > 0 {
 			r.Summary["sweep_largest_vs_smallest"] = last.MedianMS / first.MedianMS
 		}
+	}
+	if len(r.HTTP) > 0 {
+		var gc, hp, ratio, cpu []float64
+		for _, h := range r.HTTP {
+			gc, hp, ratio, cpu = append(gc, h.GoClient.PerSecond), append(hp, h.HTTP.PerSecond), append(ratio, h.Ratio), append(cpu, h.ServeCPUMS)
+		}
+		r.Summary["http_go_client_per_second"], r.Summary["http_per_second"] = median(gc), median(hp)
+		r.Summary["http_vs_go_client"], r.Summary["http_serve_cpu_ms"] = median(ratio), median(cpu)
 	}
 	for key, rs := range r.Publish {
 		var xs []float64
