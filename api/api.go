@@ -45,9 +45,12 @@ type Config struct {
 	// MaxPayloadBytes (delivery.max_payload_bytes) refuses larger documents.
 	MaxPayloadBytes int
 	// Ready answers /readyz; nil is always ready.
-	Ready  func(ctx context.Context) error
-	Clock  clock.Clock
-	Logger *slog.Logger
+	Ready func(ctx context.Context) error
+	// Warnings lists the start-up checks' problems (preflight) on /readyz,
+	// which stays 200; nil lists none.
+	Warnings func(ctx context.Context) []string
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // Server answers the API's requests. It is an http.Handler; `homing serve`
@@ -115,7 +118,7 @@ func (s *Server) routes() []route {
 
 		{http.MethodGet, "/v1/openapi.json", scopeNone, serveOpenAPI},
 		{http.MethodGet, "/healthz", scopeNone, handle(metrics.HealthHandler())},
-		{http.MethodGet, "/readyz", scopeNone, handle(metrics.ReadyHandler(s.cfg.Ready))},
+		{http.MethodGet, "/readyz", scopeNone, handle(metrics.ReadyHandlerWarning(s.cfg.Ready, s.cfg.Warnings))},
 	}
 }
 
@@ -191,6 +194,10 @@ func (s *Server) endpoint(rt route) http.Handler {
 		// may take as long as its webhooks do. (Transport time, not domain
 		// time: the wall clock is right here.)
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+		if err := checkRequestText(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		if rt.scope != scopeNone {
 			tok, err := s.authenticate(r, rt.scope)
 			if err != nil {

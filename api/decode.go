@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,7 +15,14 @@ import (
 // decode reads the request body as one JSON object into v, refusing fields v
 // does not have. The body is already limited to api.max_body_bytes.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err, v)
+	}
+	if err := checkBodyText(b); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err, v)

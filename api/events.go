@@ -45,25 +45,30 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 }
 
 // addToOutbox commits the event to the outbox, which the relay moves into
-// the queue: 202 for a new event, 200 with the original for an ID published
-// before (nothing is written, and nothing is delivered again). The
-// idempotency record and the outbox row are one transaction, so a crash
+// the queue and which keeps it until it is fanned out: 202 for a new event,
+// 200 with the original for an ID accepted before (nothing is written, and
+// nothing is delivered again). An ID accepted before but not fanned out yet
+// is queued again, in case its task was lost with Redis's data.
+// The idempotency record and the outbox row are one transaction, so a crash
 // cannot keep one without the other.
 func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch.Event) error {
-	var inserted bool
+	var outcome outbox.Outcome
 	err := s.cfg.DB.WithContext(r.Context()).Transaction(func(tx *gorm.DB) error {
 		var err error
-		inserted, err = outbox.Add(r.Context(), tx, ev, s.cfg.Clock.Now())
+		outcome, err = outbox.Add(r.Context(), tx, ev, s.cfg.Clock.Now())
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	status := http.StatusAccepted
-	if !inserted {
+	if outcome != outbox.Added {
 		status = http.StatusOK
 	}
-	s.log.Debug("event published", "event_id", ev.ID, "doc_type", ev.DocType, "event", ev.Event, "new", inserted, "token", tokenName(r.Context()))
+	if outcome == outbox.Requeued {
+		s.log.Info("republished event was not fanned out yet; queued it again", "event_id", ev.ID)
+	}
+	s.log.Debug("event published", "event_id", ev.ID, "doc_type", ev.DocType, "event", ev.Event, "new", outcome == outbox.Added, "requeued", outcome == outbox.Requeued, "token", tokenName(r.Context()))
 	writeJSON(w, status, eventResponse{EventID: ev.ID})
 	return nil
 }

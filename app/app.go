@@ -124,8 +124,10 @@ func (a *App) Relay(client *asynq.Client) *outbox.Relay {
 	}
 	return outbox.NewRelay(a.DB, client, outbox.RelayConfig{
 		PollInterval: a.Config.Outbox.PollInterval,
+		RecoverAfter: a.Config.Outbox.RecoverAfter,
 		ListenURL:    listen,
 		Logger:       a.Log,
+		Clock:        a.Clock,
 	})
 }
 

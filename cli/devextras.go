@@ -7,6 +7,7 @@ import (
 
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/internal/httpserve"
 	"github.com/homingdev/homing/monitor"
 	"github.com/homingdev/homing/token"
@@ -24,7 +25,7 @@ func (e *env) devExtras(a *app.App) (func(), error) {
 		}
 	}
 	if e.devMonitorAddr != "" {
-		srv := monitor.NewServer(e.devMonitorAddr, a.Redis, false, a.Log)
+		srv := monitor.NewServer(e.devMonitorAddr, a.Redis, false, config.MonitorAuth{}, a.Log)
 		if err := srv.Start(); err != nil {
 			return nil, fmt.Errorf("--monitor-addr %s: %w", e.devMonitorAddr, err)
 		}

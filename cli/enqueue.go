@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -71,6 +72,12 @@ func (e *env) readDoc(v string) (map[string]any, error) {
 		}
 	default:
 		b = []byte(v)
+	}
+	if !utf8.Valid(b) {
+		return nil, usagef("--doc: the document is not valid UTF-8; convert it to UTF-8 (e.g. with iconv)")
+	}
+	if dispatch.JSONHasNUL(b) {
+		return nil, usagef("--doc: the document contains a NUL character (\\u0000), which cannot be stored; remove it")
 	}
 	doc, err := dispatch.DecodeDoc(b)
 	if err != nil {

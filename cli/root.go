@@ -100,6 +100,13 @@ func Homing(args []string, stdout, stderr io.Writer) int {
 	return execute(newHomingCmd(e), e)
 }
 
+// HomingIO is Homing with stdin given (--secret - reads the secret there).
+func HomingIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := newEnv(args, stdout, stderr)
+	e.stdin = stdin
+	return execute(newHomingCmd(e), e)
+}
+
 // Enqueue runs the enqueue command.
 func Enqueue(args []string, stdout, stderr io.Writer) int {
 	e := newEnv(args, stdout, stderr)

@@ -90,6 +90,7 @@ func newWorkerCmd(e *env) *cobra.Command {
 					started = append(started, "metrics_addr", addr)
 				}
 				log.Info("worker started", started...)
+				warnAtStart(ctx, a, workerQueues(a))
 				<-ctx.Done()
 				stop() // a second signal now ends the process at once
 				log.Info("worker stopping: finishing in-flight deliveries", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
@@ -130,6 +131,7 @@ func newSchedulerCmd(e *env) *cobra.Command {
 				}
 				routeRedisLogs(log, slog.LevelWarn)
 				log.Info("scheduler started", "sweep_interval", cfg.Sweeper.Interval.String(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
+				warnAtStart(ctx, a, nil)
 				<-ctx.Done()
 				stop()
 				relay.Stop()

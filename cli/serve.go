@@ -49,6 +49,7 @@ func newServeCmd(e *env) *cobra.Command {
 				routeRedisLogs(log, slog.LevelWarn)
 				log.Info("api started", "addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
 				warnWithoutTokens(ctx, tokens, log)
+				warnAtStart(ctx, a, nil)
 				<-ctx.Done()
 				stop() // a second signal now ends the process at once
 				log.Info("api stopping: finishing requests in flight", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
@@ -91,8 +92,9 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 			}
 			return nil
 		},
-		Clock:  a.Clock,
-		Logger: a.Log,
+		Warnings: readyWarnings(a),
+		Clock:    a.Clock,
+		Logger:   a.Log,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/homingdev/homing/app"
 
 	"github.com/homingdev/homing/inspect"
+	"github.com/homingdev/homing/preflight"
 )
 
 func newStatsCmd(e *env) *cobra.Command {
@@ -23,12 +24,28 @@ func newStatsCmd(e *env) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				problems := preflight.Run(cmd.Context(), preflightInputs(a, nil))
 				if asJSON {
-					return writeJSON(e.stdout, st)
+					if problems == nil {
+						problems = []preflight.Problem{}
+					}
+					return writeJSON(e.stdout, struct {
+						inspect.Stats
+						Problems []preflight.Problem `json:"problems"`
+					}{st, problems})
+				}
+				for _, p := range problems {
+					fmt.Fprintf(e.stdout, "WARNING %s\n", p)
+				}
+				for _, n := range st.NotSent {
+					fmt.Fprintf(e.stdout, "STUCK %d deliveries of webhook %s: %s\n", n.Count, n.Webhook, n.Cause)
+				}
+				if len(problems) > 0 || len(st.NotSent) > 0 {
+					fmt.Fprintln(e.stdout)
 				}
 				fmt.Fprintf(e.stdout, "Delivered %d   Failed %d   Exhausted %d\n", st.ByStatus["Delivered"], st.ByStatus["Failed"], st.ByStatus["Exhausted"])
 				fmt.Fprintf(e.stdout, "Failed backlog %d, due now %d, oldest overdue next_retry %s\n", st.FailedBacklog, st.DueNow, timeOrDash(st.OldestOverdue))
-				fmt.Fprintf(e.stdout, "Outbox: %d events not yet queued, oldest published %s\n\n", st.OutboxPending, timeOrDash(st.OutboxOldest))
+				fmt.Fprintf(e.stdout, "Outbox: %d events not yet fanned out, oldest published %s\n\n", st.OutboxPending, timeOrDash(st.OutboxOldest))
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "WEBHOOK\tDELIVERED\tFAILED\tEXHAUSTED\tATTEMPTS 1H\tSUCCESS 1H\tHEALTH")
 				for _, w := range st.Webhooks {

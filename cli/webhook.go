@@ -49,10 +49,13 @@ type webhookFlags struct {
 	method, structure, template  string
 	condition, secret, signature string
 	queue                        string
-	fields, headers              []string
-	maxRetries, rateLimit        int
-	timeout                      time.Duration
-	disabled, json               bool
+	// secretFile is --secret-file: the secret read from a file, so that it
+	// reaches neither the shell history nor ps.
+	secretFile            string
+	fields, headers       []string
+	maxRetries, rateLimit int
+	timeout               time.Duration
+	disabled, json        bool
 }
 
 func (f *webhookFlags) register(fs *pflag.FlagSet) {
@@ -68,6 +71,7 @@ func (f *webhookFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.condition, "condition", "", "`EXPR` on doc that must hold, e.g. 'doc.status == \"Paid\"'")
 	fs.StringVar(&f.secret, "secret", "", "signing `SECRET`; given without a value, a new one is generated and printed once")
 	fs.Lookup("secret").NoOptDefVal = generateSecret
+	fs.StringVar(&f.secretFile, "secret-file", "", "read the signing secret from `PATH` (--secret - reads it from stdin); a trailing newline is dropped")
 	fs.StringVar(&f.signature, "signature", "", "signature headers: both, standard, frappe or none (default both)")
 	fs.IntVar(&f.maxRetries, "max-retries", 0, "retries after the first attempt (default retry.default_max_retries)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "timeout of one attempt, e.g. 5s (default delivery.timeout)")
@@ -271,6 +275,9 @@ func (e *env) saveWebhook(cmd *cobra.Command, f *webhookFlags, name, secret stri
 	if err != nil {
 		return err
 	}
+	if secret, given, err = e.secretFromFile(f, secret, given); err != nil {
+		return err
+	}
 	if generate {
 		if secret, err = newSecret(); err != nil {
 			return err
@@ -291,6 +298,9 @@ func (e *env) saveWebhook(cmd *cobra.Command, f *webhookFlags, name, secret stri
 	shown := shownView{View: webhook.ViewOf(w)}
 	if generate {
 		shown.Secret = secret
+	}
+	if in.Queue != nil {
+		e.warnUnservedQueue(a, w)
 	}
 	return printWebhook(e.stdout, shown, f.json, verb)
 }

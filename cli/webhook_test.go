@@ -101,7 +101,7 @@ func TestCreateShowListJSON(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, "")
 	tmpl := `{"name": "{{ doc.name }}", "total": {{ doc.grand_total }}}`
-	r := s.ok("webhook", "create", "--name", "orders", "--doctype", "Sales Order", "--event", "on_submit",
+	r := s.okWarning(`queue "critical" of webhook orders is served by no running worker`, "webhook", "create", "--name", "orders", "--doctype", "Sales Order", "--event", "on_submit",
 		"--url", "https://erp.example.com/hook", "--method", "put", "--template", tmpl,
 		"--header", "X-Tenant: acme", "--header", "X-Trace: a, b", "--condition", `doc.status == "Paid"`,
 		"--signature", "frappe", "--secret=an-operator-secret-1234", "--max-retries", "5", "--timeout", "1500ms",
@@ -283,7 +283,7 @@ func TestUpdateChangesOnlyGivenFlags(t *testing.T) {
 
 	s.fails(1, []string{"webhook", "update", "nope", "--url", "https://x.example"}, "webhook not found", `"nope"`)
 	s.fails(1, []string{"webhook", "update", "sales-orders", "--url", "ftp://x"}, `webhook "sales-orders": url: "ftp://x" is not http(s)`)
-	if r := s.ok("webhook", "update", "sales-orders", "--queue", "bulk"); !strings.Contains(r.stdout, `webhook "sales-orders" updated`) {
+	if r := s.okWarning("add bulk=N to worker.queues", "webhook", "update", "sales-orders", "--queue", "bulk"); !strings.Contains(r.stdout, `webhook "sales-orders" updated`) {
 		t.Errorf("plain update output: %q", r.stdout)
 	}
 }

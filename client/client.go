@@ -138,7 +138,10 @@ func (c *Client) Close() error {
 // Publish hands ev to Homing and returns its event ID. For ordinary events it
 // returns once the event is queued in Redis; a repeated ID still queued is
 // accepted without a second task, and one already fanned out creates no new
-// delivery. For workflow_transition it delivers now, one attempt per
+// delivery. Until a worker has fanned it out, the event exists only in
+// Redis: it is lost with Redis's data (a restart without persistence, a
+// failover that dropped writes), and the caller must republish it. PublishTx
+// and the HTTP API keep it in PostgreSQL until it is fanned out. For workflow_transition it delivers now, one attempt per
 // matching webhook, and returns a *SyncError naming each webhook that
 // failed.
 func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
@@ -185,9 +188,11 @@ var ErrSyncInTx = errors.New("workflow_transition events are delivered synchrono
 // only if tx commits, so a business write and its event can never part. The
 // relay (in the scheduler, in homing serve, and once at every worker start)
 // queues committed events within milliseconds (PostgreSQL NOTIFY) or one
-// outbox.poll_interval at worst. It returns the event ID (a new UUIDv7 when
-// ev.ID is empty); publishing an ID the outbox has seen before writes
-// nothing and still returns the ID.
+// outbox.poll_interval at worst, and the event stays in the outbox until a
+// worker has fanned it out, so it survives the loss of Redis's data. It
+// returns the event ID (a new UUIDv7 when ev.ID is empty); publishing an ID
+// the outbox has seen before writes nothing and still returns the ID (and
+// queues the event again if it was not fanned out yet).
 //
 // tx must be on the database named by Homing's database.url, migrated
 // (homing migrate). workflow_transition events are refused with

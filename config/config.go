@@ -36,6 +36,7 @@ type Config struct {
 	Health    Health
 	Outbox    Outbox
 	API       API
+	Monitor   Monitor
 }
 
 // API is where `homing serve` answers HTTP requests.
@@ -54,6 +55,19 @@ type Outbox struct {
 	// PostgreSQL it is woken by NOTIFY within milliseconds and polls only in
 	// case a notification was missed; on SQLite polling is all it does.
 	PollInterval time.Duration
+	// RecoverAfter (outbox.recover_after): an event queued in Redis this
+	// long ago and still not fanned out is queued again; its task was lost
+	// with Redis's data.
+	RecoverAfter time.Duration
+}
+
+// Monitor protects `homing monitor`'s UI.
+type Monitor struct {
+	// Auth (monitor.auth) is required of every request when set: "bearer:
+	// TOKEN" for an Authorization: Bearer header, or "basic:USER:PASSWORD"
+	// for HTTP basic auth. Empty serves the UI without authentication
+	// (it binds 127.0.0.1 by default).
+	Auth string
 }
 
 // Health disables endpoints that only fail.
@@ -204,7 +218,7 @@ func fields() []field {
 		{"redis.cluster.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Cluster.Addrs })},
 		{"database.url", "sqlite://homing.db", into(parseString, func(c *Config) *string { return &c.Database.URL })},
 		{"database.auto_migrate", true, into(parseBool, func(c *Config) *bool { return &c.Database.AutoMigrate })},
-		{"database.max_open_conns", 32, into(parseInt, func(c *Config) *int { return &c.Database.MaxOpenConns })},
+		{"database.max_open_conns", 6, into(parseInt, func(c *Config) *int { return &c.Database.MaxOpenConns })},
 		{"retry.schedule", "5m,30m,2h,5h,10h,10h", into(parseDurations, func(c *Config) *[]time.Duration { return &c.Retry.Schedule })},
 		{"retry.default_max_retries", 3, into(parseInt, func(c *Config) *int { return &c.Retry.DefaultMaxRetries })},
 		{"sweeper.interval", "5s", into(parseDuration, func(c *Config) *time.Duration { return &c.Sweeper.Interval })},
@@ -229,6 +243,9 @@ func fields() []field {
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
+		// Durable intake and operator defaults (issue 16).
+		{"outbox.recover_after", "5m", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.RecoverAfter })},
+		{"monitor.auth", "", into(parseString, func(c *Config) *string { return &c.Monitor.Auth })},
 	}
 }
 
@@ -703,6 +720,12 @@ func (c Config) problems() []*KeyError {
 	}
 
 	betweenD("outbox.poll_interval", c.Outbox.PollInterval, 10*time.Millisecond, time.Hour)
+	betweenD("outbox.recover_after", c.Outbox.RecoverAfter, time.Second, 24*time.Hour)
+	if a := c.Monitor.Auth; a != "" {
+		if err := checkMonitorAuth(a); err != nil {
+			bad("monitor.auth", "%v", err)
+		}
+	}
 
 	if a := c.Metrics.Addr; a != "" {
 		if err := checkAddr(a); err != nil {

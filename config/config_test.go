@@ -38,7 +38,7 @@ func TestDefault(t *testing.T) {
 	d := Default()
 	want := Config{
 		Redis:    Redis{URL: "redis://127.0.0.1:6379/0"},
-		Database: Database{URL: "sqlite://homing.db", AutoMigrate: true, MaxOpenConns: 32},
+		Database: Database{URL: "sqlite://homing.db", AutoMigrate: true, MaxOpenConns: 6},
 		Retry: Retry{
 			Schedule:          []time.Duration{5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 			DefaultMaxRetries: 3,
@@ -51,7 +51,7 @@ func TestDefault(t *testing.T) {
 		Metrics:   Metrics{Addr: ":9464"},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
-		Outbox:    Outbox{PollInterval: time.Second},
+		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 5 * time.Minute},
 		API:       API{Addr: ":8088", MaxBodyBytes: 2097152},
 	}
 	if !reflect.DeepEqual(d, want) {
@@ -121,7 +121,7 @@ api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 					Metrics:   Metrics{Addr: "127.0.0.1:9000"},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
-					Outbox:    Outbox{PollInterval: 2 * time.Second},
+					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 5 * time.Minute},
 					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192},
 				}
 			},
@@ -281,6 +281,8 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"outbox.poll_interval":       {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
 		"api.addr":                   {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
 		"api.max_body_bytes":         {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
+		"outbox.recover_after":       {"30s", func(c *Config) { c.Outbox.RecoverAfter = 30 * time.Second }},
+		"monitor.auth":               {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
 	}
 	keys := Config{}.Keys()
 	if len(keys) != len(values) {

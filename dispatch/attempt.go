@@ -110,7 +110,7 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 			if rerr := d.unclaim(c); rerr != nil {
 				return Outcome{}, errors.Join(err, rerr)
 			}
-			return Outcome{}, err
+			return Outcome{}, d.secretFailed(id, err)
 		}
 		return d.send(ctx, c.row, mode, &c.hook, secrets, now)
 	}
@@ -138,7 +138,7 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 	// (a wrong secrets.key), not the receiver's: fail the task, keep the row.
 	secrets, err := d.secrets(hook, now)
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, d.secretFailed(id, err)
 	}
 	claimed, err := d.claim(ctx, row, mode, hook, now)
 	if err != nil {

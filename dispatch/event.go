@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -56,6 +57,11 @@ type Event struct {
 
 // Validate reports what is wrong with the event, naming the field.
 func (e Event) Validate() error {
+	for _, f := range [...]struct{ name, value string }{{"id", e.ID}, {"doc_type", e.DocType}, {"doc_name", e.DocName}, {"event", e.Event}} {
+		if why := BadText(f.value); why != "" {
+			return invalid(f.name, "%s %s; PostgreSQL cannot store it (remove it, or send valid UTF-8)", f.name, why)
+		}
+	}
 	switch {
 	case e.ID == "":
 		return invalid("id", "id is empty")
@@ -115,7 +121,59 @@ func checkSize(doc []byte, maxPayloadBytes int) error {
 		return &FieldError{Field: "doc", TooLarge: true,
 			Message: fmt.Sprintf("doc is %d bytes, more than delivery.max_payload_bytes (%d)", len(doc), maxPayloadBytes)}
 	}
+	if !utf8.Valid(doc) {
+		return invalid("doc", "doc is not valid UTF-8; send the document encoded as UTF-8")
+	}
+	if JSONHasNUL(doc) {
+		return invalid("doc", "doc contains a NUL character (\\u0000) in a key or string; PostgreSQL cannot store it, remove it")
+	}
 	return nil
+}
+
+// BadText says why s cannot be stored as PostgreSQL text (NUL, or invalid
+// UTF-8), or "" when it can.
+func BadText(s string) string {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL byte (\\u0000)"
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	}
+	return ""
+}
+
+// JSONHasNUL reports whether the JSON value doc holds a NUL in a key or a
+// string value (which PostgreSQL refuses in text). A document without the
+// escape \u0000 pays one bytes.Contains; one with it is decoded to be sure.
+func JSONHasNUL(doc []byte) bool {
+	if !bytes.Contains(doc, []byte(`\u0000`)) {
+		return false
+	}
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return false // not JSON: the decoder's own error says so
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return strings.IndexByte(x, 0) >= 0
+		case map[string]any:
+			for k, e := range x {
+				if strings.IndexByte(k, 0) >= 0 || walk(e) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }
 
 // complete fills an empty ID with a new UUIDv7 and validates the event.

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
 )
 
@@ -41,7 +42,18 @@ type Stats struct {
 	// is running (no scheduler) or Redis is unreachable.
 	OutboxPending int64      `json:"outbox_pending"`
 	OutboxOldest  *time.Time `json:"outbox_oldest_created_at"`
-	At            time.Time  `json:"at"`
+	// NotSent are Failed deliveries a worker could not send for a reason
+	// on Homing's side (a secret secrets.key does not open), by webhook
+	// and cause: they stay stuck until the configuration is fixed.
+	NotSent []NotSent `json:"not_sent"`
+	At      time.Time `json:"at"`
+}
+
+// NotSent counts the deliveries of one webhook stuck for one cause.
+type NotSent struct {
+	Webhook string `json:"webhook"`
+	Cause   string `json:"cause"`
+	Count   int64  `json:"count"`
 }
 
 // ComputeStats reads the statistics as of now.
@@ -122,6 +134,9 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 	if err := webhookHealth(ctx, db, now, get); err != nil {
 		return st, err
 	}
+	if err := notSent(ctx, db, &st); err != nil {
+		return st, err
+	}
 	for _, w := range by {
 		if w.Health == "" {
 			w.Health = "healthy"
@@ -180,5 +195,19 @@ func outboxBacklog(ctx context.Context, db *gorm.DB, st *Stats) error {
 	}
 	t := oldest.CreatedAt.UTC()
 	st.OutboxOldest = &t
+	return nil
+}
+
+// notSent fills st.NotSent: Failed deliveries whose last_error says a
+// worker could not send them (dispatch.NotSentPrefix). Served by the
+// partial index of Failed deliveries.
+func notSent(ctx context.Context, db *gorm.DB, st *Stats) error {
+	st.NotSent = []NotSent{}
+	if err := db.WithContext(ctx).Model(&models.Delivery{}).
+		Select("webhook_name AS webhook, last_error AS cause, COUNT(*) AS count").
+		Where("status = ? AND last_error LIKE ?", models.StatusFailed, dispatch.NotSentPrefix+"%").
+		Group("webhook_name, last_error").Order("webhook_name, last_error").Scan(&st.NotSent).Error; err != nil {
+		return fmt.Errorf("count deliveries not sent: %w", err)
+	}
 	return nil
 }

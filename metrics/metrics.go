@@ -62,6 +62,7 @@ type Metrics struct {
 	sweepDuration   prometheus.Histogram
 	sweepEnqueued   prometheus.Counter
 	postponed       *prometheus.CounterVec
+	taskFailures    *prometheus.CounterVec // taskfailure.go
 }
 
 // New builds the metrics and registers them, with the Go runtime and
@@ -117,8 +118,9 @@ func New(opts Options) *Metrics {
 	} {
 		m.attempts.WithLabelValues(string(c))
 	}
+	m.taskFailures = newTaskFailures()
 	m.reg.MustRegister(
-		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed,
+		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

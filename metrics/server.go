@@ -46,6 +46,14 @@ func HealthHandler() http.Handler {
 // ReadyHandler answers a readiness probe: 200 when ready returns nil within
 // ReadyTimeout, else 503 with its error. A nil ready is always ready.
 func ReadyHandler(ready func(ctx context.Context) error) http.HandlerFunc {
+	return ReadyHandlerWarning(ready, nil)
+}
+
+// ReadyHandlerWarning is ReadyHandler that also lists, after "ok", one
+// "warning: …" line per problem warnings reports (preflight's start-up
+// checks): a warning is for the operator to read, and never makes the
+// process unready. A nil warnings reports none.
+func ReadyHandlerWarning(ready func(ctx context.Context) error, warnings func(ctx context.Context) []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := checkReady(r.Context(), ready); err != nil {
@@ -54,6 +62,14 @@ func ReadyHandler(ready func(ctx context.Context) error) http.HandlerFunc {
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
+		if warnings == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
+		defer cancel()
+		for _, msg := range warnings(ctx) {
+			_, _ = io.WriteString(w, "warning: "+msg+"\n")
+		}
 	}
 }
 

@@ -218,12 +218,16 @@ func jsonScan(src any, dst any) error {
 }
 
 // OutboxEvent is an event committed by a producer's transaction and not yet
-// moved into asynq by the relay.
+// fanned out by a worker: the record that it was accepted, kept until its
+// deliveries are committed, so that it survives the loss of Redis's data.
 type OutboxEvent struct {
 	ID        int64     `gorm:"column:id;primaryKey;autoIncrement"`
 	EventID   string    `gorm:"column:event_id"`
 	Payload   string    `gorm:"column:payload"` // the webhook:event task payload (JSON)
 	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	// QueuedAt is when the relay last put the event's task into Redis; nil
+	// while it has not (or a republish asked for it again).
+	QueuedAt *time.Time `gorm:"column:queued_at"`
 }
 
 // TableName pins the table name the migrations create.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/monitor"
@@ -109,7 +110,7 @@ func queued(t *testing.T) (asynq.RedisClientOpt, *asynq.TaskInfo) {
 
 func start(t *testing.T, opt asynq.RedisConnOpt, readOnly bool) string {
 	t.Helper()
-	srv := monitor.NewServer("127.0.0.1:0", opt, readOnly, nil)
+	srv := monitor.NewServer("127.0.0.1:0", opt, readOnly, config.MonitorAuth{}, nil)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

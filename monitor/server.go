@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/homingdev/homing/config"
 )
 
 // Server serves the UI on one address.
@@ -18,10 +20,11 @@ type Server struct {
 }
 
 // NewServer builds a Server for the queues in redis on addr (host:port; port
-// 0 picks a free one). See Handler for readOnly.
-func NewServer(addr string, redis asynq.RedisConnOpt, readOnly bool, log *slog.Logger) *Server {
+// 0 picks a free one). See Handler for readOnly, RequireAuth for auth (the
+// zero value requires none).
+func NewServer(addr string, redis asynq.RedisConnOpt, readOnly bool, auth config.MonitorAuth, log *slog.Logger) *Server {
 	ui := Handler(redis, readOnly)
-	return &Server{Server: httpserve.New("monitor", addr, ui, log), ui: ui}
+	return &Server{Server: httpserve.New("monitor", addr, RequireAuth(ui, auth), log), ui: ui}
 }
 
 // Stop closes the listener, waits up to ctx for requests in flight, and

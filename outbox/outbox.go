@@ -1,15 +1,18 @@
-// Package outbox is Homing's transactional outbox. A producer writes its
-// event into the outbox_events table inside its own database transaction
-// (Add), so the event exists if and only if the business write committed; a
-// Relay moves committed rows into asynq as webhook:event tasks and deletes
-// them once the enqueue succeeded.
+// Package outbox is Homing's durable intake. A producer writes its event into
+// the outbox_events table inside its own database transaction (Add: the
+// HTTP API and client.PublishTx), so the event exists if and only if the
+// business write committed. A Relay moves committed rows into asynq as
+// webhook:event tasks, and the row stays until a worker's fan-out has
+// committed the event's deliveries (Completer): PostgreSQL is the record of
+// what was accepted, Redis only carries the work. A row whose task was
+// queued longer ago than RelayConfig.RecoverAfter and never fanned out (its
+// task was lost with Redis's data) is queued again by the relay.
 //
-// What can happen twice, and why it does no harm: a relay that dies between
-// its enqueue and its delete leaves the row, which is enqueued again. While
-// the first task is still queued the TaskID webhook_event::<event id>
-// refuses the second; after it ran, the second fan-out finds the (event,
-// webhook) unique key and creates no delivery. An event is therefore queued
-// at least once and delivered once per webhook.
+// What can happen twice, and why it does no harm: a task queued again while
+// the first is still in Redis is refused by its TaskID webhook_event::<event
+// id>; after the first ran, the second fan-out finds the (event, webhook)
+// unique key and creates no delivery. An event is therefore queued at least
+// once and delivered once per webhook.
 package outbox
 
 import (
@@ -29,34 +32,58 @@ import (
 // signals on commit (store/migrations/postgres/0003_outbox.sql).
 const Channel = "homing_outbox"
 
+// Outcome is what Add did with an event.
+type Outcome int
+
+const (
+	// Repeated: the ID was published and fanned out before; nothing was
+	// written and nothing will be delivered again.
+	Repeated Outcome = iota
+	// Added: a new event, written to the outbox.
+	Added
+	// Requeued: the ID was accepted before but never fanned out (its task
+	// may have been lost with Redis's data); the relay queues it again.
+	Requeued
+)
+
 // Add writes ev into the outbox through tx, the caller's transaction (or a
-// plain *gorm.DB for a write of its own). It reports false when ev.ID was
-// published through the outbox before: the event is then not written again,
-// and the caller should answer with the original. ev must be valid
-// (dispatch.Event.Validate); now is the time recorded with it.
+// plain *gorm.DB for a write of its own). An ID accepted before is not
+// written again: if its event was fanned out the outcome is Repeated and the
+// caller should answer with the original; if it is still waiting in the
+// outbox, it is marked to be queued again (Requeued), so that a producer
+// republishing after a Redis failure gets its event delivered. ev must be
+// valid (dispatch.Event.Validate); now is the time recorded with it.
 //
 // Add never aborts the caller's transaction on a repeated ID: the
 // idempotency record is written with ON CONFLICT DO NOTHING.
-func Add(ctx context.Context, tx *gorm.DB, ev dispatch.Event, now time.Time) (bool, error) {
+func Add(ctx context.Context, tx *gorm.DB, ev dispatch.Event, now time.Time) (Outcome, error) {
 	if err := ev.Validate(); err != nil {
-		return false, err
+		return Repeated, err
 	}
 	payload, err := tasks.EncodeEvent(ev)
 	if err != nil {
-		return false, err
+		return Repeated, err
 	}
 	now = now.UTC().Truncate(time.Microsecond)
 	// Served by published_events' primary key.
 	res := tx.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
 		Create(&models.PublishedEvent{EventID: ev.ID, CreatedAt: now})
 	if res.Error != nil {
-		return false, fmt.Errorf("record event %s in the outbox: %w", ev.ID, res.Error)
+		return Repeated, fmt.Errorf("record event %s in the outbox: %w", ev.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return false, nil
+		// Served by outbox_events_event (event_id).
+		res := tx.WithContext(ctx).Model(&models.OutboxEvent{}).Where("event_id = ?", ev.ID).Update("queued_at", nil)
+		if res.Error != nil {
+			return Repeated, fmt.Errorf("queue event %s again: %w", ev.ID, res.Error)
+		}
+		if res.RowsAffected > 0 {
+			return Requeued, nil
+		}
+		return Repeated, nil
 	}
 	if err := tx.WithContext(ctx).Create(&models.OutboxEvent{EventID: ev.ID, Payload: string(payload), CreatedAt: now}).Error; err != nil {
-		return false, fmt.Errorf("write event %s to the outbox: %w", ev.ID, err)
+		return Repeated, fmt.Errorf("write event %s to the outbox: %w", ev.ID, err)
 	}
-	return true, nil
+	return Added, nil
 }

@@ -31,6 +31,16 @@ func outboxRows(t *testing.T, db *gorm.DB) []models.OutboxEvent {
 	return rows
 }
 
+// unqueued returns the outbox rows no relay has queued yet.
+func unqueued(t *testing.T, db *gorm.DB) []models.OutboxEvent {
+	t.Helper()
+	var rows []models.OutboxEvent
+	if err := db.Where("queued_at IS NULL").Order("id").Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
 // TestAddFollowsTheTransaction: the event exists if and only if the caller's
 // transaction commits, and an ID is accepted once.
 func TestAddFollowsTheTransaction(t *testing.T) {
@@ -42,8 +52,8 @@ func TestAddFollowsTheTransaction(t *testing.T) {
 			ctx := context.Background()
 			rollback := errors.New("business write failed")
 			err := db.Transaction(func(tx *gorm.DB) error {
-				if ok, err := outbox.Add(ctx, tx, event("ev-rolled-back"), t0); err != nil || !ok {
-					t.Fatalf("Add in a transaction = %v, %v", ok, err)
+				if got, err := outbox.Add(ctx, tx, event("ev-rolled-back"), t0); err != nil || got != outbox.Added {
+					t.Fatalf("Add in a transaction = %v, %v", got, err)
 				}
 				return rollback
 			})
@@ -55,24 +65,25 @@ func TestAddFollowsTheTransaction(t *testing.T) {
 			}
 
 			err = db.Transaction(func(tx *gorm.DB) error {
-				ok, err := outbox.Add(ctx, tx, event("ev-1"), t0)
-				if err != nil || !ok {
-					t.Fatalf("Add = %v, %v", ok, err)
+				got, err := outbox.Add(ctx, tx, event("ev-1"), t0)
+				if err != nil || got != outbox.Added {
+					t.Fatalf("Add = %v, %v", got, err)
 				}
 				// A repeat in the same transaction is recognised and does not
-				// abort it.
-				ok, err = outbox.Add(ctx, tx, event("ev-1"), t0)
-				if err != nil || ok {
-					t.Fatalf("second Add of ev-1 = %v, %v; want false, nil", ok, err)
+				// abort it; the event is not fanned out yet, so it is
+				// (still) to be queued.
+				got, err = outbox.Add(ctx, tx, event("ev-1"), t0)
+				if err != nil || got != outbox.Requeued {
+					t.Fatalf("second Add of ev-1 = %v, %v; want Requeued, nil", got, err)
 				}
 				return tx.Exec("SELECT 1").Error
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ok, err := outbox.Add(ctx, db, event("ev-1"), t0)
-			if err != nil || ok {
-				t.Fatalf("Add of ev-1 after commit = %v, %v; want false, nil", ok, err)
+			got, err := outbox.Add(ctx, db, event("ev-1"), t0)
+			if err != nil || got != outbox.Requeued {
+				t.Fatalf("Add of ev-1 after commit, before its fan-out = %v, %v; want Requeued, nil", got, err)
 			}
 			rows := outboxRows(t, db)
 			if len(rows) != 1 || rows[0].EventID != "ev-1" || !rows[0].CreatedAt.Equal(t0) {

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/store"
 	"github.com/homingdev/homing/tasks"
@@ -22,6 +23,7 @@ import (
 const (
 	DefaultPollInterval = time.Second
 	DefaultBatchSize    = 500
+	DefaultRecoverAfter = 5 * time.Minute
 )
 
 // RelayConfig says how a Relay finds and paces its work.
@@ -29,27 +31,36 @@ type RelayConfig struct {
 	// PollInterval (outbox.poll_interval) is how often the relay looks for
 	// committed events without being told; DefaultPollInterval when zero.
 	PollInterval time.Duration
+	// RecoverAfter (outbox.recover_after) is how long an event may stay
+	// queued in Redis without being fanned out before the relay queues it
+	// again: its task was lost (Redis restarted without persistence, was
+	// flushed, or failed over and dropped writes). DefaultRecoverAfter when
+	// zero. Too short only costs a refused enqueue per waiting event.
+	RecoverAfter time.Duration
 	// BatchSize is the most rows one RunOnce moves (one transaction).
 	BatchSize int
 	// ListenURL is the PostgreSQL URL the relay LISTENs on for the outbox
 	// trigger's notifications; empty (SQLite) means polling only.
 	ListenURL string
 	Logger    *slog.Logger
+	Clock     clock.Clock
 }
 
 // Relay moves committed outbox rows into asynq as webhook:event tasks with
-// TaskID webhook_event::<event id>, and deletes each row only once its
-// enqueue succeeded. Several relays may run at once (scheduler, homing
-// serve, a starting worker): on PostgreSQL each locks its batch with SKIP
-// LOCKED, so they share the work instead of repeating it.
+// TaskID webhook_event::<event id>, and marks each row queued only once its
+// enqueue succeeded; the row itself stays until the event is fanned out
+// (Completer). Several relays may run at once (scheduler, homing serve, a
+// starting worker): on PostgreSQL each locks its batch with SKIP LOCKED, so
+// they share the work instead of repeating it.
 type Relay struct {
 	db     *gorm.DB
 	client *asynq.Client
 	cfg    RelayConfig
 
 	// afterEnqueue, when set (by tests), runs after a batch is enqueued and
-	// before its rows are deleted; an error makes RunOnce stop there, as a
-	// crash would: the transaction rolls back and the rows stay.
+	// before its rows are marked queued; an error makes RunOnce stop there,
+	// as a crash would: the transaction rolls back and the rows stay
+	// unqueued.
 	afterEnqueue func() error
 
 	mu     sync.Mutex
@@ -62,40 +73,84 @@ func NewRelay(db *gorm.DB, client *asynq.Client, cfg RelayConfig) *Relay {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
+	if cfg.RecoverAfter <= 0 {
+		cfg.RecoverAfter = DefaultRecoverAfter
+	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = DefaultBatchSize
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
 	return &Relay{db: db, client: client, cfg: cfg}
 }
 
-// RunOnce moves at most one batch of committed events, oldest first, and
-// reports how many rows it removed from the outbox. Rows whose enqueue
-// succeeded are deleted even when a later enqueue in the batch failed; that
+// RunOnce queues at most one batch of committed events not queued yet,
+// oldest first, and reports how many it marked queued. Rows whose enqueue
+// succeeded are marked even when a later enqueue in the batch failed; that
 // failure is returned and the remaining rows wait for the next run.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
-	moved := 0
+	// Served by outbox_events_unqueued (id) WHERE queued_at IS NULL.
+	n, _, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB { return q.Where("queued_at IS NULL").Order("id") })
+	if n > 0 {
+		r.cfg.Logger.Debug("outbox relayed", "events", n)
+	}
+	return n, err
+}
+
+// Recover queues again, at most one batch, the events queued longer than
+// RecoverAfter ago and still not fanned out, and reports how many tasks it
+// put back into Redis. An event whose task is still in Redis (waiting
+// behind a backlog, retrying, or archived) is refused by its TaskID and
+// left to it; either way the row is looked at again after RecoverAfter.
+func (r *Relay) Recover(ctx context.Context) (int, error) {
+	cutoff := r.cfg.Clock.Now().Add(-r.cfg.RecoverAfter)
+	// Served by outbox_events_queued (queued_at) WHERE queued_at IS NOT NULL.
+	_, lost, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB {
+		return q.Where("queued_at IS NOT NULL AND queued_at < ?", cutoff).Order("queued_at")
+	})
+	for _, row := range lost {
+		r.cfg.Logger.Warn("outbox event was queued but never fanned out (its task was lost from Redis); queued it again",
+			"event_id", row.EventID, "accepted_at", row.CreatedAt.UTC().Format(time.RFC3339), "recover_after", r.cfg.RecoverAfter.String())
+	}
+	return len(lost), err
+}
+
+// queue enqueues one batch of the rows where selects, locked, and marks those
+// it enqueued (or found already in Redis) queued now, in one statement. It
+// reports how many rows it marked and which of them were newly put into
+// Redis (not refused as already there).
+func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, []models.OutboxEvent, error) {
+	marked := 0
+	var added []models.OutboxEvent
 	var enqueueErr error
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		added = added[:0]
 		var rows []models.OutboxEvent
-		q := tx.Order("id").Limit(r.cfg.BatchSize)
+		q := where(tx.Select("id", "event_id", "payload", "created_at")).Limit(r.cfg.BatchSize)
 		if store.DialectOf(tx) == store.Postgres {
 			// Another relay's batch is skipped, not waited for.
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
-		// Served by outbox_events' primary key.
 		if err := q.Find(&rows).Error; err != nil {
 			return fmt.Errorf("read outbox: %w", err)
 		}
 		done := make([]int64, 0, len(rows))
 		for _, row := range rows {
-			_, err := r.client.EnqueueContext(ctx, tasks.EventTask(row.EventID, []byte(row.Payload)))
-			// A conflict means the event's task is already in Redis: an
-			// earlier run enqueued it and died before deleting the row.
-			if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			_, err := r.client.EnqueueContext(ctx, tasks.OutboxEventTask(row.EventID, []byte(row.Payload)))
+			switch {
+			case err == nil:
+				added = append(added, row)
+			case errors.Is(err, asynq.ErrTaskIDConflict):
+				// The event's task is already in Redis: an earlier run
+				// enqueued it and died before marking the row, or it waits.
+			default:
 				enqueueErr = fmt.Errorf("queue outbox event %s in Redis: %w", row.EventID, err)
+			}
+			if enqueueErr != nil {
 				break
 			}
 			done = append(done, row.ID)
@@ -108,20 +163,18 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 		if len(done) == 0 {
 			return nil
 		}
-		res := tx.Where("id IN ?", done).Delete(&models.OutboxEvent{})
+		now := r.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
+		res := tx.Model(&models.OutboxEvent{}).Where("id IN ?", done).Update("queued_at", now)
 		if res.Error != nil {
-			return fmt.Errorf("delete relayed outbox rows: %w", res.Error)
+			return fmt.Errorf("mark relayed outbox rows queued: %w", res.Error)
 		}
-		moved = int(res.RowsAffected)
+		marked = int(res.RowsAffected)
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if moved > 0 {
-		r.cfg.Logger.Debug("outbox relayed", "events", moved)
-	}
-	return moved, enqueueErr
+	return marked, added, enqueueErr
 }
 
 // Drain runs batches until the outbox is empty (or a batch fails) and
@@ -179,7 +232,19 @@ func (r *Relay) Stop() {
 func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {
 	ticker := time.NewTicker(r.cfg.PollInterval)
 	defer ticker.Stop()
+	// Lost tasks are looked for four times per RecoverAfter, so an event
+	// lost with Redis's data is queued again at most 1.25 × RecoverAfter
+	// after it was queued.
+	recoverTicker := time.NewTicker(max(r.cfg.RecoverAfter/4, r.cfg.PollInterval))
+	defer recoverTicker.Stop()
+	recoverNow := true
 	for {
+		if recoverNow {
+			if _, err := r.RecoverAll(ctx); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Warn("outbox recovery failed; retrying soon", "error", err.Error())
+			}
+			recoverNow = false
+		}
 		if _, err := r.Drain(ctx); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Warn("outbox relay failed; retrying at the next poll", "error", err.Error(), "poll_interval", r.cfg.PollInterval.String())
 		}
@@ -188,6 +253,27 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {
 			return
 		case <-wake:
 		case <-ticker.C:
+		case <-recoverTicker.C:
+			recoverNow = true
+		}
+	}
+}
+
+// RecoverAll runs Recover until a batch comes back short (or fails) and
+// reports how many events it queued again.
+func (r *Relay) RecoverAll(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		before := total
+		n, err := r.Recover(ctx)
+		total += n
+		if err != nil || ctx.Err() != nil {
+			return total, err
+		}
+		// Recover reports re-added tasks only; a full batch of rows still
+		// in Redis also ends the round, as the next tick comes soon.
+		if total-before < r.cfg.BatchSize {
+			return total, nil
 		}
 	}
 }

@@ -77,7 +77,7 @@ func publishTx(t *testing.T, db *gorm.DB, ids ...string) {
 
 // TestRelayMovesCommittedEvents: each committed event becomes one
 // webhook:event task with TaskID webhook_event::<id> and its payload as
-// published, and leaves the outbox.
+// published, and is marked queued; its row stays until it is fanned out.
 func TestRelayMovesCommittedEvents(t *testing.T) {
 	t.Parallel()
 	for name, open := range testenv.Backends() {
@@ -98,8 +98,11 @@ func TestRelayMovesCommittedEvents(t *testing.T) {
 			if n, err := relay.Drain(context.Background()); err != nil || n != 15 {
 				t.Fatalf("Drain = %d, %v; want the other 15", n, err)
 			}
-			if rows := outboxRows(t, db); len(rows) != 0 {
-				t.Fatalf("%d rows left in the outbox after a drain", len(rows))
+			if rows := unqueued(t, db); len(rows) != 0 {
+				t.Fatalf("%d rows left unqueued after a drain", len(rows))
+			}
+			if rows := outboxRows(t, db); len(rows) != len(ids) {
+				t.Fatalf("%d rows in the outbox after a drain, want all %d until they are fanned out", len(rows), len(ids))
 			}
 			got := q.pending(t)
 			if len(got) != len(ids) {
@@ -123,8 +126,8 @@ func TestRelayMovesCommittedEvents(t *testing.T) {
 }
 
 // TestRelayKilledBetweenEnqueueAndDelete: a relay that dies after its
-// enqueue leaves the rows; the next run finds the tasks already queued and
-// only deletes the rows, so each event is queued once.
+// enqueue leaves the rows unqueued; the next run finds the tasks already
+// queued and only marks the rows, so each event is queued once.
 func TestRelayKilledBetweenEnqueueAndDelete(t *testing.T) {
 	t.Parallel()
 	for name, open := range testenv.Backends() {
@@ -139,28 +142,28 @@ func TestRelayKilledBetweenEnqueueAndDelete(t *testing.T) {
 			if _, err := dying.RunOnce(context.Background()); !errors.Is(err, killed) {
 				t.Fatalf("RunOnce of the dying relay = %v, want it killed", err)
 			}
-			if rows := outboxRows(t, db); len(rows) != 3 {
-				t.Fatalf("after the kill the outbox holds %d rows, want all 3", len(rows))
+			if rows := unqueued(t, db); len(rows) != 3 {
+				t.Fatalf("after the kill the outbox holds %d unqueued rows, want all 3", len(rows))
 			}
 			if got := q.pending(t); len(got) != 3 {
 				t.Fatalf("after the kill %d tasks are queued, want 3", len(got))
 			}
 			n, err := outbox.NewRelay(db, q.client, outbox.RelayConfig{}).RunOnce(context.Background())
 			if err != nil || n != 3 {
-				t.Fatalf("the next relay's RunOnce = %d, %v; want 3 rows removed", n, err)
+				t.Fatalf("the next relay's RunOnce = %d, %v; want 3 rows marked queued", n, err)
 			}
 			if got := q.pending(t); len(got) != 3 {
 				t.Fatalf("after the next run %d tasks are queued, want still 3", len(got))
 			}
-			if rows := outboxRows(t, db); len(rows) != 0 {
-				t.Fatalf("%d rows left in the outbox", len(rows))
+			if rows := unqueued(t, db); len(rows) != 0 {
+				t.Fatalf("%d rows left unqueued", len(rows))
 			}
 		})
 	}
 }
 
 // TestRelayKeepsWhatRedisRefused: when Redis cannot be reached nothing is
-// deleted, and a later run moves everything.
+// marked queued, and a later run moves everything.
 func TestRelayKeepsWhatRedisRefused(t *testing.T) {
 	t.Parallel()
 	db := testenv.Postgres(t)
@@ -171,8 +174,8 @@ func TestRelayKeepsWhatRedisRefused(t *testing.T) {
 	if err == nil || n != 0 {
 		t.Fatalf("RunOnce with Redis down = %d, %v; want an error and nothing moved", n, err)
 	}
-	if rows := outboxRows(t, db); len(rows) != 2 {
-		t.Fatalf("the outbox holds %d rows after a failed relay, want 2", len(rows))
+	if rows := unqueued(t, db); len(rows) != 2 {
+		t.Fatalf("the outbox holds %d unqueued rows after a failed relay, want 2", len(rows))
 	}
 	q := newQueue(t)
 	if n, err := outbox.NewRelay(db, q.client, outbox.RelayConfig{}).Drain(context.Background()); err != nil || n != 2 {

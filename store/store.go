@@ -29,7 +29,7 @@ const (
 var ErrUnsupportedURL = errors.New("unsupported database url")
 
 // DefaultMaxOpenConns is database.max_open_conns's default.
-const DefaultMaxOpenConns = 32
+const DefaultMaxOpenConns = 6
 
 // Options tunes the connection pool; the zero value is the defaults.
 type Options struct {

@@ -21,6 +21,9 @@ type Handlers struct {
 	// Client enqueues the first-attempt tasks fan-out creates.
 	Client *asynq.Client
 	Logger *slog.Logger
+	// Intake releases an outbox event once fanned out (intake.go); nil
+	// keeps every outbox row until the outbox queues it again.
+	Intake Intake
 }
 
 // Register adds every handler to mux.
@@ -72,8 +75,9 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	}
 	pending, inline, err := h.Dispatcher.FanOutInline(ctx, ev, queue)
 	if err != nil {
-		return fmt.Errorf("fan out event %s: %w", ev.ID, err)
+		return fmt.Errorf("fan out event %s: %w", ev.ID, permanent(err))
 	}
+	h.fannedOut(ctx, t, ev.ID) // durable intake: the deliveries are committed
 	for _, p := range pending {
 		_, err := h.Client.EnqueueContext(ctx, NewDeliverTask(p.ID, p.WebhookName, p.Queue))
 		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {

@@ -48,6 +48,7 @@ func New(a *app.App) *Worker {
 	var (
 		metricsSrv *metrics.Server
 		sweepObs   sweeper.Observer // an interface, so no typed nil
+		failures   failureCounter   // likewise
 	)
 	if cfg.Metrics.Addr != "" {
 		m := metrics.New(metrics.Options{
@@ -58,6 +59,7 @@ func New(a *app.App) *Worker {
 		})
 		a.Dispatcher.SetObserver(m)
 		sweepObs = m
+		failures = m
 		metricsSrv = metrics.NewServer(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), a.Log)
 	}
 	sw = sweeper.New(a.DB, client, inspector, sweeper.Config{
@@ -74,7 +76,8 @@ func New(a *app.App) *Worker {
 	ret := retention.New(a.DB, retention.Config{
 		Delivered: cfg.Retention.Delivered, Exhausted: cfg.Retention.Exhausted, Clock: a.Clock, Logger: a.Log,
 	})
-	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log}
+	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log,
+		Intake: outbox.NewCompleter(a.DB)}
 	mux := asynq.NewServeMux()
 	stacks := newWarmStacks()
 	mux.Use(stacks.middleware)
@@ -91,6 +94,7 @@ func New(a *app.App) *Worker {
 		Logger:            logging.Asynq(a.Log),
 		LogLevel:          asynq.WarnLevel,
 		RetryDelayFunc:    infraRetryDelay,
+		ErrorHandler:      failureHandler(cmp.Or(a.Log, slog.New(slog.DiscardHandler)), failures),
 		// Retries a sweep spreads over its tick for a webhook's rate_limit
 		// wait in asynq's scheduled set; moving them to their queue each
 		// second (not asynq's 5) keeps them to their second.

@@ -86,10 +86,10 @@ func setup(ctx context.Context, logf func(string, ...any)) (*env, error) {
 	}
 	e.cleanups = append(e.cleanups, func() { _ = os.RemoveAll(e.binDir) })
 	build := exec.CommandContext(ctx, "go", "build", "-o", e.binDir+string(filepath.Separator),
-		"github.com/homingdev/homing/cmd/worker", "github.com/homingdev/homing/cmd/scheduler")
+		"github.com/homingdev/homing/cmd/worker", "github.com/homingdev/homing/cmd/scheduler", "github.com/homingdev/homing/cmd/homing")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return e, fmt.Errorf("build the worker and scheduler: %w", err)
+		return e, fmt.Errorf("build the worker, scheduler and homing: %w", err)
 	}
 
 	e.recv, err = newReceiver()
@@ -110,7 +110,7 @@ func (e *env) close() {
 
 // reset empties the database and the Redis index between runs.
 func (e *env) reset(ctx context.Context) error {
-	if err := e.db.WithContext(ctx).Exec("TRUNCATE delivery_attempts, deliveries, webhook_health, webhooks").Error; err != nil {
+	if err := e.db.WithContext(ctx).Exec("TRUNCATE delivery_attempts, deliveries, webhook_health, webhooks, outbox_events, published_events, api_tokens").Error; err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
 	if err := e.rdb.FlushDB(ctx).Err(); err != nil {

@@ -18,6 +18,10 @@
 //     default; the drain rate as a ratio of the fresh rate of the same run;
 //     and requests a minute to a dead endpoint holding -dead-rows due
 //     retries, at the default configuration.
+//   - http: N events posted to homing serve's POST /v1/events by 16
+//     keep-alive clients, end to end until every delivery is Delivered,
+//     beside the same N through the Go client in the same run (target:
+//     HTTP ≥ 0.6 × Go client).
 //
 // Absolute times drift on shared machines: compare the ratios, and medians of
 // several runs. Only 127.0.0.1 is ever contacted.
@@ -54,7 +58,7 @@ type options struct {
 	deadRows    int
 }
 
-var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage"}
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "http"}
 
 func main() {
 	var (
@@ -150,6 +154,7 @@ type results struct {
 	Publish     map[string][]publishResult `json:"publish,omitempty"`
 	Outage      []outageResult             `json:"outage,omitempty"`
 	Dead        []deadResult               `json:"dead_endpoint,omitempty"`
+	HTTP        []httpResult               `json:"http,omitempty"`
 	Summary     map[string]float64         `json:"summary"`
 }
 
@@ -255,6 +260,17 @@ func run(ctx context.Context, o options) error {
 		logf("dead endpoint: %+v", res)
 		r.Dead = append(r.Dead, res)
 	}
+	if o.scenarios["http"] {
+		for i := range o.runs {
+			res, err := e.runHTTP(ctx, o.n, o.concurrency)
+			if err != nil {
+				return fmt.Errorf("http: %w", err)
+			}
+			logf("http run %d: go client %.0f/s, http %.0f/s (%.2f ×), homing serve %.3f ms CPU/event, duplicates %d + %d",
+				i+1, res.GoClient.PerSecond, res.HTTP.PerSecond, res.Ratio, res.ServeCPUMS, res.GoClient.Duplicates, res.HTTP.Duplicates)
+			r.HTTP = append(r.HTTP, res)
+		}
+	}
 	summarize(&r, o)
 	printTable(os.Stdout, r, o)
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
@@ -330,6 +346,14 @@ func summarize(r *results, o options) {
 	}
 	if len(r.Dead) > 0 {
 		r.Summary["dead_endpoint_requests_per_minute"] = r.Dead[0].PerMinute
+	}
+	if len(r.HTTP) > 0 {
+		var gc, hp, ratio, cpu []float64
+		for _, h := range r.HTTP {
+			gc, hp, ratio, cpu = append(gc, h.GoClient.PerSecond), append(hp, h.HTTP.PerSecond), append(ratio, h.Ratio), append(cpu, h.ServeCPUMS)
+		}
+		r.Summary["http_go_client_per_second"], r.Summary["http_per_second"] = median(gc), median(hp)
+		r.Summary["http_vs_go_client"], r.Summary["http_serve_cpu_ms"] = median(ratio), median(cpu)
 	}
 	for key, rs := range r.Publish {
 		var xs []float64

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -122,4 +123,23 @@ func cpuTime(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: bad CPU times", pid)
 	}
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// logValue reads key from the first JSON log line of p whose msg is msg
+// (the address homing serve chose for api.addr 127.0.0.1:0).
+func (p *process) logValue(msg, key string) (string, error) {
+	b, err := os.ReadFile(p.out.Name())
+	if err != nil {
+		return "", err
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var m map[string]any
+		if json.Unmarshal(line, &m) != nil || m["msg"] != msg {
+			continue
+		}
+		if v, ok := m[key].(string); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s logged no %q line with %s:\n%s", p.name, msg, key, b)
 }

@@ -96,5 +96,10 @@ func printTable(w io.Writer, r results, o options) {
 			fmt.Fprintf(tw, "client publish, %s\t%.0f events/s\t\t\t\t≥ 20000 events/s\n", key, v)
 		}
 	}
+	if v, ok := s["http_per_second"]; ok {
+		fmt.Fprintf(tw, "end to end, Go client (16 goroutines)\t%.0f events/s\t\t\t\t\n", s["http_go_client_per_second"])
+		fmt.Fprintf(tw, "end to end, POST /v1/events (16 clients)\t%.0f events/s (%.2f × Go client)\t\t\t%.3f (homing serve)\t≥ 0.60 × Go client\n",
+			v, s["http_vs_go_client"], s["http_serve_cpu_ms"])
+	}
 	_ = tw.Flush()
 }

@@ -1,0 +1,98 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/homingdev/homing/dispatch"
+)
+
+// Reasons a task failed, the reason label of homing_task_failures_total.
+const (
+	ReasonBadPayload = "bad_payload" // archived at once: it can never succeed
+	ReasonBadInput   = "bad_input"   // the database refused the event's text: archived at once
+	ReasonSecret     = "secret"      // the webhook's secret cannot be opened (secrets.key)
+	ReasonDatabase   = "database"
+	ReasonRedis      = "redis"
+	ReasonTimeout    = "timeout"
+	ReasonCanceled   = "canceled" // the worker is stopping
+	ReasonPanic      = "panic"
+	ReasonOther      = "other"
+)
+
+// Reasons lists every reason, so a metric can start each at zero.
+func Reasons() []string {
+	return []string{ReasonBadPayload, ReasonBadInput, ReasonSecret, ReasonDatabase, ReasonRedis, ReasonTimeout,
+		ReasonCanceled, ReasonPanic, ReasonOther}
+}
+
+// FailureReason classifies the error a task handler returned.
+func FailureReason(err error) string {
+	var pgErr *pgconn.PgError
+	switch {
+	case asynq.IsPanicError(err):
+		return ReasonPanic
+	case errors.Is(err, ErrBadPayload):
+		return ReasonBadPayload
+	case errors.As(err, &pgErr) && isBadInput(pgErr):
+		return ReasonBadInput
+	case errors.Is(err, dispatch.ErrSecretUnavailable):
+		return ReasonSecret
+	case errors.Is(err, context.DeadlineExceeded):
+		return ReasonTimeout
+	case errors.Is(err, context.Canceled):
+		return ReasonCanceled
+	case errors.As(err, &pgErr), isConnError(err, "database", "sql", "postgres", "pgx", "gorm"):
+		return ReasonDatabase
+	case isConnError(err, "redis", "enqueue", "queue "):
+		return ReasonRedis
+	}
+	return ReasonOther
+}
+
+// isConnError is a last resort for errors that carry no type: it looks for
+// one of words in the message.
+func isConnError(err error, words ...string) bool {
+	msg := strings.ToLower(err.Error())
+	for _, w := range words {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// isBadInput reports a PostgreSQL error that the same input will always
+// meet: text with NUL or invalid UTF-8 (class 22, data exception, codes
+// 22021 and 22P05).
+func isBadInput(e *pgconn.PgError) bool {
+	return e.Code == "22021" || e.Code == "22P05"
+}
+
+// permanent marks err, a fan-out failure, asynq.SkipRetry when retrying
+// cannot help (the database refuses the event's text), so the task is
+// archived at once with the reason instead of failing 25 times.
+func permanent(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && isBadInput(pgErr) {
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	return err
+}
+
+// IDOf is the event or delivery ID a task is about, read from its TaskID
+// (webhook_event::<id>, webhook_deliver::<id>, webhook_retry::<id>), and
+// the log key naming it: "" for the periodic tasks.
+func IDOf(taskID string) (key, id string) {
+	for prefix, key := range map[string]string{"webhook_event::": "event_id", "webhook_deliver::": "delivery_id", "webhook_retry::": "delivery_id"} {
+		if id, ok := strings.CutPrefix(taskID, prefix); ok {
+			return key, id
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,49 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/homingdev/homing/tasks"
+)
+
+// failureCounter counts failed tasks (metrics.Metrics); nil when metrics are
+// off.
+type failureCounter interface {
+	TaskFailed(typ, reason string)
+}
+
+// failureHandler is asynq's ErrorHandler: no task fails in silence. A
+// handler returns an error only for a reason on Homing's side (a
+// receiver's answer is recorded on its delivery), so each failure is
+// logged at ERROR with the event or delivery it concerns, its cause, and
+// whether asynq will run it again, and is counted in
+// homing_task_failures_total{type,reason}.
+func failureHandler(log *slog.Logger, counter failureCounter) asynq.ErrorHandler {
+	return asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
+		reason := tasks.FailureReason(err)
+		if counter != nil {
+			counter.TaskFailed(t.Type(), reason)
+		}
+		taskID, _ := asynq.GetTaskID(ctx)
+		retried, _ := asynq.GetRetryCount(ctx)
+		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		queue, _ := asynq.GetQueueName(ctx)
+		attrs := []any{"type", t.Type(), "reason", reason, "error", err.Error(), "queue", queue, "task_id", taskID,
+			"retried", retried, "max_retry", maxRetry}
+		if key, id := tasks.IDOf(taskID); key != "" {
+			attrs = append(attrs, key, id)
+		}
+		msg := "task failed; asynq will run it again"
+		switch {
+		case errors.Is(err, asynq.SkipRetry):
+			msg = "task failed for good and is archived (asynq: homing monitor shows it); it would fail the same way again"
+		case retried >= maxRetry:
+			msg = "task failed for the last time and is archived (homing monitor shows it; run it again there once the cause is fixed)"
+		}
+		log.Error(msg, attrs...)
+	})
+}
