@@ -199,9 +199,6 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 		if enable {
 			return resetHealth(tx, w)
 		}
-		if in.Enabled != nil && !*in.Enabled {
-			return s.exhaustPending(tx, w)
-		}
 		return nil
 	})
 	return w, err
@@ -228,24 +225,9 @@ func (s *Service) SetEnabled(ctx context.Context, name string, enabled bool, rea
 			w.FailingSince = nil
 			return resetHealth(tx, w)
 		}
-		return s.exhaustPending(tx, w)
+		return nil
 	})
 	return w, err
-}
-
-// exhaustPending makes a disabled webhook's pending retries Exhausted now,
-// with the reason an attempt would have recorded, rather than when each
-// comes due (which can be hours away).
-func (s *Service) exhaustPending(tx *gorm.DB, w models.Webhook) error {
-	reason := "webhook disabled"
-	if w.DisabledReason != "" {
-		reason += ": " + w.DisabledReason
-	}
-	if err := tx.Model(&models.Delivery{}).Where("webhook_id = ? AND status = ?", w.ID, models.StatusFailed).
-		Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": reason, "updated_at": s.now()}).Error; err != nil {
-		return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", w.Name, err)
-	}
-	return nil
 }
 
 // resetHealth clears w's health record (failing_since, failures, probe).
