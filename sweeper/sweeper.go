@@ -50,7 +50,8 @@ const DefaultProbeInterval = 10 * time.Second
 // many webhooks share the batch.
 const minPerWebhook = 32
 
-// pollFull is how long a tick waits before it looks again at a full queue.
+// pollFull is how long a tick waits before it looks again at a full queue
+// or at a webhook it is probing.
 const pollFull = 50 * time.Millisecond
 
 // Config wires a Sweeper.
@@ -246,13 +247,22 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	start := s.cfg.Clock.Now()
 	var total Result
 	st := &step{taken: map[string]int{}}
-	var err error
+	var (
+		err error
+		// probing is set once the tick chose a probe: it then stays to
+		// the end of its budget, looking again every poll, so that the
+		// probe's success releases the webhook's backlog at once rather
+		// than at the next tick.
+		probing bool
+	)
 	for ctx.Err() == nil {
 		st.now = s.cfg.Clock.Now().UTC()
 		var (
 			r       Result
 			touched map[string]bool
 		)
+		// A step that left out full queues may have left their rows due.
+		wasFull := len(st.full) > 0
 		r, touched, err = s.step(ctx, st)
 		total.add(r)
 		if err != nil {
@@ -264,12 +274,13 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 		if st.full, err = s.fullQueues(touched); err != nil {
 			break
 		}
-		if !r.more && len(st.full) == 0 {
+		probing = probing || r.Probes > 0
+		if !r.more && !wasFull && len(st.full) == 0 && !probing {
 			break // nothing more is due now
 		}
-		if r.Due == 0 || (len(st.full) > 0 && len(st.full) == len(touched)) {
-			// Everything left waits for a full queue: give the workers
-			// time, then look again.
+		if r.Due == 0 || (len(st.full) > 0 && len(st.full) == len(touched)) || (probing && !r.more) {
+			// Everything left waits for a full queue or a probe: give
+			// the workers time, then look again.
 			t := time.NewTimer(pollFull)
 			select {
 			case <-ctx.Done():

@@ -212,6 +212,47 @@ func TestTickDrainsUpToTheHighWaterMark(t *testing.T) {
 	}
 }
 
+// A tick that met a full queue goes on once the workers make room, rather
+// than leaving the rest for the next tick: here a goroutine empties the
+// queue as workers would, and one tick queues the whole backlog.
+func TestTickResumesWhenTheQueueHasRoom(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{BatchSize: 40, MaxPending: 100, Interval: 10 * time.Second})
+			b.webhook("a", 0)
+			b.due("a", 500, t0.Add(-time.Hour))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			done := make(chan struct{})
+			worked := make(chan struct{})
+			go func() {
+				defer close(worked)
+				tick := time.NewTicker(20 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-done:
+						return
+					case <-tick.C:
+						_, _ = b.insp.DeleteAllPendingTasks("default")
+					}
+				}
+			}()
+			res, err := b.s.Tick(ctx)
+			close(done)
+			<-worked
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Enqueued != 500 || ctx.Err() != nil {
+				t.Fatalf("tick %+v (budget left: %v), want all 500 queued in one tick", res, ctx.Err() == nil)
+			}
+		})
+	}
+}
+
 // While a webhook is failing, a step takes one row as its probe at most
 // every probe interval, and records which; the other due rows wait.
 func TestFailingWebhookIsProbedOneRowAtATime(t *testing.T) {
