@@ -32,8 +32,9 @@ type sweepResult struct {
 
 // runSweep grows a table of Failed rows through sizes (ascending), with
 // exactly batch rows due and the rest due hours from now, and times runs
-// sweeper ticks at each size after one warm-up tick. Redis is emptied
-// before each tick so each enqueues the whole batch afresh.
+// sweeper steps (RunOnce) at each size after one warm-up step. Redis is
+// emptied and the rows' queued marks cleared before each step, so each
+// enqueues the whole batch afresh.
 func (e *env) runSweep(ctx context.Context, sizes []int, batch, runs int, logf func(string, ...any)) ([]sweepResult, error) {
 	if err := e.reset(ctx); err != nil {
 		return nil, err
@@ -85,6 +86,11 @@ func (e *env) runSweep(ctx context.Context, sizes []int, batch, runs int, logf f
 		res.QueryMS = median(queries)
 		for i := range runs + 1 {
 			if err := e.rdb.FlushDB(ctx).Err(); err != nil {
+				return nil, err
+			}
+			// Unmark what the last tick queued, so that each tick takes
+			// the whole batch afresh.
+			if _, err := conn.Exec(ctx, "UPDATE deliveries SET queued_at = NULL WHERE queued_at IS NOT NULL"); err != nil {
 				return nil, err
 			}
 			start := time.Now()
