@@ -14,14 +14,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nikolalohinski/gonja/v2/builtins"
-	controlstructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
-	"github.com/nikolalohinski/gonja/v2/config"
-	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
-	"github.com/nikolalohinski/gonja/v2/nodes"
-	"github.com/nikolalohinski/gonja/v2/parser"
-	"github.com/nikolalohinski/gonja/v2/tokens"
+	"github.com/homingdev/homing/internal/gonja/builtins"
+	controlstructures "github.com/homingdev/homing/internal/gonja/builtins/control_structures"
+	"github.com/homingdev/homing/internal/gonja/config"
+	"github.com/homingdev/homing/internal/gonja/exec"
+	"github.com/homingdev/homing/internal/gonja/loaders"
+	"github.com/homingdev/homing/internal/gonja/nodes"
+	"github.com/homingdev/homing/internal/gonja/parser"
+	"github.com/homingdev/homing/internal/gonja/tokens"
 )
 
 const (
