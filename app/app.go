@@ -76,6 +76,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		DisableAfter: cfg.Health.DisableAfter,
 		Logger:       log,
 		Clock:        opts.Clock,
+		// Bodies are capped while they render, not after.
+		MaxPayloadBytes: cfg.Delivery.MaxPayloadBytes,
 	})
 	return &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,

@@ -43,6 +43,9 @@ type Config struct {
 	// Observer is told of every committed outcome, for metrics; nil is
 	// none.
 	Observer Observer
+	// MaxPayloadBytes caps a rendered body and every value its template
+	// builds (delivery.max_payload_bytes); 0 is delivery.MaxRenderedBytes.
+	MaxPayloadBytes int
 }
 
 // Dispatcher fans out events and runs attempts against one database.
@@ -57,6 +60,7 @@ type Dispatcher struct {
 	newID        func() string
 	conds        *conditionCache
 	observer     Observer
+	maxPayload   int
 	// postgres enables the single-statement claim and record, which use
 	// PostgreSQL's UPDATE … FROM … RETURNING, interval arithmetic and
 	// data-modifying WITH. SQLite is in-process: its round trips are
@@ -83,6 +87,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		newID:        cfg.NewID,
 		conds:        newConditionCache(),
 		observer:     cfg.Observer,
+		maxPayload:   cfg.MaxPayloadBytes,
 		postgres:     db.Dialector.Name() == "postgres",
 	}
 	if d.postgres {

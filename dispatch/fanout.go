@@ -231,7 +231,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields}, ev.Doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload}, ev.Doc)
 	if err != nil {
 		return exhaust("cannot build request: " + err.Error())
 	}

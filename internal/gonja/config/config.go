@@ -35,6 +35,9 @@ type Config struct {
 	LineStatementPrefix string
 	// Prefix that turns the remainder of a line into a comment when set.
 	LineCommentPrefix string
+	// KnownFilter, when set, makes the parser refuse a filter it does not
+	// know, with the filter's position (a homing addition).
+	KnownFilter func(name string) bool
 }
 
 func New() *Config {
@@ -72,5 +75,6 @@ func (c *Config) Inherit() *Config {
 		NewlineSequence:     c.NewlineSequence,
 		LineStatementPrefix: c.LineStatementPrefix,
 		LineCommentPrefix:   c.LineCommentPrefix,
+		KnownFilter:         c.KnownFilter,
 	}
 }

@@ -105,6 +105,12 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, method string, args []node
 		}
 		parameters.KwArgs[key] = value
 	}
+	if l := e.Environment.Limits; l != nil {
+		// homing: the limits see every method call before it runs.
+		if err := l.Method(method, parent, parameters); err != nil {
+			return AsValue(err)
+		}
+	}
 	var result any
 	err := fmt.Errorf("unknown method '%s' for '%s'", method, parent.String())
 	switch {

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"reflect"
 	"sync"
@@ -16,6 +17,26 @@ type Environment struct {
 	Tests             *TestSet
 	Context           *Context
 	Methods           Methods
+	// homing: Limits, when set, bounds the rendering; see Limits.
+	Limits Limits
+}
+
+// Limits bounds one rendering from inside the engine (a homing addition).
+// Every hook returns an error to stop the rendering; the engine then fails
+// the expression or the node being evaluated with that error.
+type Limits interface {
+	// Step is called for every expression evaluated.
+	Step() error
+	// Alloc is called before an operator builds a string of n bytes or a
+	// list of n items from its operands (repeat, concatenation).
+	Alloc(n int) error
+	// Store is called before v is kept inside a collection: a list, tuple
+	// or dict literal (into is nil) or an attribute of into.
+	Store(into, v *Value) error
+	// Method is called before a method of self runs with args.
+	Method(name string, self *Value, args *VarArgs) error
+	// Output writes the value of a {{ }} expression.
+	Output(w io.Writer, v *Value) error
 }
 
 type FilterSet struct {

@@ -24,6 +24,12 @@ type Evaluator struct {
 }
 
 func (e *Evaluator) Eval(node nodes.Expression) *Value {
+	if l := e.Environment.Limits; l != nil {
+		// homing: every expression costs a step.
+		if err := l.Step(); err != nil {
+			return AsValue(err)
+		}
+	}
 	switch n := node.(type) {
 	case *nodes.None:
 		return AsValue(nil)
@@ -92,6 +98,10 @@ func (e *Evaluator) evalBinaryExpression(node *nodes.BinaryExpression) *Value {
 		if right.IsError() {
 			return AsValue(errors.Wrapf(right, `Unable to evaluate right parameter %s`, node.Right))
 		}
+	}
+
+	if err := e.allocBinary(node.Operator.Token.Type, left, right); err != nil {
+		return AsValue(err)
 	}
 
 	switch node.Operator.Token.Type {
@@ -224,6 +234,47 @@ func (e *Evaluator) evalBinaryExpression(node *nodes.BinaryExpression) *Value {
 	}
 }
 
+// allocBinary asks the limits (a homing addition) before an operator builds
+// a value whose size its operands choose: `'x' * n`, and concatenations,
+// which a loop can double at every step.
+func (e *Evaluator) allocBinary(op tokens.Type, left, right *Value) error {
+	l := e.Environment.Limits
+	if l == nil || right == nil {
+		return nil
+	}
+	switch op {
+	case tokens.Addition:
+		if left.IsList() && right.IsList() {
+			if err := l.Alloc(left.Len() + right.Len()); err != nil {
+				return err
+			}
+			if err := l.Store(nil, left); err != nil {
+				return err
+			}
+			return l.Store(nil, right)
+		}
+		if left.IsFloat() || right.IsFloat() || !(left.IsString() || right.IsString()) {
+			return nil
+		}
+		return l.Alloc(len(left.String()) + len(right.String()))
+	case tokens.Tilde:
+		return l.Alloc(len(left.String()) + len(right.String()))
+	case tokens.Multiply:
+		if left.IsFloat() || right.IsFloat() || !left.IsString() {
+			return nil
+		}
+		n, size := right.Integer(), len(left.String())
+		if n <= 0 || size == 0 {
+			return nil
+		}
+		if size > math.MaxInt/n {
+			return l.Alloc(math.MaxInt)
+		}
+		return l.Alloc(size * n)
+	}
+	return nil
+}
+
 func (e *Evaluator) evalUnaryExpression(expr *nodes.UnaryExpression) *Value {
 	result := e.Eval(expr.Term)
 	if result.IsError() {
@@ -250,6 +301,9 @@ func (e *Evaluator) evalList(node *nodes.List) *Value {
 	values := ValuesList{}
 	for _, val := range node.Val {
 		value := e.Eval(val)
+		if err := e.store(value); err != nil {
+			return AsValue(err)
+		}
 		values = append(values, value)
 	}
 	return AsValue(values)
@@ -259,9 +313,20 @@ func (e *Evaluator) evalTuple(node *nodes.Tuple) *Value {
 	values := ValuesList{}
 	for _, val := range node.Val {
 		value := e.Eval(val)
+		if err := e.store(value); err != nil {
+			return AsValue(err)
+		}
 		values = append(values, value)
 	}
 	return AsValue(values)
+}
+
+// store tells the limits (a homing addition) that a literal keeps v.
+func (e *Evaluator) store(v *Value) error {
+	if l := e.Environment.Limits; l != nil && !v.IsError() {
+		return l.Store(nil, v)
+	}
+	return nil
 }
 
 func (e *Evaluator) evalDict(node *nodes.Dict) *Value {
@@ -284,6 +349,9 @@ func (e *Evaluator) evalPair(node *nodes.Pair) *Value {
 	value := e.Eval(node.Value)
 	if value.IsError() {
 		return AsValue(errors.Wrapf(value, `Unable to evaluate value "%s"`, node.Value))
+	}
+	if err := e.store(value); err != nil {
+		return AsValue(err)
 	}
 	return AsValue(&Pair{key, value})
 }

@@ -45,6 +45,7 @@ func (r *Renderer) Inherit() *Renderer {
 			Filters:           r.Environment.Filters,
 			ControlStructures: r.Environment.ControlStructures,
 			Methods:           r.Environment.Methods,
+			Limits:            r.Environment.Limits,
 		},
 		Template: r.Template,
 		RootNode: r.RootNode,
@@ -103,7 +104,10 @@ func (r *Renderer) Visit(node nodes.Node) (nodes.Visitor, error) {
 			return nil, errors.Wrapf(value, `Unable to render expression at line %d: %s`, n.Expression.Position().Line, n.Expression)
 		}
 		var err error
-		if r.Config.AutoEscape && value.IsString() && !value.Safe {
+		if r.Environment.Limits != nil {
+			// homing: the embedder escapes and writes every value.
+			err = r.Environment.Limits.Output(r.Output, value)
+		} else if r.Config.AutoEscape && value.IsString() && !value.Safe {
 			_, err = io.WriteString(r.Output, value.Escaped())
 		} else {
 			_, err = io.WriteString(r.Output, value.String())

@@ -58,6 +58,12 @@ func NewTemplate(identifier string, config *config.Config, loader loaders.Loader
 
 // Execute executes the template and returns the rendered content in the provided writer
 func (t *Template) Execute(wr io.Writer, data *Context) error {
+	return t.ExecuteLimited(wr, data, nil)
+}
+
+// ExecuteLimited is Execute with limits on the rendering (a homing
+// addition); nil means none.
+func (t *Template) ExecuteLimited(wr io.Writer, data *Context, limits Limits) error {
 	if data == nil {
 		data = EmptyContext()
 	}
@@ -68,6 +74,7 @@ func (t *Template) Execute(wr io.Writer, data *Context) error {
 		ControlStructures: t.environment.ControlStructures,
 		Context:           t.environment.Context.Inherit().Update(data),
 		Methods:           t.environment.Methods,
+		Limits:            limits,
 	}, wr, t.config, t.loader, t)
 
 	err := renderer.Execute()

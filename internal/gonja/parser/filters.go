@@ -12,6 +12,10 @@ func (p *Parser) ParseFilter() (*nodes.FilterCall, error) {
 		return nil, p.Error("filter name must be an identifier", p.Current())
 	}
 
+	if known := p.Config.KnownFilter; known != nil && !known(identToken.Val) {
+		return nil, p.Error("unknown filter '"+identToken.Val+"'", identToken)
+	}
+
 	filter := &nodes.FilterCall{
 		Token:  identToken,
 		Name:   identToken.Val,

@@ -172,7 +172,14 @@ func isLoopControlError[T error](err error) bool {
 func (fcs *ForControlStructure) renderIterable(r *exec.Renderer, obj *exec.Value) error {
 	// First pass: materialise items, applying any {% if cond %} filter.
 	items := exec.NewDict()
+	var limitErr error
 	obj.Iterate(func(idx, count int, key, value *exec.Value) bool {
+		if l := r.Environment.Limits; l != nil {
+			// homing: every item costs a step, in both passes.
+			if limitErr = l.Step(); limitErr != nil {
+				return false
+			}
+		}
 		sub := r.Inherit()
 		ctx := sub.Environment.Context
 		pair := &exec.Pair{}
@@ -206,6 +213,9 @@ func (fcs *ForControlStructure) renderIterable(r *exec.Renderer, obj *exec.Value
 		items.Pairs = append(items.Pairs, pair)
 		return true
 	}, func() {})
+	if limitErr != nil {
+		return limitErr
+	}
 
 	// Empty case.
 	length := len(items.Pairs)
@@ -264,6 +274,11 @@ func (fcs *ForControlStructure) renderIterable(r *exec.Renderer, obj *exec.Value
 		loopContextValue = recurseFn
 	}
 	for idx, pair := range items.Pairs {
+		if l := r.Environment.Limits; l != nil {
+			if err := l.Step(); err != nil {
+				return err
+			}
+		}
 		sub := r.Inherit()
 		ctx := sub.Environment.Context
 

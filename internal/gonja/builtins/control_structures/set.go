@@ -77,6 +77,12 @@ func (scs *SetControlStructure) Execute(r *exec.Renderer, tag *nodes.ControlStru
 		if target.IsError() {
 			return errors.Wrapf(target, `Unable to evaluate target %s`, n)
 		}
+		if l := r.Environment.Limits; l != nil {
+			// homing: an attribute keeps its value, maybe its own target.
+			if err := l.Store(target, value); err != nil {
+				return err
+			}
+		}
 		if err := target.Set(exec.AsValue(n.Attribute), value.Interface()); err != nil {
 			return errors.Wrapf(err, `Unable to set value on "%s"`, n.Attribute)
 		}
@@ -88,6 +94,11 @@ func (scs *SetControlStructure) Execute(r *exec.Renderer, tag *nodes.ControlStru
 		arg := r.Eval(n.Arg)
 		if arg.IsError() {
 			return errors.Wrapf(target, `Unable to evaluate argument %s`, n.Arg)
+		}
+		if l := r.Environment.Limits; l != nil {
+			if err := l.Store(target, value); err != nil {
+				return err
+			}
 		}
 		if err := target.Set(arg, value.Interface()); err != nil {
 			return errors.Wrapf(err, `Unable to set value on "%s"`, n.Arg)
