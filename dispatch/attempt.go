@@ -14,7 +14,21 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/webhook"
 )
+
+// maskSealed masks, in headers sent, the ones hook keeps sealed, so that the
+// attempt history never holds a credential.
+func maskSealed(sent models.StringMap, hook *models.Webhook) models.StringMap {
+	for k, v := range hook.Headers {
+		if _, sealed := webhook.SealedHeader(v); sealed {
+			if got := http.CanonicalHeaderKey(k); sent[got] != "" {
+				sent[got] = delivery.Masked
+			}
+		}
+	}
+	return sent
+}
 
 // Mode says which state an attempt may claim a delivery from.
 type Mode int
@@ -138,7 +152,12 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 // send makes the request of a claimed attempt and records its outcome. A
 // request interrupted by the caller's shutdown releases the claim instead.
 func (d *Dispatcher) send(ctx context.Context, claimed models.Delivery, mode Mode, hook *models.Webhook, secrets []signing.Secret, now time.Time) (Outcome, error) {
-	req := d.request(claimed, hook, secrets, now)
+	req, err := d.request(claimed, hook, secrets, now)
+	if err != nil {
+		// Like a secret that cannot be opened: this worker's configuration,
+		// not the receiver's. The claim's lease brings the row back.
+		return Outcome{}, err
+	}
 	res := d.sender.Send(ctx, req)
 	if errors.Is(res.Err, context.Canceled) && mode != Sync {
 		if rerr := d.release(claimed); rerr != nil {
@@ -223,11 +242,22 @@ func (d *Dispatcher) release(row models.Delivery) error {
 }
 
 // request builds the HTTP request of this attempt: the frozen payload and
-// headers, the webhook's current URL and method, fresh signatures.
-func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets []signing.Secret, now time.Time) delivery.Request {
+// headers, the webhook's current URL, method and credential (sealed)
+// headers, fresh signatures.
+func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets []signing.Secret, now time.Time) (delivery.Request, error) {
 	h := make(http.Header, len(row.Headers)+4)
 	for k, v := range row.Headers {
 		h.Set(k, v)
+	}
+	for k, v := range hook.Headers {
+		if _, sealed := webhook.SealedHeader(v); !sealed {
+			continue
+		}
+		plain, err := webhook.OpenHeader(d.box, v)
+		if err != nil {
+			return delivery.Request{}, fmt.Errorf("webhook %q: header %s: %w", hook.Name, k, err)
+		}
+		h.Set(k, plain)
 	}
 	scheme := hook.SignatureScheme
 	if len(secrets) == 0 {
@@ -240,7 +270,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		Header:  h,
 		Body:    row.Payload,
 		Timeout: hook.Timeout(),
-	}
+	}, nil
 }
 
 // secrets opens the webhook's current secret and those still inside their
@@ -316,6 +346,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	for k := range req.Header {
 		sent[k] = req.Header.Get(k)
 	}
+	sent = webhook.MaskedHeaders(maskSealed(sent, hook))
 	attempt := models.Attempt{
 		DeliveryID:     row.ID,
 		Attempt:        row.Attempts,
