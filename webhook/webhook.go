@@ -69,15 +69,15 @@ var Methods = []string{"POST", "PUT", "PATCH", "DELETE"}
 // Input is a webhook definition as given by a person or an API call. A nil
 // field is "not given": defaults on Create, unchanged on Update.
 type Input struct {
-	Name       *string
-	DocType    *string
-	Event      *string
-	URL        *string
-	Method     *string
-	Structure  *string
-	Template   *string
-	Fields     *[]string // "fieldname=key"
-	Headers    *[]string // "Name: Value"; credential headers are sealed
+	Name      *string
+	DocType   *string
+	Event     *string
+	URL       *string
+	Method    *string
+	Structure *string
+	Template  *string
+	Fields    *[]string // "fieldname=key"
+	Headers   *[]string // "Name: Value"; credential headers are sealed
 	// SecretHeaders are "Name: Value" headers stored sealed and masked in
 	// every view, whatever their name.
 	SecretHeaders *[]string
@@ -85,7 +85,7 @@ type Input struct {
 	// template and evaluate the condition against, refusing the webhook if
 	// either fails. Without it they use an empty document and refuse only
 	// what fails whatever the document (limits, unknown filters).
-	SampleDoc map[string]any
+	SampleDoc  map[string]any
 	Condition  *string
 	Secret     *string // plain secret; sealed before it is stored
 	Signature  *string // both, standard, frappe, none
