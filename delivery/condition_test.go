@@ -171,3 +171,27 @@ func TestConditionRefusesAllocatingBuiltins(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCondition compiles and evaluates arbitrary conditions under the
+// limits: never a panic, and every failure wraps ErrUnbuildable.
+func FuzzCondition(f *testing.F) {
+	for _, s := range []string{`doc.status == "Paid"`, `all(doc.items, .qty > 1)`, `doc.s + doc.s != ""`, `doc.s matches "a+"`} {
+		f.Add(s)
+	}
+	for _, h := range hostileConditions {
+		f.Add(h.src)
+	}
+	doc := map[string]any{"status": "Paid", "s": "abc", "items": []any{map[string]any{"qty": 2.0}}}
+	f.Fuzz(func(t *testing.T, src string) {
+		cond, err := CompileCondition(src)
+		if err != nil {
+			if !errors.Is(err, ErrUnbuildable) {
+				t.Fatalf("compile error %v does not wrap ErrUnbuildable", err)
+			}
+			return
+		}
+		if _, err := cond.Match(doc); err != nil && !errors.Is(err, ErrUnbuildable) {
+			t.Fatalf("match error %v does not wrap ErrUnbuildable", err)
+		}
+	})
+}

@@ -143,6 +143,9 @@ func FuzzTemplate(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	for _, h := range hostileTemplates {
+		f.Add(h.src)
+	}
 	doc := map[string]any{"name": "SO-1", "x": true, "items": []any{int64(1), "two", nil}}
 	f.Fuzz(func(t *testing.T, src string) {
 		if err := ValidateTemplate(src); err != nil {
