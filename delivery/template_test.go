@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"fmt"
 	"errors"
 	"strings"
 	"testing"
@@ -148,6 +149,10 @@ func FuzzTemplate(f *testing.F) {
 	}
 	doc := map[string]any{"name": "SO-1", "x": true, "items": []any{int64(1), "two", nil}}
 	f.Fuzz(func(t *testing.T, src string) {
+		// A rendering that outlives its limits crashes the run, which saves
+		// the input.
+		watchdog := time.AfterFunc(30*MaxRenderTime, func() { panic(fmt.Sprintf("rendering %q did not stop at its limits", src)) })
+		defer watchdog.Stop()
 		if err := ValidateTemplate(src); err != nil {
 			return
 		}
