@@ -208,7 +208,7 @@ func TestBuildErrors(t *testing.T) {
 			name:    "SyntaxError",
 			spec:    Spec{Template: `{"name": "{{ doc.name }"}`},
 			doc:     salesOrder(),
-			wantMsg: `template: '}}' expected here`,
+			wantMsg: `template: line 1 col 24: '}}' expected here`,
 		},
 		{
 			name:    "UnknownStructure",

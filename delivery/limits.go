@@ -111,7 +111,7 @@ func (l *renderLimits) Store(into, v *exec.Value) error {
 	w := sizeWalk{self: self, left: l.bytes + 1}
 	w.walk(reflect.ValueOf(v), 0)
 	if w.cycle {
-		return l.fail(errors.New("a value cannot be stored inside itself"))
+		return l.fail(overLimit("a value cannot be stored inside itself (a collection that contains itself never ends)"))
 	}
 	return l.Alloc(w.size)
 }

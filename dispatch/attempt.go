@@ -17,6 +17,26 @@ import (
 	"github.com/homingdev/homing/webhook"
 )
 
+// loadHeaders reads the webhook's headers when the claim did not (the joined
+// claim selects only what it used to need; adding w.headers to its columns
+// makes this a no-op). request needs them for the sealed credential
+// headers, which each attempt takes from the webhook as it is now. Served by
+// the webhooks primary key.
+func (d *Dispatcher) loadHeaders(ctx context.Context, hook *models.Webhook) error {
+	if hook.Headers != nil {
+		return nil
+	}
+	var headers models.StringMap
+	if err := d.db.WithContext(ctx).Raw("SELECT headers FROM webhooks WHERE id = ?", hook.ID).Row().Scan(&headers); err != nil {
+		return fmt.Errorf("load headers of webhook %q: %w", hook.Name, err)
+	}
+	if headers == nil {
+		headers = models.StringMap{}
+	}
+	hook.Headers = headers
+	return nil
+}
+
 // maskSealed masks, in headers sent, the ones hook keeps sealed, so that the
 // attempt history never holds a credential.
 func maskSealed(sent models.StringMap, hook *models.Webhook) models.StringMap {
@@ -152,6 +172,9 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 // send makes the request of a claimed attempt and records its outcome. A
 // request interrupted by the caller's shutdown releases the claim instead.
 func (d *Dispatcher) send(ctx context.Context, claimed models.Delivery, mode Mode, hook *models.Webhook, secrets []signing.Secret, now time.Time) (Outcome, error) {
+	if err := d.loadHeaders(ctx, hook); err != nil {
+		return Outcome{}, err
+	}
 	req, err := d.request(claimed, hook, secrets, now)
 	if err != nil {
 		// Like a secret that cannot be opened: this worker's configuration,

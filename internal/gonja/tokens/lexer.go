@@ -149,6 +149,10 @@ func (l *Lexer) errorf(format string, args ...any) lexFn {
 	tok.Type = Error
 	tok.Val = fmt.Sprintf(format, args...)
 	tok.Pos = l.Pos
+	// homing: an error carries its position like every other token.
+	line, col, hint := ReadablePositionHinted(l.Pos, l.lineOffsets, l.lineHint)
+	l.lineHint = hint
+	tok.Line, tok.Col = line, col
 	l.sendToken(tok)
 	return nil
 }
