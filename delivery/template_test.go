@@ -1,8 +1,8 @@
 package delivery
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
