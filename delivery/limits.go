@@ -116,13 +116,6 @@ func (l *renderLimits) Store(into, v *exec.Value) error {
 	return l.Alloc(w.size)
 }
 
-// storeGo is Store for a plain Go value, such as a filter's result.
-func (l *renderLimits) storeGo(v any) error {
-	w := sizeWalk{left: l.bytes + 1}
-	w.walk(reflect.ValueOf(v), 0)
-	return l.Alloc(w.size)
-}
-
 // identity is the address of the map or pointer a value holds, which a
 // collection containing it would share.
 func identity(v reflect.Value) uintptr {

@@ -273,7 +273,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		h.Set(k, v)
 	}
 	for k, v := range hook.Headers {
-		if _, sealed := webhook.SealedHeader(v); !sealed {
+		if !webhook.FromWebhook(k, v) {
 			continue
 		}
 		plain, err := webhook.OpenHeader(d.box, v)

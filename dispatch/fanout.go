@@ -239,7 +239,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	// takes them from the webhook as it is then (request).
 	headers := make(models.StringMap, len(w.Headers)+1)
 	for k, v := range w.Headers {
-		if _, sealed := webhook.SealedHeader(v); !sealed {
+		if !webhook.FromWebhook(k, v) {
 			headers[k] = v
 		}
 	}

@@ -26,6 +26,14 @@ func SealedHeader(stored string) (string, bool) {
 	return strings.CutPrefix(stored, sealedPrefix)
 }
 
+// FromWebhook reports whether a header is taken from the webhook at each
+// attempt rather than frozen into the delivery: the sealed ones, and the
+// credential headers of webhooks stored before they were sealed.
+func FromWebhook(name, stored string) bool {
+	_, sealed := SealedHeader(stored)
+	return sealed || delivery.SecretByDefault(name)
+}
+
 // OpenHeader returns a stored header value in the clear.
 func OpenHeader(box *secretbox.Box, stored string) (string, error) {
 	sealed, ok := SealedHeader(stored)
