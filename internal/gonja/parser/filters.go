@@ -12,6 +12,7 @@ func (p *Parser) ParseFilter() (*nodes.FilterCall, error) {
 		return nil, p.Error("filter name must be an identifier", p.Current())
 	}
 
+	// homing: refuse an unknown filter where it is written.
 	if known := p.Config.KnownFilter; known != nil && !known(identToken.Val) {
 		return nil, p.Error("unknown filter '"+identToken.Val+"'", identToken)
 	}
