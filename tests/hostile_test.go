@@ -19,6 +19,10 @@ import (
 // stay under while it fans out an event to every hostile definition.
 const maxWorkerRSS = 200 << 20
 
+// concurrentEvents is how many copies of the hostile event the worker fans
+// out at once.
+const concurrentEvents = 4
+
 // hostileDoc is the event's document: fields that choose sizes, a large
 // string, and injection strings in the fields the README template writes.
 func hostileDoc() map[string]any {
@@ -125,9 +129,9 @@ var refusedAtCreation = []struct {
 	{"sample-doc-missing", []string{"--template", `"{{ doc.nope }}"`, "--sample-doc", `{"name": "x"}`}, `unknown variable "doc.nope"`},
 }
 
-// TestHostileDefinitions runs the hostile corpus against a real worker: one
-// event fans out to every hostile definition and to healthy webhooks on
-// the same event. The worker stays up, under maxWorkerRSS; each hostile
+// TestHostileDefinitions runs the hostile corpus against a real worker:
+// concurrentEvents events fan out at once to every hostile definition and to
+// healthy webhooks on the same event; the checks below read the last one. The worker stays up, under maxWorkerRSS; each hostile
 // definition is refused at creation or ends Exhausted with a reason naming
 // its limit; the healthy webhooks are delivered, their bodies JSON-escaped
 // and their credential headers sent but never shown.
@@ -210,7 +214,10 @@ func TestHostileDefinitions(t *testing.T) {
 	if err := os.WriteFile(docFile, doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.ok(t, nil, "enqueue", "--doctype", "Hostile", "--event", "on_submit", "--doc", "@"+docFile, "--event-id", "evt-hostile", "--json")
+	// Several events at once, so that hostile renderings run side by side.
+	for i := range concurrentEvents {
+		s.ok(t, nil, "enqueue", "--doctype", "Hostile", "--event", "on_submit", "--doc", "@"+docFile, "--event-id", fmt.Sprintf("evt-hostile-%d", i), "--json")
+	}
 
 	want := map[string]string{}
 	for _, group := range [][]struct{ name, src, want string }{literalTemplates, documentTemplates, documentConditions} {
@@ -219,17 +226,20 @@ func TestHostileDefinitions(t *testing.T) {
 		}
 	}
 	var list []delivery
-	within(t, 3*time.Minute, "every delivery of the hostile event to be final", func() (bool, string) {
-		list = nil
-		s.ok(t, &list, "homing", "delivery", "list", "--event-id", "evt-hostile", "--limit", "500", "--json")
-		final := 0
-		for _, d := range list {
-			if d.Status == "Delivered" || d.Status == "Exhausted" {
-				final++
+	for i := range concurrentEvents {
+		event := fmt.Sprintf("evt-hostile-%d", i)
+		within(t, 5*time.Minute, "every delivery of "+event+" to be final", func() (bool, string) {
+			list = nil
+			s.ok(t, &list, "homing", "delivery", "list", "--event-id", event, "--limit", "500", "--json")
+			final := 0
+			for _, d := range list {
+				if d.Status == "Delivered" || d.Status == "Exhausted" {
+					final++
+				}
 			}
-		}
-		return len(list) == len(want)+2 && final == len(list), fmt.Sprintf("%d deliveries, %d final", len(list), final)
-	})
+			return len(list) == len(want)+2 && final == len(list), fmt.Sprintf("%d deliveries, %d final", len(list), final)
+		})
+	}
 	select {
 	case <-worker.done:
 		t.Fatalf("worker exited (%v):\n%s", worker.err, worker.output.String())
@@ -274,8 +284,8 @@ func TestHostileDefinitions(t *testing.T) {
 			headers["credentials"] = r.header
 		}
 	}
-	if len(rc.got()) != 2 {
-		t.Errorf("receiver got %d requests, want 2 (the healthy webhooks only)", len(rc.got()))
+	if len(rc.got()) != 2*concurrentEvents {
+		t.Errorf("receiver got %d requests, want %d (the healthy webhooks only)", len(rc.got()), 2*concurrentEvents)
 	}
 	var healthy map[string]any
 	for b := range bodies {
