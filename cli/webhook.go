@@ -246,6 +246,7 @@ func webhookService(a *app.App) *webhook.Service {
 		Guard:      app.Guard(a.Config.Delivery),
 		// Templates are tried at creation under the workers' limits.
 		MaxPayloadBytes: a.Config.Delivery.MaxPayloadBytes,
+		UserAgent:       app.UserAgent(),
 	}, a.Log)
 }
 

@@ -509,7 +509,7 @@ func TestWebhookPreviewAndSecretHeader(t *testing.T) {
 		}
 	}
 	r := s.ok("webhook", "preview", "orders", "--doc", "@"+docFile)
-	for _, want := range []string{"condition: true", "POST https://erp.example.com/hook", "Authorization: ****", "Content-Type: application/json", `{"name": "SO-1", "total": 1500}`} {
+	for _, want := range []string{"condition: true", "POST https://erp.example.com/hook", "Authorization: ****", "Content-Type: application/json", "User-Agent: Homing/", `{"name": "SO-1", "total": 1500}`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("preview output lacks %q:\n%s", want, r.stdout)
 		}

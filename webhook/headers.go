@@ -196,6 +196,9 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 		h.Set(k, v)
 	}
 	h.Set("Content-Type", contentType)
+	if ua := s.defaults.UserAgent; ua != "" && h.Get("User-Agent") == "" {
+		h.Set("User-Agent", ua)
+	}
 	scheme := w.SignatureScheme
 	var secrets []signing.Secret
 	if w.Secret != "" {

@@ -101,6 +101,9 @@ type Defaults struct {
 	Timeout    time.Duration
 	// MaxPayloadBytes caps rendered bodies (delivery.max_payload_bytes).
 	MaxPayloadBytes int
+	// UserAgent is what the sender adds to every request, shown by
+	// Preview.
+	UserAgent string
 	// Guard, when set, refuses URLs whose host resolves to an address
 	// deliveries may not reach (the SSRF guard; sends are checked again at
 	// dial time).
