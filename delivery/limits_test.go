@@ -199,3 +199,24 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+func TestUnknownNamesAreErrUnknownName(t *testing.T) {
+	t.Parallel()
+
+	for src, unknown := range map[string]bool{
+		`"{{ shout(doc.name) }}"`:               true,
+		`"{{ nope }}"`:                          true,
+		`{% if 1 is frobnicated %}1{% endif %}`: true,
+		`"{{ doc.name }}"`:                      false,
+		`"{{ doc.a.b }}"`:                       false,
+	} {
+		_, _, err := Build(Spec{Template: src}, map[string]any{})
+		if err == nil {
+			t.Errorf("%s rendered with an empty document", src)
+			continue
+		}
+		if got := errors.Is(err, ErrUnknownName); got != unknown {
+			t.Errorf("%s: %v; ErrUnknownName %v, want %v", src, err, got, unknown)
+		}
+	}
+}

@@ -246,6 +246,9 @@ func render(ctx context.Context, src string, doc map[string]any, maxBytes int, l
 		return nil, unbuildable("template: %s%s", lineOf(execErr), limits.err.Error())
 	}
 	if execErr != nil {
+		if unknownName(execErr) {
+			return nil, &unbuildableError{err: &unknownNameError{msg: "template: " + describeRenderError(execErr)}}
+		}
 		return nil, unbuildable("template: %s", describeRenderError(execErr))
 	}
 	if err := checkJSON(out.buf); err != nil {
@@ -559,6 +562,7 @@ var (
 	nameRe      = regexp.MustCompile(`Unable to evaluate name "([^"]*)"`)
 	filterRe    = regexp.MustCompile(`filter '([^']*)' not found`)
 	testRe      = regexp.MustCompile(`test '([^']*)' not found`)
+	callRe      = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*) is not callable$`)
 )
 
 // describeParseError turns gonja's parse error, which quotes the whole
@@ -580,6 +584,32 @@ func describeParseError(err error) string {
 	return oneLine(err.Error())
 }
 
+// ErrUnknownName marks a template that uses a name no document can supply:
+// a function, variable or test that does not exist (doc's fields are the
+// document's business). Creation refuses it even without a sample.
+var ErrUnknownName = errors.New("unknown name")
+
+// unknownNameError is a rendering error that matches ErrUnknownName.
+type unknownNameError struct{ msg string }
+
+func (e *unknownNameError) Error() string { return e.msg }
+
+func (e *unknownNameError) Unwrap() error { return ErrUnknownName }
+
+// unknownName reports whether a rendering failed on a name other than doc's
+// fields, or on an unknown test.
+func unknownName(err error) bool {
+	leaf := err
+	for next := errors.Unwrap(leaf); next != nil; next = errors.Unwrap(leaf) {
+		leaf = next
+	}
+	msg := oneLine(leaf.Error())
+	if m := nameRe.FindStringSubmatch(msg); m != nil {
+		return m[1] != "doc" && !strings.HasPrefix(m[1], "doc.")
+	}
+	return testRe.MatchString(msg) || callRe.MatchString(msg)
+}
+
 // describeRenderError turns gonja's chain of wrapped messages into one line
 // that names the innermost line number and what was wrong there.
 func describeRenderError(err error) string {
@@ -597,6 +627,8 @@ func describeRenderError(err error) string {
 		msg = fmt.Sprintf("unknown filter %q", filterRe.FindStringSubmatch(msg)[1])
 	case testRe.MatchString(msg):
 		msg = fmt.Sprintf("unknown test %q", testRe.FindStringSubmatch(msg)[1])
+	case callRe.MatchString(msg):
+		msg = fmt.Sprintf("unknown function %q", callRe.FindStringSubmatch(msg)[1])
 	}
 	return lineOf(err) + msg
 }

@@ -125,6 +125,8 @@ var refusedAtCreation = []struct {
 	{"signature-header", []string{"--header", "webhook-signature: v1,x"}, "webhook-signature is set by Homing"},
 	{"syntax-error", []string{"--template", "{\"a\": {{ doc.name }"}, "line 1 col"},
 	{"unknown-function", []string{"--condition", `system("id") == ""`}, "unknown name system"},
+	{"unknown-template-function", []string{"--template", `"{{ shout(doc.name) }}"`}, `unknown function "shout"`},
+	{"unknown-test", []string{"--template", `{% if doc.x is frobnicated %}1{% endif %}`}, "frobnicated"},
 	{"sample-doc-limit", []string{"--template", `"{{ '#' * doc.width }}"`, "--sample-doc", `{"width": 100000000000}`}, "size limit"},
 	{"sample-doc-missing", []string{"--template", `"{{ doc.nope }}"`, "--sample-doc", `{"name": "x"}`}, `unknown variable "doc.nope"`},
 }

@@ -84,7 +84,8 @@ type Input struct {
 	// SampleDoc, when set, is the document Create and Update render the
 	// template and evaluate the condition against, refusing the webhook if
 	// either fails. Without it they use an empty document and refuse only
-	// what fails whatever the document (limits, unknown filters).
+	// what fails whatever the document (limits, unknown filters, functions
+	// and tests).
 	SampleDoc  map[string]any
 	Condition  *string
 	Secret     *string // plain secret; sealed before it is stored
@@ -477,13 +478,19 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	if doc == nil {
 		doc = map[string]any{}
 	}
-	refuse := func(err error) bool { return sample != nil || errors.Is(err, delivery.ErrLimit) }
+	refuse := func(err error) bool {
+		return sample != nil || errors.Is(err, delivery.ErrLimit) || errors.Is(err, delivery.ErrUnknownName)
+	}
 	cond, err := delivery.CompileCondition(w.Condition)
 	if err != nil {
 		return invalid("condition", "%v", err)
 	}
+	with := ""
+	if sample != nil {
+		with = " (with the sample document)"
+	}
 	if _, err := cond.Match(doc); err != nil && refuse(err) {
-		return invalid("condition", "%v (with the sample document)", err)
+		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
 	}
 	fields := make([]delivery.Field, len(w.Fields))
 	for i, f := range w.Fields {
@@ -491,7 +498,7 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	}
 	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes}
 	if _, _, err := delivery.Build(spec, doc); err != nil && refuse(err) {
-		return invalid("template", "%v (with the sample document)", err)
+		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
 	}
 	return nil
 }
