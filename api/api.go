@@ -110,6 +110,7 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/webhooks/{name}", token.ScopeAdmin, s.getWebhook},
 		{http.MethodPatch, "/v1/webhooks/{name}", token.ScopeAdmin, s.updateWebhook},
 		{http.MethodDelete, "/v1/webhooks/{name}", token.ScopeAdmin, s.deleteWebhook},
+		{http.MethodPost, "/v1/webhooks/{name}/preview", token.ScopeAdmin, s.previewWebhook},
 
 		{http.MethodGet, "/v1/deliveries", token.ScopeAdmin, s.listDeliveries},
 		{http.MethodGet, "/v1/deliveries/{id}", token.ScopeAdmin, s.getDelivery},

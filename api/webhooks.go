@@ -19,22 +19,26 @@ import (
 // plus the secret. An absent (or null) field is "not given": the default on
 // create, unchanged on PATCH.
 type webhookRequest struct {
-	Name       *string            `json:"name"`
-	DocType    *string            `json:"doctype"`
-	Event      *string            `json:"event"`
-	Condition  *string            `json:"condition"`
-	URL        *string            `json:"url"`
-	Method     *string            `json:"method"`
-	Structure  *string            `json:"structure"`
-	Template   *string            `json:"template"`
-	Fields     *[]string          `json:"fields"`
-	Headers    *map[string]string `json:"headers"`
-	Signature  *string            `json:"signature"`
-	MaxRetries *int               `json:"max_retries"`
-	Timeout    *string            `json:"timeout"`
-	Queue      *string            `json:"queue"`
-	Enabled    *bool              `json:"enabled"`
-	RateLimit  *int               `json:"rate_limit"`
+	Name      *string            `json:"name"`
+	DocType   *string            `json:"doctype"`
+	Event     *string            `json:"event"`
+	Condition *string            `json:"condition"`
+	URL       *string            `json:"url"`
+	Method    *string            `json:"method"`
+	Structure *string            `json:"structure"`
+	Template  *string            `json:"template"`
+	Fields    *[]string          `json:"fields"`
+	Headers   *map[string]string `json:"headers"`
+	// SecretHeaders are stored sealed and shown as ****.
+	SecretHeaders *map[string]string `json:"secret_headers"`
+	// SampleDoc is rendered and evaluated before the webhook is saved.
+	SampleDoc  map[string]any `json:"sample_doc"`
+	Signature  *string        `json:"signature"`
+	MaxRetries *int           `json:"max_retries"`
+	Timeout    *string        `json:"timeout"`
+	Queue      *string        `json:"queue"`
+	Enabled    *bool          `json:"enabled"`
+	RateLimit  *int           `json:"rate_limit"`
 	// Secret sets the signing secret ("" removes it); GenerateSecret makes
 	// a new one, returned once in the response.
 	Secret         *string `json:"secret"`
@@ -66,7 +70,7 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 		Name: req.Name, DocType: req.DocType, Event: req.Event, Condition: req.Condition, URL: req.URL,
 		Method: req.Method, Structure: req.Structure, Template: req.Template, Fields: req.Fields,
 		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
-		Secret: req.Secret, RateLimit: req.RateLimit,
+		Secret: req.Secret, SampleDoc: req.SampleDoc, RateLimit: req.RateLimit,
 	}
 	if req.Headers != nil {
 		headers := make([]string, 0, len(*req.Headers))
@@ -77,6 +81,16 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 			headers = append(headers, k+": "+(*req.Headers)[k])
 		}
 		in.Headers = &headers
+	}
+	if req.SecretHeaders != nil {
+		headers := make([]string, 0, len(*req.SecretHeaders))
+		for _, k := range slices.Sorted(maps.Keys(*req.SecretHeaders)) {
+			if strings.Contains(k, ":") {
+				return in, false, invalidRequest("secret_headers", "secret_headers: %q: a header name cannot contain \":\"", k)
+			}
+			headers = append(headers, k+": "+(*req.SecretHeaders)[k])
+		}
+		in.SecretHeaders = &headers
 	}
 	if req.Timeout != nil {
 		d, err := time.ParseDuration(*req.Timeout)
@@ -208,5 +222,26 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 		return webhookNotFound(name, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// previewRequest is the body of POST /v1/webhooks/{name}/preview.
+type previewRequest struct {
+	Doc map[string]any `json:"doc"`
+}
+
+// previewWebhook is POST /v1/webhooks/{name}/preview: what the webhook would
+// send for doc, without sending it.
+func (s *Server) previewWebhook(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	var req previewRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	p, err := s.cfg.Webhooks.Preview(r.Context(), name, req.Doc)
+	if err != nil {
+		return webhookNotFound(name, err)
+	}
+	writeJSON(w, http.StatusOK, p)
 	return nil
 }

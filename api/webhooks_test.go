@@ -183,3 +183,38 @@ func TestWebhookSecretIsSealed(t *testing.T) {
 		t.Errorf("stored secret %q is not the given one sealed (%q, %v)", w.Secret, plain, err)
 	}
 }
+
+// A preview shows the request as it would go out, credentials masked;
+// creation with a sample document refuses a template that fails on it.
+func TestWebhookPreviewAndSecretHeaders(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.expect(http.StatusCreated, "POST", "/v1/webhooks", s.admin, `{
+		"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": "https://erp.example.com/hook",
+		"template": "{\"name\": \"{{ doc.name }}\", \"total\": {{ doc.total }}}", "condition": "doc.total > 10",
+		"headers": {"X-Api-Key": "k3y"}, "secret_headers": {"X-Token": "t0ken"},
+		"sample_doc": {"name": "SO-1", "total": 20}}`)
+
+	shown := s.expect(http.StatusOK, "GET", "/v1/webhooks/orders", s.admin, "").object(t)
+	if h, _ := shown["headers"].(map[string]any); h["X-Api-Key"] != "****" || h["X-Token"] != "****" {
+		t.Errorf("headers = %v, want both masked", shown["headers"])
+	}
+
+	p := s.expect(http.StatusOK, "POST", "/v1/webhooks/orders/preview", s.admin, `{"doc": {"name": "SO-1\", \"x\": \"", "total": 20}}`).object(t)
+	h, _ := p["headers"].(map[string]any)
+	if p["matched"] != true || p["method"] != "POST" || p["url"] != "https://erp.example.com/hook" ||
+		h["X-Api-Key"] != "****" || h["Content-Type"] != "application/json" ||
+		p["body"] != `{"name": "SO-1\", \"x\": \"", "total": 20}` {
+		t.Errorf("preview = %v", p)
+	}
+	if p := s.expect(http.StatusOK, "POST", "/v1/webhooks/orders/preview", s.admin, `{"doc": {"total": 1}}`).object(t); p["matched"] != false {
+		t.Errorf("preview of a document the condition refuses = %v, want matched false", p)
+	}
+
+	e := s.refused(http.StatusUnprocessableEntity, "invalid_request", "template", "POST", "/v1/webhooks", s.admin, `{
+		"name": "bomb", "doctype": "Sales Order", "event": "on_submit", "url": "https://erp.example.com/hook",
+		"template": "\"{{ '#' * doc.width }}\"", "sample_doc": {"width": 100000000000}}`)
+	if msg := e.Message; !strings.Contains(msg, "size limit") {
+		t.Errorf("refusal = %q, want it to name the size limit", msg)
+	}
+}

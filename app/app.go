@@ -87,6 +87,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		Logger:       log,
 		Clock:        opts.Clock,
 		Limiter:      limiter,
+		// Bodies are capped while they render, not after.
+		MaxPayloadBytes: cfg.Delivery.MaxPayloadBytes,
 	})
 	return &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,

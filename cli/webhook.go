@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,7 @@ func newWebhookCmd(e *env) *cobra.Command {
 		newWebhookListCmd(e),
 		newWebhookShowCmd(e),
 		newWebhookRotateCmd(e),
+		newWebhookPreviewCmd(e),
 	)
 	return cmd
 }
@@ -53,6 +55,8 @@ type webhookFlags struct {
 	// reaches neither the shell history nor ps.
 	secretFile            string
 	fields, headers       []string
+	secretHeaders         []string
+	sampleDoc             string
 	maxRetries, rateLimit int
 	timeout               time.Duration
 	disabled, json        bool
@@ -67,7 +71,9 @@ func (f *webhookFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.structure, "structure", "", "request body structure: json or form (default json)")
 	fs.StringVar(&f.template, "template", "", "Jinja body `TEMPLATE`, or @FILE to read it from a file")
 	fs.StringArrayVar(&f.fields, "field", nil, "document field to send, as `fieldname=key` (repeatable, in order)")
-	fs.StringArrayVar(&f.headers, "header", nil, "custom request header, as `'K: V'` (repeatable)")
+	fs.StringArrayVar(&f.headers, "header", nil, "custom request header, as `'K: V'` (repeatable; replaces the headers; Authorization, Proxy-Authorization, Cookie and X-Api-Key are kept sealed)")
+	fs.StringArrayVar(&f.secretHeaders, "secret-header", nil, "request header kept sealed and shown as ****, as `'K: V'` (repeatable)")
+	fs.StringVar(&f.sampleDoc, "sample-doc", "", "`JSON` document (or @FILE) to render the template and evaluate the condition against before saving")
 	fs.StringVar(&f.condition, "condition", "", "`EXPR` on doc that must hold, e.g. 'doc.status == \"Paid\"'")
 	fs.StringVar(&f.secret, "secret", "", "signing `SECRET`; given without a value, a new one is generated and printed once")
 	fs.Lookup("secret").NoOptDefVal = generateSecret
@@ -113,6 +119,16 @@ func (f *webhookFlags) input(fs *pflag.FlagSet) (webhook.Input, error) {
 	if fs.Changed("header") {
 		in.Headers = listFlag(f.headers)
 	}
+	if fs.Changed("secret-header") {
+		in.SecretHeaders = &f.secretHeaders
+	}
+	if fs.Changed("sample-doc") {
+		doc, err := readDocArg("--sample-doc", f.sampleDoc)
+		if err != nil {
+			return in, err
+		}
+		in.SampleDoc = doc
+	}
 	if fs.Changed("max-retries") {
 		in.MaxRetries = &f.maxRetries
 	}
@@ -139,6 +155,23 @@ func listFlag(values []string) *[]string {
 }
 
 // readTemplate returns the template text, reading @FILE exactly as stored.
+// readDocArg reads a JSON object given inline or as @FILE.
+func readDocArg(flag, v string) (map[string]any, error) {
+	raw := []byte(v)
+	if path, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s @%s: %w", flag, path, err)
+		}
+		raw = b
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		return nil, usagef("%s: not a JSON object (give {\"name\": \"SO-1\"} or @file.json): %v", flag, err)
+	}
+	return doc, nil
+}
+
 func readTemplate(v string) (string, error) {
 	path, ok := strings.CutPrefix(v, "@")
 	if !ok {
@@ -219,6 +252,9 @@ func webhookService(a *app.App) *webhook.Service {
 		MaxRetries: a.Config.Retry.DefaultMaxRetries,
 		Timeout:    a.Config.Delivery.Timeout,
 		Guard:      app.Guard(a.Config.Delivery),
+		// Templates are tried at creation under the workers' limits.
+		MaxPayloadBytes: a.Config.Delivery.MaxPayloadBytes,
+		UserAgent:       app.UserAgent(),
 	}, a.Log)
 }
 
@@ -595,4 +631,56 @@ func formatSince(t *time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+func newWebhookPreviewCmd(e *env) *cobra.Command {
+	var (
+		doc    string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "preview NAME --doc JSON|@FILE",
+		Short: "Show what a webhook would send for a document, without sending it",
+		Args:  argNames("webhook NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			sample := map[string]any{}
+			if cmd.Flags().Changed("doc") {
+				d, err := readDocArg("--doc", doc)
+				if err != nil {
+					return err
+				}
+				sample = d
+			}
+			svc, a, err := e.webhooks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			p, err := svc.Preview(cmd.Context(), pos[0], sample)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(p)
+			}
+			switch {
+			case p.Error != "":
+				fmt.Fprintf(e.stdout, "condition: %v\nnot sendable: %s\n", p.Matched, p.Error)
+			case !p.Matched:
+				fmt.Fprintln(e.stdout, "condition: false (nothing would be sent)")
+			default:
+				fmt.Fprintf(e.stdout, "condition: true\n%s %s\n", p.Method, p.URL)
+				for _, k := range sortedKeys(p.Headers) {
+					fmt.Fprintf(e.stdout, "%s: %s\n", k, p.Headers[k])
+				}
+				fmt.Fprintf(e.stdout, "\n%s\n", p.Body)
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&doc, "doc", "", "the document as a JSON object, or @FILE")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the preview as JSON")
+	return cmd
 }

@@ -490,3 +490,34 @@ func TestRotateSecret(t *testing.T) {
 	s.fails(1, []string{"webhook", "rotate-secret", "orders", "--grace", "200h"}, `webhook "orders": grace`, "168h")
 	s.fails(1, []string{"webhook", "rotate-secret", "nope"}, "webhook not found")
 }
+
+// preview prints the request as it would go out, without sending it, and
+// --secret-header values are never printed.
+func TestWebhookPreviewAndSecretHeader(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	docFile := filepath.Join(t.TempDir(), "doc.json")
+	if err := os.WriteFile(docFile, []byte(`{"name": "SO-1", "grand_total": 1500}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.ok("webhook", "create", "--name", "orders", "--doctype", "Sales Order", "--event", "on_submit",
+		"--url", "https://erp.example.com/hook", "--template", `{"name": "{{ doc.name }}", "total": {{ doc.grand_total }}}`,
+		"--secret-header", "Authorization: Bearer s3cret", "--sample-doc", "@"+docFile)
+	for _, args := range [][]string{{"webhook", "show", "orders"}, {"webhook", "show", "orders", "--json"}, {"webhook", "list", "--json"}} {
+		if r := s.ok(args...); strings.Contains(r.stdout, "s3cret") || !strings.Contains(r.stdout, "****") {
+			t.Errorf("%v shows the secret header unmasked:\n%s", args, r.stdout)
+		}
+	}
+	r := s.ok("webhook", "preview", "orders", "--doc", "@"+docFile)
+	for _, want := range []string{"condition: true", "POST https://erp.example.com/hook", "Authorization: ****", "Content-Type: application/json", "User-Agent: Homing/", `{"name": "SO-1", "total": 1500}`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("preview output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "s3cret") {
+		t.Errorf("preview shows the secret:\n%s", r.stdout)
+	}
+	s.fails(1, []string{"webhook", "create", "--name", "bomb", "--doctype", "Sales Order", "--event", "on_submit",
+		"--url", "https://erp.example.com/hook", "--template", `"{{ '#' * doc.width }}"`, "--sample-doc", `{"width": 100000000000}`}, "size limit")
+	s.fails(2, []string{"webhook", "preview", "orders", "--doc", "not json"}, "--doc: not a JSON object")
+}

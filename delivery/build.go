@@ -50,6 +50,9 @@ type Spec struct {
 	Template string
 	// Fields picks document fields and the keys they are sent under.
 	Fields []Field
+	// MaxBytes caps a rendered body and every value its template builds
+	// (delivery.max_payload_bytes); 0 means MaxRenderedBytes.
+	MaxBytes int
 }
 
 // Build renders the body for doc and returns it with its Content-Type.
@@ -72,7 +75,7 @@ func Build(spec Spec, doc map[string]any) (body []byte, contentType string, err 
 	case "", StructureJSON:
 		switch {
 		case strings.TrimSpace(spec.Template) != "":
-			body, err = renderTemplate(spec.Template, doc)
+			body, err = renderTemplate(spec.Template, doc, spec.MaxBytes)
 		case len(spec.Fields) > 0:
 			body, err = fieldsJSON(spec.Fields, doc)
 		default:

@@ -1,8 +1,13 @@
 package delivery
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"regexp"
+	"regexp/syntax"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -12,6 +17,35 @@ import (
 
 // maxConditionBytes caps a condition's source like a template's.
 const maxConditionBytes = MaxTemplateBytes
+
+const (
+	// MaxConditionTime bounds one evaluation of a condition; the deadline is
+	// checked at every step.
+	MaxConditionTime = 500 * time.Millisecond
+	// MaxConditionSteps bounds the predicate calls (all, any, filter, map,
+	// …, each call of each closure) and additions of one evaluation.
+	MaxConditionSteps = 100_000
+	// MaxConditionNodes bounds a condition's size after parsing.
+	MaxConditionNodes = 2000
+	// MaxConditionMemory is expr's memory budget (its ranges and scopes
+	// count their items against it).
+	MaxConditionMemory = 1_000_000
+	// MaxConditionValueBytes caps a string or list a condition builds.
+	MaxConditionValueBytes = 1 << 20
+	// maxRegexWork bounds a match's subject length times its compiled
+	// pattern's size, the cost of Go's linear-time matcher.
+	maxRegexWork = 50_000_000
+)
+
+// disabledBuiltins are expr's functions that build a value whose size an
+// argument chooses (repeat, replace, join), and the clock's, which would
+// make a condition's answer depend on when it runs; a condition only needs
+// to decide.
+var disabledBuiltins = []string{"repeat", "replace", "join", "now", "date", "timezone", "duration"}
+
+// limitsKey is the name under which each evaluation's limits are in the
+// environment; the patched program calls its methods.
+const limitsKey = "__homing"
 
 // Condition decides whether a document change fires a webhook. It is an
 // expr-lang expression over `doc`, such as
@@ -34,12 +68,17 @@ func CompileCondition(src string) (*Condition, error) {
 	if len(src) > maxConditionBytes {
 		return nil, unbuildable("condition: %d bytes is more than the limit of %d", len(src), maxConditionBytes)
 	}
-	program, err := expr.Compile(src,
-		expr.Env(map[string]any{"doc": map[string]any{}}),
-		expr.AllowUndefinedVariables(),
+	opts := []expr.Option{
+		expr.Env(map[string]any{"doc": map[string]any{}, limitsKey: (*conditionLimits)(nil)}),
 		expr.AsBool(),
+		expr.MaxNodes(MaxConditionNodes),
 		expr.Patch(nilSafeMembers{}),
-	)
+		expr.Patch(limitPatch{}),
+	}
+	for _, name := range disabledBuiltins {
+		opts = append(opts, expr.DisableBuiltin(name))
+	}
+	program, err := expr.Compile(src, opts...)
 	if err != nil {
 		return nil, unbuildable("condition %q: %s", src, describeExprError(err))
 	}
@@ -63,7 +102,14 @@ func (c *Condition) Match(doc map[string]any) (matched bool, err error) {
 	if doc == nil {
 		doc = map[string]any{}
 	}
-	out, err := expr.Run(c.program, map[string]any{"doc": doc})
+	ctx, cancel := context.WithTimeout(context.Background(), MaxConditionTime)
+	defer cancel()
+	limits := &conditionLimits{ctx: ctx, steps: MaxConditionSteps}
+	machine := vm.VM{MemoryBudget: MaxConditionMemory}
+	out, err := machine.Run(c.program, map[string]any{"doc": doc, limitsKey: limits})
+	if limits.err != nil {
+		return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, limits.err)}
+	}
 	if err != nil {
 		return false, unbuildable("condition %q: %s", c.src, describeExprError(err))
 	}
@@ -107,4 +153,111 @@ func (nilSafeMembers) Visit(node *ast.Node) {
 	}
 	member.Optional = true
 	ast.Patch(node, &ast.ChainNode{Node: member})
+}
+
+// limitPatch makes the program report to its conditionLimits: every closure
+// body (the predicate of all, any, filter, map, …) and every addition passes
+// through Step, and every regular expression match through Matches.
+type limitPatch struct{}
+
+func limitsCall(method string, args ...ast.Node) ast.Node {
+	return &ast.CallNode{
+		Callee:    &ast.MemberNode{Node: &ast.IdentifierNode{Value: limitsKey}, Property: &ast.StringNode{Value: method}, Method: true},
+		Arguments: args,
+	}
+}
+
+func (limitPatch) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.PredicateNode:
+		if call, ok := n.Node.(*ast.CallNode); ok && isLimitsCall(call) {
+			return
+		}
+		n.Node = limitsCall("Step", n.Node)
+	case *ast.BinaryNode:
+		switch n.Operator {
+		case "+":
+			if t := n.Type(); t != nil && t.Kind() != reflect.Interface && t.Kind() != reflect.String && t.Kind() != reflect.Slice {
+				return // numbers cannot grow
+			}
+			ast.Patch(node, limitsCall("Step", &ast.BinaryNode{Operator: "+", Left: n.Left, Right: n.Right}))
+		case "matches":
+			ast.Patch(node, limitsCall("Matches", n.Left, n.Right))
+		}
+	}
+}
+
+func isLimitsCall(call *ast.CallNode) bool {
+	m, ok := call.Callee.(*ast.MemberNode)
+	if !ok {
+		return false
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	return ok && id.Value == limitsKey
+}
+
+// conditionLimits bounds one evaluation of a condition. expr has a memory
+// budget for its ranges but no deadline and no step count, and its string
+// concatenation is unbounded; the patched program calls these methods.
+type conditionLimits struct {
+	ctx   context.Context
+	steps int
+	err   error
+}
+
+func (l *conditionLimits) fail(err error) error {
+	if l.err == nil {
+		l.err = err
+	}
+	return l.err
+}
+
+// Step spends a step, notices the deadline, and refuses a value larger
+// than MaxConditionValueBytes; it returns v unchanged.
+func (l *conditionLimits) Step(v any) (any, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	if l.ctx.Err() != nil {
+		return nil, l.fail(overLimit("evaluation took longer than the time limit of %s", MaxConditionTime))
+	}
+	l.steps--
+	if l.steps < 0 {
+		return nil, l.fail(overLimit("evaluation needs more than the limit of %d steps; nested predicates over large lists are too big", MaxConditionSteps))
+	}
+	switch x := v.(type) {
+	case string:
+		if len(x) > MaxConditionValueBytes {
+			return nil, l.fail(overLimit("a string of %d bytes is larger than the size limit of %d bytes", len(x), MaxConditionValueBytes))
+		}
+	default:
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.Len() > MaxConditionValueBytes/8 {
+			return nil, l.fail(overLimit("a list of %d items is larger than the size limit of %d items", rv.Len(), MaxConditionValueBytes/8))
+		}
+	}
+	return v, nil
+}
+
+// Matches is expr's `matches` operator, refused when Go's linear-time
+// matcher would still take too long on this subject and pattern.
+func (l *conditionLimits) Matches(subject, pattern string) (bool, error) {
+	if _, err := l.Step(nil); err != nil {
+		return false, err
+	}
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return false, fmt.Errorf("invalid regular expression %q: %w", pattern, err)
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return false, fmt.Errorf("invalid regular expression %q: %w", pattern, err)
+	}
+	if work := mulSize(len(subject)+1, len(prog.Inst)); work > maxRegexWork {
+		return false, l.fail(overLimit("matching %d bytes against a pattern of %d instructions exceeds the regular expression limit of %d", len(subject), len(prog.Inst), maxRegexWork))
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return false, fmt.Errorf("invalid regular expression %q: %w", pattern, err)
+	}
+	return re.MatchString(subject), nil
 }

@@ -122,3 +122,76 @@ func TestConditionConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// hostileConditions are conditions that would take a worker's time or
+// memory without the limits.
+var hostileConditions = []struct{ name, src, want string }{
+	{"NestedAll", `let a=1..1000; all(a,{all(a,{all(a,{true})})})`, "limit of"},
+	{"NestedAllDeeper", `let a=1..1000; all(a,{all(a,{all(a,{all(a,{true})})})})`, "limit of"},
+	{"HugeRange", `len(1..1000000000) > 0`, "memory budget exceeded"},
+	{"NestedMap", `let a=1..1000; len(map(a, map(a, map(a, #)))) > 0`, "limit of"},
+	{"StringDoubling", "let a=doc.s+doc.s; let b=a+a; let c=b+b; let d=c+c; let e=d+d; let f=e+e; let g=f+f; let h=g+g; let i=h+h; let j=i+i; let k=j+j; let l=k+k; let m=l+l; let n=m+m; let o=n+n; let p=o+o; let q=p+p; let r=q+q; let s=r+r; let t=s+s; let u=t+t; len(u) > 0", "size limit"},
+	{"ReduceDoubling", `reduce(1..100, #acc + #acc, "x") != ""`, "size limit"},
+	{"UnknownFunction", `system("id") == ""`, "unknown name system"},
+	{"RegexOnBigSubject", `doc.big matches "(a|aa|aaa|aaaa)*(b|bb|bbb){1,100}c"`, "regular expression limit"},
+	{"SortBigRange", `len(sortBy(1..1000, {-#})) > 0 && all(1..1000, {all(1..1000, {true})})`, "limit of"},
+}
+
+func TestHostileConditionsStopAtALimit(t *testing.T) {
+	t.Parallel()
+
+	doc := map[string]any{"s": strings.Repeat("x", 100), "big": strings.Repeat("a", 1<<20)}
+	for _, tt := range hostileConditions {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cond, err := CompileCondition(tt.src)
+			if err != nil {
+				if strings.Contains(err.Error(), tt.want) {
+					return
+				}
+				t.Fatalf("CompileCondition: %v", err)
+			}
+			got, err := cond.Match(doc)
+			if err == nil {
+				t.Fatalf("Match = %v, want a limit", got)
+			}
+			if !errors.Is(err, ErrUnbuildable) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want an ErrUnbuildable naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConditionRefusesAllocatingBuiltins(t *testing.T) {
+	t.Parallel()
+
+	for _, src := range []string{`repeat("x", 1000000) != ""`, `replace(doc.s, "x", "yy") != ""`, `join(["a"], "x") != ""`} {
+		if _, err := CompileCondition(src); err == nil || !strings.Contains(err.Error(), "unknown name") {
+			t.Errorf("CompileCondition(%q) = %v, want the function refused", src, err)
+		}
+	}
+}
+
+// FuzzCondition compiles and evaluates arbitrary conditions under the
+// limits: never a panic, and every failure wraps ErrUnbuildable.
+func FuzzCondition(f *testing.F) {
+	for _, s := range []string{`doc.status == "Paid"`, `all(doc.items, .qty > 1)`, `doc.s + doc.s != ""`, `doc.s matches "a+"`} {
+		f.Add(s)
+	}
+	for _, h := range hostileConditions {
+		f.Add(h.src)
+	}
+	doc := map[string]any{"status": "Paid", "s": "abc", "items": []any{map[string]any{"qty": 2.0}}}
+	f.Fuzz(func(t *testing.T, src string) {
+		cond, err := CompileCondition(src)
+		if err != nil {
+			if !errors.Is(err, ErrUnbuildable) {
+				t.Fatalf("compile error %v does not wrap ErrUnbuildable", err)
+			}
+			return
+		}
+		if _, err := cond.Match(doc); err != nil && !errors.Is(err, ErrUnbuildable) {
+			t.Fatalf("match error %v does not wrap ErrUnbuildable", err)
+		}
+	})
+}

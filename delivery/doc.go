@@ -15,14 +15,22 @@
 //     recursive loops are refused when the template is parsed: the first
 //     four would read server files, the rest allow unbounded recursion,
 //     which overflows the Go stack and cannot be recovered from.
-//   - Rendering has a budget of MaxRenderSteps, a MaxRenderedBytes cap on
-//     its output and a MaxRenderTime watchdog. A single operation inside
-//     gonja, such as `"x" * 10000000000` or a huge padding width, is not
-//     interrupted: it allocates before any check runs, and the rendering
-//     goroutine outlives the watchdog until it finishes.
-//   - gonja prints values the Python way: true as True, none as nothing,
-//     a dict as {'a': 1}. Use `| tojson` for anything but plain strings
-//     and numbers; tojson escapes <, > and & as \u003c and so on.
+//   - Rendering runs on Homing's copy of gonja (internal/gonja), which
+//     reports to renderLimits: every expression, loop item and write costs
+//     a step (MaxRenderSteps), the deadline (MaxRenderTime) is checked at
+//     every step, every value an operator, filter, method or function
+//     builds is charged before it is built when its size comes from an
+//     argument ('x' * n, center, lipsum, range, replace, join, format…),
+//     no value and no body may pass Spec.MaxBytes, and all the values one
+//     rendering builds may not pass RenderMemoryFactor times that.
+//     Rendering happens in the caller's goroutine, so a rendering stopped by
+//     a limit has stopped. Errors from a limit match ErrLimit.
+//   - Every {{ }} is escaped for where it lands in the JSON body: inside a
+//     JSON string its text is escaped, elsewhere it is written as one JSON
+//     value (a string quoted, a number, true, false, null, a list or dict
+//     as JSON). `| tojson` marks text as JSON, written as it is.
+//   - gonja prints values inside strings the Python way: true as True,
+//     none as nothing, a dict as {'a': 1}.
 //   - Numbers that are whole are handed to the template as ints, so an
 //     index decoded from JSON as 3.0 prints as 3.
 package delivery

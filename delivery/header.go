@@ -18,7 +18,28 @@ var reservedHeaders = map[string]string{
 	"te":                "TE",
 	"trailer":           "Trailer",
 	"proxy-connection":  "Proxy-Connection",
+	// Homing sets these on every request; a webhook's own value would be
+	// silently replaced.
+	"content-type":               "Content-Type",
+	"webhook-id":                 "webhook-id",
+	"webhook-timestamp":          "webhook-timestamp",
+	"webhook-signature":          "webhook-signature",
+	"x-frappe-webhook-signature": "X-Frappe-Webhook-Signature",
 }
+
+// setByHoming are the reserved headers Homing itself writes.
+var setByHoming = map[string]bool{"content-type": true, "webhook-id": true, "webhook-timestamp": true, "webhook-signature": true, "x-frappe-webhook-signature": true}
+
+// secretByDefault are the headers that carry credentials: their values are
+// sealed at rest and masked in every view even when not marked secret.
+var secretByDefault = map[string]bool{"authorization": true, "proxy-authorization": true, "cookie": true, "x-api-key": true}
+
+// SecretByDefault reports whether a header named name carries a credential
+// whatever the webhook says.
+func SecretByDefault(name string) bool { return secretByDefault[strings.ToLower(name)] }
+
+// Masked is how a secret header's value is shown.
+const Masked = "****"
 
 // ParseHeader parses a webhook's "Name: Value" header line. It refuses
 // anything that could smuggle a second header or body (CR, LF and other
@@ -42,6 +63,9 @@ func ParseHeader(s string) (name, value string, err error) {
 		}
 	}
 	if spelled, reserved := reservedHeaders[strings.ToLower(name)]; reserved {
+		if setByHoming[strings.ToLower(name)] {
+			return "", "", unbuildable("header %q: %s is set by Homing on every request and would replace this value; remove it", s, spelled)
+		}
 		return "", "", unbuildable("header %q: %s cannot be overridden", s, spelled)
 	}
 	for i := 0; i < len(value); i++ {

@@ -1,7 +1,6 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,19 +8,20 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/nikolalohinski/gonja/v2/builtins"
-	controlstructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
-	"github.com/nikolalohinski/gonja/v2/config"
-	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
-	"github.com/nikolalohinski/gonja/v2/nodes"
-	"github.com/nikolalohinski/gonja/v2/parser"
-	"github.com/nikolalohinski/gonja/v2/tokens"
+	"github.com/homingdev/homing/internal/gonja/builtins"
+	controlstructures "github.com/homingdev/homing/internal/gonja/builtins/control_structures"
+	"github.com/homingdev/homing/internal/gonja/config"
+	"github.com/homingdev/homing/internal/gonja/exec"
+	"github.com/homingdev/homing/internal/gonja/loaders"
+	"github.com/homingdev/homing/internal/gonja/nodes"
+	"github.com/homingdev/homing/internal/gonja/parser"
+	"github.com/homingdev/homing/internal/gonja/tokens"
 )
 
 const (
@@ -29,31 +29,39 @@ const (
 	// (or a hostile webhook) cannot make every delivery parse megabytes.
 	MaxTemplateBytes = 64 << 10
 
-	// MaxRenderTime bounds one rendering. Rendering runs in its own
-	// goroutine and Build gives up after this long; the step budget below
-	// normally stops a runaway template well before, and also stops the
-	// goroutine, which is otherwise left to finish on its own.
+	// MaxRenderTime bounds one rendering. The engine checks the deadline at
+	// every step, and no single step can take long (every value it builds
+	// is bounded first), so a rendering that passes it stops there, in the
+	// caller's goroutine: none is left running.
 	MaxRenderTime = time.Second
 
-	// MaxRenderSteps is gonja's missing loop limit: every control structure
-	// executed, every item a {% for %} walks, every number range() makes and
-	// every chunk of output written costs one step. A webhook body for a
-	// document with a thousand items needs a few tens of thousands; gonja
-	// takes about two microseconds a step, so the budget also keeps a
-	// rendering well inside MaxRenderTime.
-	MaxRenderSteps = 200_000
+	// MaxRenderSteps is gonja's missing loop limit: every expression
+	// evaluated, every control structure executed, every item a {% for %}
+	// walks, every number range() makes and every chunk of output written
+	// costs one step. A webhook body for a document with a thousand items
+	// needs a few tens of thousands.
+	MaxRenderSteps = 500_000
 
-	// MaxRenderedBytes caps a rendered body, so that a loop cannot fill
-	// memory before the step budget or the time limit stops it.
+	// MaxRenderedBytes is the default cap on a rendered body and on any one
+	// value a template builds; delivery.max_payload_bytes sets it
+	// (Spec.MaxBytes).
 	MaxRenderedBytes = 1 << 20
+
+	// RenderMemoryFactor times the body cap is how many bytes of values
+	// (strings, list and dict items, counted at their full size) one
+	// rendering may build in all, so that a loop cannot fill memory with
+	// values it never writes.
+	RenderMemoryFactor = 8
+
+	// MaxTemplateNesting bounds how deeply brackets, unary operators and
+	// block tags nest in a template, so that parsing and evaluation recurse
+	// a bounded number of times.
+	MaxTemplateNesting = 100
 )
 
 // The context keys below are not valid template identifiers, so a template
 // can neither read nor shadow them.
-const (
-	budgetKey = "homing:budget"
-	loopKey   = "homing:loop-items"
-)
+const loopKey = "homing:loop-items"
 
 // forbiddenStructures are the gonja tags a webhook template may not use.
 // include, import, from and extends would read files on the server; macro,
@@ -61,6 +69,17 @@ const (
 // recursion overflows the Go stack, which no recover can catch; trans has
 // no catalogue to translate with.
 var forbiddenStructures = []string{"block", "call", "extends", "from", "import", "include", "macro", "trans"}
+
+// templateFilters are the filters a template may use: gonja's, each
+// guarded by the rendering's limits (guardFilter).
+var templateFilters = []string{
+	"abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
+	"filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join",
+	"last", "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr",
+	"replace", "reverse", "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags",
+	"sum", "title", "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize", "wordcount",
+	"wordwrap", "xmlattr",
+}
 
 // templateEnv is built once and never changed afterwards: gonja's sets are
 // guarded by their own locks and each rendering works on a child context,
@@ -77,9 +96,24 @@ var templateEnv = sync.OnceValue(func() *exec.Environment {
 	for _, name := range forbiddenStructures {
 		structures[name] = refuseParser(name)
 	}
+	filters := map[string]exec.FilterFunction{}
+	for _, name := range templateFilters {
+		f, ok := builtins.Filters.Get(name)
+		if !ok {
+			panic("gonja lost its " + name + " filter")
+		}
+		filters[name] = guardFilter(name, f)
+	}
+	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+	lipsum, ok := globals.Get("lipsum")
+	if fn, isFn := lipsum.(func(*exec.Evaluator, *exec.VarArgs) *exec.Value); ok && isFn {
+		globals.Set("lipsum", guardLipsum(fn))
+	} else {
+		panic("gonja lost its lipsum function")
+	}
 	return &exec.Environment{
-		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables),
-		Filters:           builtins.Filters,
+		Context:           globals,
+		Filters:           exec.NewFilterSet(filters),
 		Tests:             builtins.Tests,
 		ControlStructures: exec.NewControlStructureSet(structures),
 		Methods:           builtins.Methods,
@@ -93,13 +127,15 @@ func templateConfig() *config.Config {
 	// A variable the document lacks must fail the delivery, not render as
 	// an empty string into a JSON body.
 	cfg.StrictUndefined = true
+	cfg.KnownFilter = func(name string) bool { return slices.Contains(templateFilters, name) }
 	return cfg
 }
 
 // ValidateTemplate parses src without rendering it, so that a webhook with
 // a broken template is refused when it is created rather than when its
-// first delivery is exhausted. It cannot see missing document fields,
-// unknown filters or invalid JSON: those depend on the document.
+// first delivery is exhausted. Unknown filters are refused here; missing
+// document fields and invalid JSON depend on the document, and are found
+// by rendering a sample (Build).
 func ValidateTemplate(src string) (err error) {
 	defer recoverInto(&err)
 	_, err = parseTemplate(src)
@@ -112,6 +148,9 @@ func parseTemplate(src string) (*exec.Template, error) {
 	if len(src) > MaxTemplateBytes {
 		return nil, unbuildable("template: %d bytes is more than the limit of %d", len(src), MaxTemplateBytes)
 	}
+	if err := checkNesting(src); err != nil {
+		return nil, err
+	}
 	tpl, err := exec.NewTemplate(rootTemplate, templateConfig(), rootLoader(src), templateEnv())
 	if err != nil {
 		return nil, unbuildable("template: %s", describeParseError(err))
@@ -119,47 +158,68 @@ func parseTemplate(src string) (*exec.Template, error) {
 	return tpl, nil
 }
 
-// renderTemplate renders src with doc bound as `doc`, within MaxRenderTime
-// and the step budget, and checks that the result is JSON.
-func renderTemplate(src string, doc map[string]any) ([]byte, error) {
-	return renderWithin(src, doc, MaxRenderTime)
+// blockTags open a block that an end tag closes.
+var blockTags = map[string]bool{"if": true, "for": true, "with": true, "filter": true, "autoescape": true, "raw": true}
+
+// checkNesting refuses a template whose brackets, unary operators or blocks
+// nest deeper than MaxTemplateNesting, before gonja's recursive parser sees
+// it.
+func checkNesting(src string) error {
+	stream := tokens.LexAll(src, templateConfig())
+	depth, unary := 0, 0
+	var prev *tokens.Token
+	for ; !stream.EOF(); stream.Next() {
+		tok := stream.Current()
+		switch tok.Type {
+		case tokens.Error:
+			return nil // the parser reports it, with its position
+		case tokens.LeftParenthesis, tokens.LeftBracket, tokens.LeftBrace:
+			depth++
+		case tokens.RightParenthesis, tokens.RightBracket, tokens.RightBrace:
+			depth--
+		case tokens.Not, tokens.Addition, tokens.Subtraction:
+			unary++
+		case tokens.Name:
+			if prev != nil && prev.Type == tokens.BlockBegin {
+				switch {
+				case blockTags[tok.Val]:
+					depth++
+				case strings.HasPrefix(tok.Val, "end"):
+					depth--
+				}
+			}
+			unary = 0
+		default:
+			unary = 0
+		}
+		if depth > MaxTemplateNesting || unary > MaxTemplateNesting {
+			return unbuildable("template: line %d col %d: nests deeper than the limit of %d levels", tok.Line, tok.Col, MaxTemplateNesting)
+		}
+		prev = tok
+	}
+	return nil
 }
 
-type renderResult struct {
-	body []byte
-	err  error
+// renderTemplate renders src with doc bound as `doc`, within MaxRenderTime,
+// the step budget and maxBytes, and checks that the result is JSON.
+func renderTemplate(src string, doc map[string]any, maxBytes int) ([]byte, error) {
+	return renderWithin(src, doc, maxBytes, MaxRenderTime)
 }
 
-// renderWithin does the work of renderTemplate with a configurable limit,
-// so that tests can reach the timeout path without a slow template.
-func renderWithin(src string, doc map[string]any, limit time.Duration) ([]byte, error) {
+// renderWithin is renderTemplate with a configurable time limit, so that
+// tests can reach the deadline without a slow template. It renders in the
+// caller's goroutine: when it returns, the rendering has stopped.
+func renderWithin(src string, doc map[string]any, maxBytes int, limit time.Duration) (body []byte, err error) {
+	if maxBytes <= 0 {
+		maxBytes = MaxRenderedBytes
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-
-	done := make(chan renderResult, 1)
-	go func() {
-		var res renderResult
-		defer func() { done <- res }()
-		defer recoverInto(&res.err)
-		res.body, res.err = render(ctx, src, doc, limit)
-	}()
-
-	select {
-	case res := <-done:
-		return res.body, res.err
-	case <-ctx.Done():
-		// The budget sees the same cancellation and stops the goroutine at
-		// its next step; only a single huge operation inside gonja (such
-		// as repeating a string a billion times) can keep it running.
-		return nil, unbuildable("template: %s", timeLimitMessage(limit))
-	}
+	defer recoverInto(&err)
+	return render(ctx, src, doc, maxBytes, limit)
 }
 
-func timeLimitMessage(limit time.Duration) string {
-	return fmt.Sprintf("rendering took longer than the limit of %s", limit)
-}
-
-func render(ctx context.Context, src string, doc map[string]any, limit time.Duration) ([]byte, error) {
+func render(ctx context.Context, src string, doc map[string]any, maxBytes int, limit time.Duration) ([]byte, error) {
 	tpl, err := parseTemplate(src)
 	if err != nil {
 		return nil, err
@@ -169,26 +229,32 @@ func render(ctx context.Context, src string, doc map[string]any, limit time.Dura
 		return nil, err
 	}
 
-	budget := &renderBudget{ctx: ctx, limit: limit, left: MaxRenderSteps}
-	out := &cappedWriter{budget: budget}
+	limits := newRenderLimits(ctx, limit, maxBytes)
+	out := &bodyWriter{limits: limits}
 	data := exec.NewContext(map[string]any{
-		"doc":     normalized,
-		"range":   budget.rangeFunc,
-		budgetKey: budget,
+		"doc":   normalized,
+		"range": limits.rangeFunc,
 	})
-	execErr := tpl.Execute(out, data)
-	// The budget's own error wins: gonja ignores some errors (a loop's
+	execErr := tpl.ExecuteLimited(out, data, limits)
+	// The limits' own error wins: gonja ignores some errors (a loop's
 	// inline if filter) and buries the others under its own wrapping.
-	if budget.err != nil {
-		return nil, unbuildable("template: %s%s", lineOf(execErr), budget.err.Error())
+	if limits.err != nil {
+		var lim *limitError
+		if errors.As(limits.err, &lim) {
+			return nil, &unbuildableError{err: fmt.Errorf("template: %s%w", lineOf(execErr), limits.err)}
+		}
+		return nil, unbuildable("template: %s%s", lineOf(execErr), limits.err.Error())
 	}
 	if execErr != nil {
+		if unknownName(execErr) {
+			return nil, &unbuildableError{err: &unknownNameError{msg: "template: " + describeRenderError(execErr)}}
+		}
 		return nil, unbuildable("template: %s", describeRenderError(execErr))
 	}
-	if err := checkJSON(out.buf.Bytes()); err != nil {
+	if err := checkJSON(out.buf); err != nil {
 		return nil, err
 	}
-	return out.buf.Bytes(), nil
+	return out.buf, nil
 }
 
 // checkJSON reports where a rendered body stops being JSON, with the text
@@ -210,40 +276,13 @@ func checkJSON(body []byte) error {
 		at = len(body)
 	}
 	from, to := max(0, at-20), min(len(body), at+20)
-	return unbuildable("rendered body is not valid JSON: %s at offset %d (near %q); quote strings and use | tojson for values that may hold quotes",
+	return unbuildable("rendered body is not valid JSON: %s at offset %d (near %q); every {{ }} is written as one JSON value, or escaped inside a JSON string",
 		syntax.Error(), at, body[from:to])
-}
-
-// renderBudget counts the steps of one rendering and notices its deadline.
-// Only the rendering goroutine touches it.
-type renderBudget struct {
-	ctx   context.Context
-	limit time.Duration
-	left  int
-	err   error
-}
-
-// charge spends n steps and fails, for good, once the budget or the time is
-// used up.
-func (b *renderBudget) charge(n int) error {
-	if b.err != nil {
-		return b.err
-	}
-	if b.ctx.Err() != nil {
-		b.err = errors.New(timeLimitMessage(b.limit))
-		return b.err
-	}
-	if n > b.left {
-		b.err = fmt.Errorf("rendering needs more than %d steps; loops over large ranges or nested loops are too big", MaxRenderSteps)
-		return b.err
-	}
-	b.left -= n
-	return nil
 }
 
 // rangeFunc replaces gonja's range, which feeds its loop from a goroutine
 // that nothing can stop, with a slice whose length is paid for up front.
-func (b *renderBudget) rangeFunc(_ *exec.Evaluator, params *exec.VarArgs) ([]int, error) {
+func (l *renderLimits) rangeFunc(_ *exec.Evaluator, params *exec.VarArgs) ([]int, error) {
 	start, stop, step := 0, 0, 1
 	for _, arg := range params.Args {
 		if !arg.IsInteger() {
@@ -264,7 +303,10 @@ func (b *renderBudget) rangeFunc(_ *exec.Evaluator, params *exec.VarArgs) ([]int
 		return nil, errors.New("range step cannot be 0")
 	}
 	count := rangeLen(start, stop, step)
-	if err := b.charge(count); err != nil {
+	if err := l.charge(count); err != nil {
+		return nil, err
+	}
+	if err := l.Alloc(8 * count); err != nil {
 		return nil, err
 	}
 	items := make([]int, 0, count)
@@ -289,33 +331,117 @@ func rangeLen(start, stop, step int) int {
 	return int(n)
 }
 
-// cappedWriter collects the rendered body, charging a step per write and
-// refusing to grow past MaxRenderedBytes.
-type cappedWriter struct {
-	budget *renderBudget
-	buf    bytes.Buffer
+// guardFilter charges a filter's step, checks the size of what it will
+// build from its arguments before it runs, and charges what it built.
+func guardFilter(name string, f exec.FilterFunction) exec.FilterFunction {
+	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		l := limitsOf(e)
+		if l == nil {
+			return f(e, in, params)
+		}
+		if err := l.Step(); err != nil {
+			return exec.AsValue(err)
+		}
+		if err := l.beforeFilter(name, in, params); err != nil {
+			return exec.AsValue(err)
+		}
+		out := f(e, in, params)
+		if out.IsError() {
+			return out
+		}
+		if name == "tojson" {
+			out = exec.AsValue(rawJSON(out.String()))
+		}
+		if out != in {
+			if err := l.Store(nil, out); err != nil {
+				return exec.AsValue(err)
+			}
+		}
+		return out
+	}
 }
 
-func (w *cappedWriter) Write(p []byte) (int, error) {
-	if err := w.budget.charge(1); err != nil {
-		return 0, err
+// beforeFilter bounds the filters whose output grows with an argument.
+func (l *renderLimits) beforeFilter(name string, in *exec.Value, params *exec.VarArgs) error {
+	switch name {
+	case "center":
+		return l.Alloc(addSize(len(in.String()), max(0, intArg(params, 0, "width"))))
+	case "indent":
+		s := in.String()
+		width := 4
+		if len(params.Args) > 0 && params.Args[0].IsString() {
+			width = len(params.Args[0].String())
+		} else if w := intArg(params, 0, "width"); w != 0 {
+			width = w
+		}
+		return l.Alloc(addSize(len(s), mulSize(strings.Count(s, "\n")+1, max(0, width))))
+	case "wordwrap":
+		s := in.String()
+		wrap := 1
+		if len(params.Args) > 2 {
+			wrap = len(params.Args[2].String())
+		} else if w, ok := params.KwArgs["wrapstring"]; ok {
+			wrap = len(w.String())
+		}
+		return l.Alloc(addSize(len(s), mulSize(len(s), wrap)))
+	case "batch":
+		return l.Alloc(mulSize(8, max(0, intArg(params, 0, "linecount"))))
+	case "slice":
+		return l.Alloc(mulSize(8, max(0, intArg(params, 0, "slices"))))
+	case "tojson":
+		if indent := intArg(params, 0, "indent"); indent > 16 || indent < 0 {
+			return l.fail(overLimit("tojson indent %d is more than the limit of 16", indent))
+		}
+	case "format":
+		return l.Alloc(formatSize(in.String(), params))
+	case "replace":
+		if len(params.Args) < 2 {
+			return nil
+		}
+		count := -1
+		if c := intArg(params, 2, "count"); len(params.Args) > 2 || c != 0 {
+			count = c
+		}
+		return l.Alloc(replaceSize(in.String(), params.Args[0].String(), params.Args[1].String(), count))
+	case "join":
+		sep := ""
+		if len(params.Args) > 0 {
+			sep = params.Args[0].String()
+		} else if d, ok := params.KwArgs["d"]; ok {
+			sep = d.String()
+		}
+		return l.Alloc(mulSize(len(sep), in.Len()))
 	}
-	if w.buf.Len()+len(p) > MaxRenderedBytes {
-		w.budget.err = fmt.Errorf("rendered body is larger than the limit of %d bytes", MaxRenderedBytes)
-		return 0, w.budget.err
-	}
-	return w.buf.Write(p)
+	return nil
 }
 
-// budgetOf finds the rendering's budget in the template context.
-func budgetOf(r *exec.Renderer) *renderBudget {
-	v, ok := r.Environment.Context.Get(budgetKey)
-	if !ok {
-		return nil
+// guardLipsum bounds lipsum(n, html, min, max) before it writes n
+// paragraphs of up to max words.
+func guardLipsum(fn func(*exec.Evaluator, *exec.VarArgs) *exec.Value) func(*exec.Evaluator, *exec.VarArgs) *exec.Value {
+	return func(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
+		if l := limitsOf(e); l != nil {
+			n, most := intArg(params, 0, "n"), intArg(params, 3, "max")
+			if n == 0 {
+				n = 5
+			}
+			if most == 0 {
+				most = 100
+			}
+			if err := l.Alloc(mulSize(mulSize(max(0, n), max(0, most)), 16)); err != nil {
+				return exec.AsValue(err)
+			}
+		}
+		return fn(e, params)
 	}
-	b, _ := v.(*renderBudget)
-	return b
 }
+
+// limitsOfRenderer finds the rendering's limits from a control structure.
+func limitsOfRenderer(r *exec.Renderer) *renderLimits {
+	l, _ := r.Environment.Limits.(*renderLimits)
+	return l
+}
+
+var _ io.Writer = (*bodyWriter)(nil)
 
 // guardParser wraps a gonja control structure parser so that every
 // execution of the structure costs a step, which is what stops nested loops
@@ -345,7 +471,7 @@ type guardedStructure struct {
 }
 
 func (g *guardedStructure) Execute(r *exec.Renderer, tag *nodes.ControlStructureBlock) error {
-	if b := budgetOf(r); b != nil {
+	if b := limitsOfRenderer(r); b != nil {
 		if err := b.charge(1); err != nil {
 			return err
 		}
@@ -361,7 +487,7 @@ type guardedFor struct {
 }
 
 func (g *guardedFor) Execute(r *exec.Renderer, tag *nodes.ControlStructureBlock) error {
-	b := budgetOf(r)
+	b := limitsOfRenderer(r)
 	if b == nil {
 		return g.ForControlStructure.Execute(r, tag)
 	}
@@ -436,6 +562,7 @@ var (
 	nameRe      = regexp.MustCompile(`Unable to evaluate name "([^"]*)"`)
 	filterRe    = regexp.MustCompile(`filter '([^']*)' not found`)
 	testRe      = regexp.MustCompile(`test '([^']*)' not found`)
+	callRe      = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*) is not callable$`)
 )
 
 // describeParseError turns gonja's parse error, which quotes the whole
@@ -457,6 +584,32 @@ func describeParseError(err error) string {
 	return oneLine(err.Error())
 }
 
+// ErrUnknownName marks a template that uses a name no document can supply:
+// a function, variable or test that does not exist (doc's fields are the
+// document's business). Creation refuses it even without a sample.
+var ErrUnknownName = errors.New("unknown name")
+
+// unknownNameError is a rendering error that matches ErrUnknownName.
+type unknownNameError struct{ msg string }
+
+func (e *unknownNameError) Error() string { return e.msg }
+
+func (e *unknownNameError) Unwrap() error { return ErrUnknownName }
+
+// unknownName reports whether a rendering failed on a name other than doc's
+// fields, or on an unknown test.
+func unknownName(err error) bool {
+	leaf := err
+	for next := errors.Unwrap(leaf); next != nil; next = errors.Unwrap(leaf) {
+		leaf = next
+	}
+	msg := oneLine(leaf.Error())
+	if m := nameRe.FindStringSubmatch(msg); m != nil {
+		return m[1] != "doc" && !strings.HasPrefix(m[1], "doc.")
+	}
+	return testRe.MatchString(msg) || callRe.MatchString(msg)
+}
+
 // describeRenderError turns gonja's chain of wrapped messages into one line
 // that names the innermost line number and what was wrong there.
 func describeRenderError(err error) string {
@@ -474,6 +627,8 @@ func describeRenderError(err error) string {
 		msg = fmt.Sprintf("unknown filter %q", filterRe.FindStringSubmatch(msg)[1])
 	case testRe.MatchString(msg):
 		msg = fmt.Sprintf("unknown test %q", testRe.FindStringSubmatch(msg)[1])
+	case callRe.MatchString(msg):
+		msg = fmt.Sprintf("unknown function %q", callRe.FindStringSubmatch(msg)[1])
 	}
 	return lineOf(err) + msg
 }

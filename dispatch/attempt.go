@@ -14,6 +14,7 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/webhook"
 )
 
 // Mode says which state an attempt may claim a delivery from.
@@ -155,7 +156,15 @@ func (d *Dispatcher) send(ctx context.Context, claimed models.Delivery, mode Mod
 			return out, err
 		}
 	}
-	req := d.request(claimed, hook, secrets, now)
+	if err := d.loadHeaders(ctx, hook); err != nil {
+		return Outcome{}, err
+	}
+	req, err := d.request(claimed, hook, secrets, now)
+	if err != nil {
+		// Like a secret that cannot be opened: this worker's configuration,
+		// not the receiver's. The claim's lease brings the row back.
+		return Outcome{}, err
+	}
 	res := d.sender.Send(ctx, req)
 	if errors.Is(res.Err, context.Canceled) && mode != Sync {
 		if rerr := d.release(claimed, d.now()); rerr != nil {
@@ -241,11 +250,22 @@ func (d *Dispatcher) release(row models.Delivery, at time.Time) error {
 }
 
 // request builds the HTTP request of this attempt: the frozen payload and
-// headers, the webhook's current URL and method, fresh signatures.
-func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets []signing.Secret, now time.Time) delivery.Request {
+// headers, the webhook's current URL, method and credential (sealed)
+// headers, fresh signatures.
+func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets []signing.Secret, now time.Time) (delivery.Request, error) {
 	h := make(http.Header, len(row.Headers)+4)
 	for k, v := range row.Headers {
 		h.Set(k, v)
+	}
+	for k, v := range hook.Headers {
+		if !webhook.FromWebhook(k, v) {
+			continue
+		}
+		plain, err := webhook.OpenHeader(d.box, v)
+		if err != nil {
+			return delivery.Request{}, fmt.Errorf("webhook %q: header %s: %w", hook.Name, k, err)
+		}
+		h.Set(k, plain)
 	}
 	scheme := hook.SignatureScheme
 	if len(secrets) == 0 {
@@ -258,7 +278,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		Header:  h,
 		Body:    row.Payload,
 		Timeout: hook.Timeout(),
-	}
+	}, nil
 }
 
 // secrets opens the webhook's current secret and those still inside their
@@ -341,6 +361,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	for k := range req.Header {
 		sent[k] = req.Header.Get(k)
 	}
+	sent = webhook.MaskedHeaders(maskSealed(sent, hook))
 	attempt := models.Attempt{
 		DeliveryID:     row.ID,
 		Attempt:        row.Attempts,

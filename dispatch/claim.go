@@ -63,7 +63,7 @@ func (d *Dispatcher) ReleaseClaimed(c *Claimed) error { return d.release(c.row, 
 const claimColumns = `d.id, d.webhook_id, d.webhook_name, d.event_id, d.headers, d.payload, d.status,
 	d.attempts, d.max_retries, d.next_retry, d.created_at,
 	w.id, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
-	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit,
+	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit, w.headers,
 	w.timeout_ms, w.queue, old.next_retry`
 
 // notHeldSQL is the condition a retry's claim adds: its webhook is not
@@ -142,7 +142,7 @@ func scanClaim(rows *sql.Rows, c *joinedClaim) error {
 	err := rows.Scan(&row.ID, &row.WebhookID, &row.WebhookName, &row.EventID, &row.Headers, &row.Payload, &row.Status,
 		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt,
 		&hook.ID, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
-		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.TimeoutMS, &hook.Queue, &c.prevNext)
+		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.Headers, &hook.TimeoutMS, &hook.Queue, &c.prevNext)
 	if err != nil {
 		return err
 	}

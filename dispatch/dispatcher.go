@@ -45,6 +45,9 @@ type Config struct {
 	Observer Observer
 	// Limiter enforces webhooks' rate_limit; nil sends without a limit.
 	Limiter Limiter
+	// MaxPayloadBytes caps a rendered body and every value its template
+	// builds (delivery.max_payload_bytes); 0 is delivery.MaxRenderedBytes.
+	MaxPayloadBytes int
 }
 
 // Dispatcher fans out events and runs attempts against one database.
@@ -60,6 +63,7 @@ type Dispatcher struct {
 	conds        *conditionCache
 	observer     Observer
 	limiter      Limiter
+	maxPayload   int
 	// postgres enables the single-statement claim and record, which use
 	// PostgreSQL's UPDATE … FROM … RETURNING, interval arithmetic and
 	// data-modifying WITH. SQLite is in-process: its round trips are
@@ -87,6 +91,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		conds:        newConditionCache(),
 		observer:     cfg.Observer,
 		limiter:      cfg.Limiter,
+		maxPayload:   cfg.MaxPayloadBytes,
 		postgres:     db.Dialector.Name() == "postgres",
 	}
 	if d.postgres {

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/webhook"
 )
 
 // syncPending is the reason a synchronous delivery carries until its one
@@ -231,13 +231,17 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields}, ev.Doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload}, ev.Doc)
 	if err != nil {
 		return exhaust("cannot build request: " + err.Error())
 	}
-	headers := maps.Clone(w.Headers)
-	if headers == nil {
-		headers = models.StringMap{}
+	// Sealed (credential) headers are not frozen into the row: each attempt
+	// takes them from the webhook as it is then (request).
+	headers := make(models.StringMap, len(w.Headers)+1)
+	for k, v := range w.Headers {
+		if !webhook.FromWebhook(k, v) {
+			headers[k] = v
+		}
 	}
 	headers["Content-Type"] = contentType
 	row.Headers = headers

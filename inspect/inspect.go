@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/webhook"
 )
 
 // Errors callers tell apart with errors.Is.
@@ -193,10 +194,8 @@ func Show(ctx context.Context, db *gorm.DB, id string) (Detail, error) {
 		history[i] = Attempt{Attempt: a.Attempt, At: a.At.UTC(), StatusCode: a.StatusCode, DurationMS: a.DurationMS,
 			Error: a.Error, Method: a.Method, URL: a.URL, Class: a.Class}
 	}
-	headers := map[string]string(row.Headers)
-	if headers == nil {
-		headers = map[string]string{}
-	}
+	// Rows written before credential headers were sealed may hold one.
+	headers := webhook.MaskedHeaders(row.Headers)
 	return Detail{
 		Delivery: summary(row), Headers: headers, Payload: string(row.Payload),
 		LastResponse: row.LastResponse, ResentFrom: row.ResentFrom, History: history,

@@ -280,7 +280,7 @@ func TestUnbuildableRequestIsExhaustedWithoutARequest(t *testing.T) {
 		in.Template = ptr(`{"x": "{{ doc.no_such_field }}"}`)
 	})
 	h.createWebhook("not-json", recv.srv.URL, func(in *webhook.Input) {
-		in.Template = ptr(`{"name": {{ doc.name }}}`) // renders {"name": SO-1}
+		in.Template = ptr(`{"name": "{{ doc.name }}",}`) // a trailing comma: not JSON for any document
 	})
 	id := h.publish(salesOrder("ev-unbuildable"))
 	eventually(t, "two deliveries", func() bool { return len(h.deliveries(id)) == 2 })

@@ -41,10 +41,7 @@ func ViewOf(w models.Webhook) View {
 	for i, f := range w.Fields {
 		fields[i] = f.Fieldname + "=" + f.Key
 	}
-	headers := map[string]string(w.Headers)
-	if headers == nil {
-		headers = map[string]string{}
-	}
+	headers := MaskedHeaders(w.Headers)
 	scheme := w.SignatureScheme
 	if w.Secret == "" {
 		scheme = "none"

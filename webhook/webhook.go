@@ -70,15 +70,24 @@ var Methods = []string{"POST", "PUT", "PATCH", "DELETE"}
 // Input is a webhook definition as given by a person or an API call. A nil
 // field is "not given": defaults on Create, unchanged on Update.
 type Input struct {
-	Name       *string
-	DocType    *string
-	Event      *string
-	URL        *string
-	Method     *string
-	Structure  *string
-	Template   *string
-	Fields     *[]string // "fieldname=key"
-	Headers    *[]string // "Name: Value"
+	Name      *string
+	DocType   *string
+	Event     *string
+	URL       *string
+	Method    *string
+	Structure *string
+	Template  *string
+	Fields    *[]string // "fieldname=key"
+	Headers   *[]string // "Name: Value"; credential headers are sealed
+	// SecretHeaders are "Name: Value" headers stored sealed and masked in
+	// every view, whatever their name.
+	SecretHeaders *[]string
+	// SampleDoc, when set, is the document Create and Update render the
+	// template and evaluate the condition against, refusing the webhook if
+	// either fails. Without it they use an empty document and refuse only
+	// what fails whatever the document (limits, unknown filters, functions
+	// and tests).
+	SampleDoc  map[string]any
 	Condition  *string
 	Secret     *string // plain secret; sealed before it is stored
 	Signature  *string // both, standard, frappe, none
@@ -95,6 +104,11 @@ type Input struct {
 type Defaults struct {
 	MaxRetries int
 	Timeout    time.Duration
+	// MaxPayloadBytes caps rendered bodies (delivery.max_payload_bytes).
+	MaxPayloadBytes int
+	// UserAgent is what the sender adds to every request, shown by
+	// Preview.
+	UserAgent string
 	// Guard, when set, refuses URLs whose host resolves to an address
 	// deliveries may not reach (the SSRF guard; sends are checked again at
 	// dial time).
@@ -158,6 +172,9 @@ func (s *Service) Create(ctx context.Context, in Input) (models.Webhook, error) 
 	if err := s.checkTarget(ctx, w.RequestURL); err != nil {
 		return w, err
 	}
+	if err := s.tryDefinition(w, in.SampleDoc); err != nil {
+		return w, err
+	}
 	if err := s.db.WithContext(ctx).Create(&w).Error; err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
 			return w, fmt.Errorf("%w: %q (choose another name, or use webhook update)", ErrExists, w.Name)
@@ -181,6 +198,9 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 		if err := s.checkTarget(ctx, w.RequestURL); err != nil {
 			return w, err
 		}
+	}
+	if err := s.tryDefinition(w, in.SampleDoc); err != nil {
+		return w, err
 	}
 	w.UpdatedAt = s.now()
 	enable := in.Enabled != nil && *in.Enabled
@@ -354,6 +374,9 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 		if n == "" || len(n) > MaxNameLength || strings.IndexFunc(n, unicode.IsControl) >= 0 {
 			return invalid("name", "%q must be 1 to %d printable characters", *in.Name, MaxNameLength)
 		}
+		if n == "." || n == ".." {
+			return invalid("name", "%q cannot be used: URLs such as /v1/webhooks/%s resolve to another path; choose another name", n, n)
+		}
 		w.Name = n
 	}
 	if in.DocType != nil {
@@ -409,16 +432,8 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 		}
 		w.Fields = fields
 	}
-	if in.Headers != nil {
-		headers := models.StringMap{}
-		for _, h := range *in.Headers {
-			name, value, err := delivery.ParseHeader(h)
-			if err != nil {
-				return invalid("header", "%v", err)
-			}
-			headers[name] = value
-		}
-		w.Headers = headers
+	if err := s.applyHeaders(w, in); err != nil {
+		return err
 	}
 	if in.Condition != nil {
 		if _, err := delivery.CompileCondition(*in.Condition); err != nil {
@@ -492,6 +507,40 @@ func ValidateURL(raw string) error {
 	}
 	if u.User != nil {
 		return invalid("url", "%q carries credentials; put them in a header instead", raw)
+	}
+	return checkNumericHost(u.Hostname())
+}
+
+// tryDefinition renders w's body and evaluates its condition against the
+// sample document, or an empty one. With a sample any failure refuses the
+// webhook; without one only a limit does, since a missing field is the
+// empty document's fault.
+func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
+	doc := sample
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	refuse := func(err error) bool {
+		return sample != nil || errors.Is(err, delivery.ErrLimit) || errors.Is(err, delivery.ErrUnknownName)
+	}
+	cond, err := delivery.CompileCondition(w.Condition)
+	if err != nil {
+		return invalid("condition", "%v", err)
+	}
+	with := ""
+	if sample != nil {
+		with = " (with the sample document)"
+	}
+	if _, err := cond.Match(doc); err != nil && refuse(err) {
+		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
+	}
+	fields := make([]delivery.Field, len(w.Fields))
+	for i, f := range w.Fields {
+		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
+	}
+	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes}
+	if _, _, err := delivery.Build(spec, doc); err != nil && refuse(err) {
+		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
 	}
 	return nil
 }

@@ -1,0 +1,409 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/homingdev/homing/internal/gonja/exec"
+)
+
+// ErrLimit marks a template or condition stopped by one of its limits (time,
+// steps, value size, memory). Such errors also wrap ErrUnbuildable: the same
+// definition would hit the same limit on every retry.
+var ErrLimit = errors.New("limit exceeded")
+
+// limitError is an error that names the limit it hit.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
+func (e *limitError) Unwrap() error { return ErrLimit }
+
+func overLimit(format string, args ...any) error {
+	return &limitError{msg: fmt.Sprintf(format, args...)}
+}
+
+// renderLimits bounds one rendering from inside the engine (it is the
+// exec.Limits of internal/gonja). It counts steps, watches the deadline and
+// charges every value the template builds against an allocation budget,
+// before the value is built when its size comes from an argument. Only the
+// rendering goroutine uses it, and its first error is final.
+type renderLimits struct {
+	ctx      context.Context
+	limit    time.Duration
+	steps    int // left
+	maxBytes int // the largest value, and the body
+	bytes    int // left of the allocation budget
+	budget   int // the whole allocation budget, for messages
+	err      error
+}
+
+func newRenderLimits(ctx context.Context, limit time.Duration, maxBytes int) *renderLimits {
+	budget := RenderMemoryFactor * maxBytes
+	return &renderLimits{ctx: ctx, limit: limit, steps: MaxRenderSteps, maxBytes: maxBytes, bytes: budget, budget: budget}
+}
+
+func (l *renderLimits) fail(err error) error {
+	if l.err == nil {
+		l.err = err
+	}
+	return l.err
+}
+
+// Step spends one step and notices the deadline.
+func (l *renderLimits) Step() error { return l.charge(1) }
+
+// charge spends n steps.
+func (l *renderLimits) charge(n int) error {
+	if l.err != nil {
+		return l.err
+	}
+	if l.ctx.Err() != nil {
+		return l.fail(overLimit("rendering took longer than the time limit of %s", l.limit))
+	}
+	if n > l.steps {
+		return l.fail(overLimit("rendering needs more than the limit of %d steps; loops over large ranges or nested loops are too big", MaxRenderSteps))
+	}
+	l.steps -= n
+	return nil
+}
+
+// Alloc charges a value of n bytes (or items) about to be built.
+func (l *renderLimits) Alloc(n int) error {
+	if l.err != nil {
+		return l.err
+	}
+	if n > l.maxBytes {
+		return l.fail(overLimit("a value of %s would be larger than the size limit of %d bytes (delivery.max_payload_bytes)", sizeText(n), l.maxBytes))
+	}
+	if n > l.bytes {
+		return l.fail(overLimit("rendering would build more than the memory limit of %d bytes of values (%d × delivery.max_payload_bytes)", l.budget, RenderMemoryFactor))
+	}
+	l.bytes -= n
+	return nil
+}
+
+func sizeText(n int) string {
+	if n == math.MaxInt {
+		return "more bytes than fit in memory"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// Store charges v, which a collection is about to keep, at its full size:
+// lists that hold the same list twice are as big to print, compare or
+// encode as if they were copies. It refuses v when v holds into, since a
+// collection that contains itself never ends.
+func (l *renderLimits) Store(into, v *exec.Value) error {
+	if l.err != nil {
+		return l.err
+	}
+	var self uintptr
+	if into != nil {
+		self = identity(into.Val)
+	}
+	w := sizeWalk{self: self, left: l.bytes + 1}
+	w.walk(reflect.ValueOf(v), 0)
+	if w.cycle {
+		return l.fail(overLimit("a value cannot be stored inside itself (a collection that contains itself never ends)"))
+	}
+	return l.Alloc(w.size)
+}
+
+// identity is the address of the map or pointer a value holds, which a
+// collection containing it would share.
+func identity(v reflect.Value) uintptr {
+	for v.IsValid() && v.Kind() == reflect.Interface {
+		v = v.Elem()
+	}
+	if !v.IsValid() {
+		return 0
+	}
+	switch v.Kind() {
+	case reflect.Map, reflect.Pointer:
+		return v.Pointer()
+	}
+	return 0
+}
+
+// sizeWalk adds up a value's size: its strings' bytes and eight bytes a
+// node, following every reference, and stops as soon as it passes left, so
+// its cost is bounded by the budget it charges against.
+type sizeWalk struct {
+	self  uintptr
+	left  int
+	size  int
+	cycle bool
+}
+
+var (
+	typeOfValue        = reflect.TypeFor[exec.Value]()
+	typeOfReflectValue = reflect.TypeFor[reflect.Value]()
+)
+
+func (w *sizeWalk) walk(v reflect.Value, depth int) {
+	if w.size > w.left || w.cycle || !v.IsValid() {
+		return
+	}
+	if depth > maxDocDepth {
+		w.size = w.left + 1 // deeper than any document: too big
+		return
+	}
+	w.size += 8
+	if v.Type() == typeOfReflectValue && v.CanInterface() {
+		w.walk(v.Interface().(reflect.Value), depth)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Interface:
+		w.walk(v.Elem(), depth)
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if w.self != 0 && v.Pointer() == w.self {
+			w.cycle = true
+			return
+		}
+		w.walk(v.Elem(), depth+1)
+	case reflect.String:
+		w.size += v.Len()
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			w.walk(v.Index(i), depth+1)
+			if w.size > w.left || w.cycle {
+				return
+			}
+		}
+	case reflect.Map:
+		if w.self != 0 && v.Pointer() == w.self {
+			w.cycle = true
+			return
+		}
+		it := v.MapRange()
+		for it.Next() {
+			w.walk(it.Key(), depth+1)
+			w.walk(it.Value(), depth+1)
+			if w.size > w.left || w.cycle {
+				return
+			}
+		}
+	case reflect.Struct:
+		if v.Type() == typeOfValue {
+			w.walk(v.FieldByName("Val"), depth)
+			return
+		}
+		for i := range v.NumField() {
+			w.walk(v.Field(i), depth+1)
+		}
+	}
+}
+
+// Method checks a method call before it runs: the ones that build a value
+// from an argument are charged that value's size first.
+func (l *renderLimits) Method(name string, self *exec.Value, args *exec.VarArgs) error {
+	if err := l.Step(); err != nil {
+		return err
+	}
+	switch {
+	case self.IsString():
+		return l.stringMethod(name, self.String(), args)
+	case self.IsList(), self.IsDict():
+		switch name {
+		case "append", "extend", "insert", "update", "setdefault":
+			for _, a := range args.Args {
+				if err := l.Store(self, a); err != nil {
+					return err
+				}
+			}
+			for _, a := range args.KwArgs {
+				if err := l.Store(self, a); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (l *renderLimits) stringMethod(name, s string, args *exec.VarArgs) error {
+	switch name {
+	case "center", "ljust", "rjust", "zfill":
+		// The fill character may take up to four bytes.
+		return l.Alloc(len(s) + 4*max(0, intArg(args, 0, "width")))
+	case "expandtabs":
+		size := max(0, intArg(args, 0, "tabsize"))
+		return l.Alloc(len(s) + strings.Count(s, "\t")*max(size, 8))
+	case "format", "format_map":
+		return l.Alloc(formatSize(s, args))
+	case "join":
+		if len(args.Args) == 0 {
+			return nil
+		}
+		n := max(1, args.Args[0].Len())
+		if err := l.Alloc(mulSize(len(s), n)); err != nil {
+			return err
+		}
+		return l.Store(nil, args.Args[0])
+	case "replace":
+		if len(args.Args) < 2 {
+			return nil
+		}
+		count := -1
+		if len(args.Args) > 2 && args.Args[2].IsInteger() {
+			count = args.Args[2].Integer()
+		}
+		return l.Alloc(replaceSize(s, args.Args[0].String(), args.Args[1].String(), count))
+	}
+	return nil
+}
+
+// intArg reads the integer argument at position i or named name, 0 when
+// there is none.
+func intArg(args *exec.VarArgs, i int, name string) int {
+	if args == nil {
+		return 0
+	}
+	if v, ok := args.KwArgs[name]; ok && v.IsNumber() {
+		return v.Integer()
+	}
+	if i < len(args.Args) && args.Args[i].IsNumber() {
+		return args.Args[i].Integer()
+	}
+	return 0
+}
+
+// mulSize is a*b, or MaxInt when that overflows.
+func mulSize(a, b int) int {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > math.MaxInt/b {
+		return math.MaxInt
+	}
+	return a * b
+}
+
+func addSize(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
+}
+
+// replaceSize is the length of strings.Replace(s, old, new, count).
+func replaceSize(s, old, new string, count int) int {
+	n := 0
+	if old == "" {
+		n = len(s) + 1
+	} else {
+		n = strings.Count(s, old)
+	}
+	if count >= 0 && count < n {
+		n = count
+	}
+	grow := len(new) - len(old)
+	if grow <= 0 {
+		return len(s)
+	}
+	return addSize(len(s), mulSize(n, grow))
+}
+
+// formatSize bounds what a format string makes of its arguments: every
+// number in it may be a width, and every argument may be printed whole.
+func formatSize(format string, args *exec.VarArgs) int {
+	size := len(format)
+	for i := 0; i < len(format); i++ {
+		if format[i] < '0' || format[i] > '9' {
+			continue
+		}
+		n := 0
+		for ; i < len(format) && format[i] >= '0' && format[i] <= '9'; i++ {
+			n = addSize(mulSize(n, 10), int(format[i]-'0'))
+		}
+		size = addSize(size, n)
+	}
+	if args != nil {
+		for _, a := range args.Args {
+			size = addSize(size, len(a.String()))
+			if a.IsNumber() {
+				// A '*' width takes its value from an argument.
+				size = addSize(size, max(0, a.Integer()))
+			}
+		}
+		for _, a := range args.KwArgs {
+			size = addSize(size, len(a.String()))
+		}
+	}
+	return size
+}
+
+// Output writes the value of a {{ }} expression, escaped for where it
+// lands in the JSON body.
+func (l *renderLimits) Output(w io.Writer, v *exec.Value) error {
+	if err := l.Step(); err != nil {
+		return err
+	}
+	inString := true
+	if body, ok := w.(*bodyWriter); ok {
+		inString = body.inString
+	}
+	var out []byte
+	var err error
+	if inString {
+		out, err = jsonStringContent(v)
+	} else {
+		out, err = jsonValueOf(v)
+	}
+	if err != nil {
+		return l.fail(err)
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// limitsOf finds the rendering's limits, nil outside a limited rendering.
+func limitsOf(e *exec.Evaluator) *renderLimits {
+	if e == nil || e.Environment == nil {
+		return nil
+	}
+	l, _ := e.Environment.Limits.(*renderLimits)
+	return l
+}
+
+// bodyWriter collects the rendered body up to the size limit, and follows
+// the JSON text written so far well enough to know whether the next value
+// lands inside a string.
+type bodyWriter struct {
+	limits   *renderLimits
+	buf      []byte
+	inString bool
+	escaped  bool
+}
+
+func (w *bodyWriter) Write(p []byte) (int, error) {
+	if err := w.limits.Step(); err != nil {
+		return 0, err
+	}
+	if len(w.buf)+len(p) > w.limits.maxBytes {
+		return 0, w.limits.fail(overLimit("rendered body is larger than the size limit of %d bytes (delivery.max_payload_bytes)", w.limits.maxBytes))
+	}
+	for _, c := range p {
+		switch {
+		case w.escaped:
+			w.escaped = false
+		case w.inString && c == '\\':
+			w.escaped = true
+		case c == '"':
+			w.inString = !w.inString
+		}
+	}
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}

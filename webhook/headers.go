@@ -1,0 +1,219 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/signing"
+)
+
+// sealedPrefix marks a header value stored sealed with secrets.key. Such a
+// value is never copied into a delivery row: each attempt opens it from the
+// webhook as it is then, so a changed credential applies to pending
+// retries, and no row or view holds it in the clear.
+const sealedPrefix = "homing-sealed:"
+
+// SealedHeader reports whether a stored header value is sealed, and the
+// sealed text to open with secretbox.
+func SealedHeader(stored string) (string, bool) {
+	return strings.CutPrefix(stored, sealedPrefix)
+}
+
+// FromWebhook reports whether a header is taken from the webhook at each
+// attempt rather than frozen into the delivery: the sealed ones, and the
+// credential headers of webhooks stored before they were sealed.
+func FromWebhook(name, stored string) bool {
+	_, sealed := SealedHeader(stored)
+	return sealed || delivery.SecretByDefault(name)
+}
+
+// OpenHeader returns a stored header value in the clear.
+func OpenHeader(box *secretbox.Box, stored string) (string, error) {
+	sealed, ok := SealedHeader(stored)
+	if !ok {
+		return stored, nil
+	}
+	plain, err := box.Open(sealed)
+	if err != nil {
+		return "", fmt.Errorf("open secret header: %w", err)
+	}
+	return plain, nil
+}
+
+// MaskedHeaders is headers as every view shows them: secret values as
+// delivery.Masked.
+func MaskedHeaders(headers map[string]string) map[string]string {
+	out := make(map[string]string, len(headers))
+	for k, v := range headers {
+		if _, sealed := SealedHeader(v); sealed || delivery.SecretByDefault(k) {
+			v = delivery.Masked
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// applyHeaders sets w's headers from in: Headers replaces them all (the
+// credential headers among them sealed), SecretHeaders then sets each of
+// its headers sealed. Names must be unique without regard to case.
+func (s *Service) applyHeaders(w *models.Webhook, in Input) error {
+	if in.Headers == nil && in.SecretHeaders == nil {
+		return nil
+	}
+	headers := models.StringMap{}
+	if in.Headers == nil {
+		for k, v := range w.Headers {
+			headers[k] = v
+		}
+	}
+	seen := map[string]string{}
+	for k := range headers {
+		seen[strings.ToLower(k)] = k
+	}
+	add := func(line string, secret bool, field string) error {
+		name, value, err := delivery.ParseHeader(line)
+		if err != nil {
+			return invalid(field, "%v", err)
+		}
+		if strings.HasPrefix(value, sealedPrefix) {
+			return invalid(field, "header %q: a value cannot start with %q", name, sealedPrefix)
+		}
+		lower := strings.ToLower(name)
+		if other, dup := seen[lower]; dup && !(field == "secret-header" && in.Headers == nil) {
+			return invalid(field, "header %q is given twice (as %q too); header names ignore case, so only one would be sent", name, other)
+		} else if dup {
+			delete(headers, other)
+		}
+		seen[lower] = name
+		if secret || delivery.SecretByDefault(name) {
+			if s.box == nil {
+				return invalid(field, "header %q carries a credential and is stored sealed, which needs secrets.key (homing secrets genkey makes one)", name)
+			}
+			sealed, err := s.box.Seal(value)
+			if err != nil {
+				return &FieldError{Field: field, Message: field + ": " + err.Error(), Err: err}
+			}
+			value = sealedPrefix + sealed
+		}
+		headers[name] = value
+		return nil
+	}
+	if in.Headers != nil {
+		for _, h := range *in.Headers {
+			if err := add(h, false, "header"); err != nil {
+				return err
+			}
+		}
+	}
+	if in.SecretHeaders != nil {
+		for _, h := range *in.SecretHeaders {
+			if err := add(h, true, "secret-header"); err != nil {
+				return err
+			}
+		}
+	}
+	w.Headers = headers
+	return nil
+}
+
+// checkNumericHost refuses the numeric host forms that resolvers read as
+// IPv4 addresses but Go's dialer and the SSRF guard see as names: a bare
+// number (2130706433), hex (0x7f000001), octal or short dotted forms
+// (127.1, 0177.0.0.1), and a trailing dot (localhost.).
+func checkNumericHost(host string) error {
+	if strings.HasSuffix(host, ".") {
+		return invalid("url", "host %q ends with a dot; write it without (%s)", host, strings.TrimSuffix(host, "."))
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	parts := strings.Split(host, ".")
+	for _, p := range parts {
+		if p == "" {
+			return nil
+		}
+		if _, err := strconv.ParseUint(p, 0, 32); err != nil {
+			return nil // a name
+		}
+	}
+	return invalid("url", "host %q is an address in a non-standard numeric form; write it as a dotted quad such as 203.0.113.7", host)
+}
+
+// Preview is what a webhook would send for a document, without sending it.
+type Preview struct {
+	// Matched reports whether the condition holds; when it does not, no
+	// request would be made and the request fields are empty.
+	Matched bool              `json:"matched"`
+	Method  string            `json:"method,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body,omitempty"`
+	// Error is why the request could not be built (the delivery would be
+	// Exhausted with this reason).
+	Error string `json:"error,omitempty"`
+}
+
+// Preview shows what webhook name would send for doc: the condition's
+// answer, then the method, URL, headers (secrets masked) and body exactly as
+// an attempt would send them, signed with the current secret under a
+// placeholder delivery ID.
+func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) (Preview, error) {
+	w, err := s.Get(ctx, name)
+	if err != nil {
+		return Preview{}, err
+	}
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	cond, err := delivery.CompileCondition(w.Condition)
+	if err != nil {
+		return Preview{Error: err.Error()}, nil
+	}
+	ok, err := cond.Match(doc)
+	if err != nil {
+		return Preview{Error: err.Error()}, nil
+	}
+	if !ok {
+		return Preview{}, nil
+	}
+	fields := make([]delivery.Field, len(w.Fields))
+	for i, f := range w.Fields {
+		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
+	}
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes}, doc)
+	if err != nil {
+		return Preview{Matched: true, Method: w.RequestMethod, URL: w.RequestURL, Error: "cannot build request: " + err.Error()}, nil
+	}
+	h := http.Header{}
+	for k, v := range MaskedHeaders(w.Headers) {
+		h.Set(k, v)
+	}
+	h.Set("Content-Type", contentType)
+	if ua := s.defaults.UserAgent; ua != "" && h.Get("User-Agent") == "" {
+		h.Set("User-Agent", ua)
+	}
+	scheme := w.SignatureScheme
+	var secrets []signing.Secret
+	if w.Secret != "" {
+		plain, err := s.box.Open(w.Secret)
+		if err != nil {
+			return Preview{}, fmt.Errorf("webhook %q: open secret: %w", w.Name, err)
+		}
+		secrets = []signing.Secret{signing.Secret(plain)}
+	} else {
+		scheme = signing.SchemeNone
+	}
+	signing.Sign(h, scheme, secrets, "preview", s.now(), body)
+	headers := make(map[string]string, len(h))
+	for k := range h {
+		headers[k] = h.Get(k)
+	}
+	return Preview{Matched: true, Method: w.RequestMethod, URL: w.RequestURL, Headers: headers, Body: string(body)}, nil
+}
