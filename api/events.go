@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"gorm.io/gorm"
-
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
@@ -50,14 +48,10 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 // nothing is delivered again). An ID accepted before but not fanned out yet
 // is queued again, in case its task was lost with Redis's data.
 // The idempotency record and the outbox row are one transaction, so a crash
-// cannot keep one without the other.
+// cannot keep one without the other; concurrent requests share it (group
+// commit: outbox.Writer).
 func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch.Event) error {
-	var outcome outbox.Outcome
-	err := s.cfg.DB.WithContext(r.Context()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		outcome, err = outbox.Add(r.Context(), tx, ev, s.cfg.Clock.Now())
-		return err
-	})
+	outcome, err := s.outbox.Add(r.Context(), ev, s.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}
