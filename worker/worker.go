@@ -60,7 +60,7 @@ func New(a *app.App) *Worker {
 		a.Dispatcher.SetObserver(m)
 		sweepObs = m
 		failures = m
-		metricsSrv = metrics.NewServer(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), a.Log)
+		metricsSrv = metrics.NewServerWarning(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), readyWarnings(a), a.Log)
 	}
 	sw = sweeper.New(a.DB, client, inspector, sweeper.Config{
 		BatchSize: cfg.Sweeper.BatchSize,
