@@ -39,7 +39,7 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	if ev.Event == models.EventWorkflowTransition {
 		return s.deliverNow(w, r, ev)
 	}
-	return s.addToOutbox(w, r, ev)
+	return s.addToOutbox(w, r, ev, req.Doc)
 }
 
 // addToOutbox commits the event to the outbox, which the relay moves into
@@ -50,8 +50,8 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 // The idempotency record and the outbox row are one transaction, so a crash
 // cannot keep one without the other; concurrent requests share it (group
 // commit: outbox.Writer).
-func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch.Event) error {
-	outcome, err := s.outbox.Add(r.Context(), ev, s.cfg.Clock.Now())
+func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch.Event, doc json.RawMessage) error {
+	outcome, err := s.outbox.AddJSON(r.Context(), ev, doc, s.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}

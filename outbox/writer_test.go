@@ -10,6 +10,7 @@ import (
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/outbox"
+	"github.com/homingdev/homing/tasks"
 )
 
 // TestWriterGroupsConcurrentAdds: many concurrent adds, some repeating one
@@ -32,7 +33,7 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 			)
 			for i := range ids * repeats {
 				wg.Go(func() {
-					got, err := w.Add(context.Background(), event(fmt.Sprintf("ev-%03d", i%ids)), t0)
+					got, err := w.AddJSON(context.Background(), event(fmt.Sprintf("ev-%03d", i%ids)), []byte(`{"name": "SO-1", "grand_total": 1500}`), t0)
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
@@ -44,7 +45,7 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 			wg.Go(func() {
 				bad := event("ev-bad")
 				bad.DocName = "SO\x00-1"
-				_, err := w.Add(context.Background(), bad, t0)
+				_, err := w.AddJSON(context.Background(), bad, []byte(`{}`), t0)
 				mu.Lock()
 				invalid = err
 				mu.Unlock()
@@ -56,8 +57,21 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 			if !errors.Is(invalid, dispatch.ErrInvalidEvent) {
 				t.Errorf("an event with a NUL: %v, want ErrInvalidEvent", invalid)
 			}
-			if rows := outboxRows(t, db); len(rows) != ids {
-				t.Errorf("%d outbox rows, want %d", len(rows), ids)
+			rows := outboxRows(t, db)
+			if len(rows) != ids {
+				t.Fatalf("%d outbox rows, want %d", len(rows), ids)
+			}
+			if ev, err := tasks.DecodeEvent([]byte(rows[0].Payload)); err != nil || ev.ID != "ev-000" || ev.Doc["grand_total"] != int64(1500) {
+				t.Errorf("stored payload decodes to %+v, %v", ev, err)
+			}
+			// Once fanned out, a repeat is the original; before, it is queued again.
+			if err := outbox.NewCompleter(db).FannedOut(context.Background(), "ev-001"); err != nil {
+				t.Fatal(err)
+			}
+			for id, want := range map[string]outbox.Outcome{"ev-001": outbox.Repeated, "ev-002": outbox.Requeued, "ev-new": outbox.Added} {
+				if got, err := w.AddJSON(context.Background(), event(id), []byte(`{}`), t0); err != nil || got != want {
+					t.Errorf("AddJSON(%s) = %v, %v; want %v", id, got, err, want)
+				}
 			}
 		})
 	}
