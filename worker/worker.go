@@ -132,6 +132,11 @@ func (w *Worker) Start() error {
 	} else if n > 0 {
 		w.log.Info("outbox drained at start", "relayed", n)
 	}
+	// Events whose tasks Redis lost long ago (outbox.recover_after) are
+	// queued again now, not only at a scheduler's next recovery tick.
+	if _, err := w.relay.RecoverAll(ctx); err != nil {
+		w.log.Warn("outbox recovery at start failed; the scheduler's relay will retry", "error", err.Error())
+	}
 	return nil
 }
 
