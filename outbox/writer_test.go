@@ -61,7 +61,7 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 			if len(rows) != ids {
 				t.Fatalf("%d outbox rows, want %d", len(rows), ids)
 			}
-			if ev, err := tasks.DecodeEvent([]byte(rows[0].Payload)); err != nil || ev.ID != "ev-000" || ev.Doc["grand_total"] != int64(1500) {
+			if ev, err := tasks.DecodeEvent([]byte(rows[0].Payload)); err != nil || ev.ID != rows[0].EventID || ev.Doc["grand_total"] != int64(1500) {
 				t.Errorf("stored payload decodes to %+v, %v", ev, err)
 			}
 			// Once fanned out, a repeat is the original; before, it is queued again.
