@@ -27,6 +27,7 @@ import (
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/metrics"
+	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
@@ -59,6 +60,8 @@ type Server struct {
 	cfg Config
 	mux *http.ServeMux
 	log *slog.Logger
+	// outbox writes published events, group-committed.
+	outbox *outbox.Writer
 }
 
 // New builds the API.
@@ -76,6 +79,9 @@ func New(cfg Config) *Server {
 		cfg.MaxPayloadBytes = 1 << 20
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	if cfg.DB != nil {
+		s.outbox = outbox.NewWriter(cfg.DB)
+	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.endpoint(rt))
 	}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"gorm.io/gorm"
-
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
@@ -41,7 +39,7 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	if ev.Event == models.EventWorkflowTransition {
 		return s.deliverNow(w, r, ev)
 	}
-	return s.addToOutbox(w, r, ev)
+	return s.addToOutbox(w, r, ev, req.Doc)
 }
 
 // addToOutbox commits the event to the outbox, which the relay moves into
@@ -50,14 +48,10 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 // nothing is delivered again). An ID accepted before but not fanned out yet
 // is queued again, in case its task was lost with Redis's data.
 // The idempotency record and the outbox row are one transaction, so a crash
-// cannot keep one without the other.
-func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch.Event) error {
-	var outcome outbox.Outcome
-	err := s.cfg.DB.WithContext(r.Context()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		outcome, err = outbox.Add(r.Context(), tx, ev, s.cfg.Clock.Now())
-		return err
-	})
+// cannot keep one without the other; concurrent requests share it (group
+// commit: outbox.Writer).
+func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch.Event, doc json.RawMessage) error {
+	outcome, err := s.outbox.AddJSON(r.Context(), ev, doc, s.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}

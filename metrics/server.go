@@ -24,13 +24,19 @@ type Server struct {
 // when ready returns nil within ReadyTimeout, else 503 with its error. A nil
 // ready is always ready.
 func NewServer(addr string, m *Metrics, ready func(ctx context.Context) error, log *slog.Logger) *Server {
+	return NewServerWarning(addr, m, ready, nil, log)
+}
+
+// NewServerWarning is NewServer whose /readyz also lists warnings (see
+// ReadyHandlerWarning).
+func NewServerWarning(addr string, m *Metrics, ready func(ctx context.Context) error, warnings func(ctx context.Context) []string, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	mux.Handle("GET /healthz", HealthHandler())
-	mux.Handle("GET /readyz", ReadyHandler(ready))
+	mux.Handle("GET /readyz", ReadyHandlerWarning(ready, warnings))
 	return &Server{httpserve.New("metrics", addr, mux, log)}
 }
 

@@ -112,9 +112,15 @@ func (r *Relay) Recover(ctx context.Context) (int, error) {
 	_, lost, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB {
 		return q.Where("queued_at IS NOT NULL AND queued_at < ?", cutoff).Order("queued_at")
 	})
-	for _, row := range lost {
-		r.cfg.Logger.Warn("outbox event was queued but never fanned out (its task was lost from Redis); queued it again",
-			"event_id", row.EventID, "accepted_at", row.CreatedAt.UTC().Format(time.RFC3339), "recover_after", r.cfg.RecoverAfter.String())
+	if len(lost) > 0 {
+		// One line per batch, naming the first events: a Redis that lost
+		// its data may have lost thousands.
+		ids := make([]string, 0, min(len(lost), 10))
+		for _, row := range lost[:min(len(lost), 10)] {
+			ids = append(ids, row.EventID)
+		}
+		r.cfg.Logger.Warn("outbox events were queued but never fanned out (their tasks were lost from Redis: check that Redis persists, see homing stats); queued them again",
+			"events", len(lost), "event_ids", ids, "first_accepted_at", lost[0].CreatedAt.UTC().Format(time.RFC3339), "recover_after", r.cfg.RecoverAfter.String())
 	}
 	return len(lost), err
 }

@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"time"
 
 	"github.com/hibiken/asynq"
 
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/preflight"
 	"github.com/homingdev/homing/tasks"
 )
 
@@ -46,4 +52,19 @@ func failureHandler(log *slog.Logger, counter failureCounter) asynq.ErrorHandler
 		}
 		log.Error(msg, attrs...)
 	})
+}
+
+// readyWarnings lists the start-up checks' problems on the worker's /readyz
+// (which stays 200), checked at most once a minute.
+func readyWarnings(a *app.App) func(ctx context.Context) []string {
+	served := slices.Sorted(maps.Keys(a.Config.Worker.Queues))
+	cached := preflight.NewCached(preflight.Inputs{Config: a.Config, DB: a.DB, Redis: a.Redis, Box: a.Box, Environ: os.Environ(), ServedHere: served},
+		time.Minute, a.Clock.Now)
+	return func(ctx context.Context) []string {
+		var out []string
+		for _, p := range cached.Problems(ctx) {
+			out = append(out, p.String())
+		}
+		return out
+	}
 }

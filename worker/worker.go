@@ -60,7 +60,7 @@ func New(a *app.App) *Worker {
 		a.Dispatcher.SetObserver(m)
 		sweepObs = m
 		failures = m
-		metricsSrv = metrics.NewServer(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), a.Log)
+		metricsSrv = metrics.NewServerWarning(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), readyWarnings(a), a.Log)
 	}
 	sw = sweeper.New(a.DB, client, inspector, sweeper.Config{
 		BatchSize:     cfg.Sweeper.BatchSize,
@@ -138,6 +138,11 @@ func (w *Worker) Start() error {
 		w.log.Warn("outbox drain at start failed; the scheduler's relay will move the rest", "relayed", n, "error", err.Error())
 	} else if n > 0 {
 		w.log.Info("outbox drained at start", "relayed", n)
+	}
+	// Events whose tasks Redis lost long ago (outbox.recover_after) are
+	// queued again now, not only at a scheduler's next recovery tick.
+	if _, err := w.relay.RecoverAll(ctx); err != nil {
+		w.log.Warn("outbox recovery at start failed; the scheduler's relay will retry", "error", err.Error())
 	}
 	return nil
 }

@@ -1,0 +1,133 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/tasks"
+)
+
+// Writer adds events to the outbox for homing serve: concurrent requests
+// share one transaction and its commit (group commit), and that
+// transaction is three statements whatever the number of events (record
+// the IDs, write the new events, queue the repeats again) instead of two or
+// three per event. Each event gets the Outcome Add would give it alone,
+// also an ID repeated within one batch.
+type Writer struct {
+	g *group[writeIn, Outcome]
+}
+
+type writeIn struct {
+	id      string
+	payload []byte
+	now     time.Time
+}
+
+// writerBatch bounds one transaction: a few hundred events of up to
+// delivery.max_payload_bytes each, and 3 parameters per event.
+const writerBatch = 200
+
+// NewWriter builds a Writer over db's outbox.
+func NewWriter(db *gorm.DB) *Writer {
+	return &Writer{g: &group[writeIn, Outcome]{maxBatch: writerBatch, run: func(ctx context.Context, ins []writeIn) ([]Outcome, error) {
+		var outs []Outcome
+		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			var err error
+			outs, err = writeBatch(tx, ins)
+			return err
+		})
+		return outs, err
+	}}}
+}
+
+// AddJSON is Add for an event whose document is already encoded as JSON
+// (doc, as the request carried it; ev.Doc is not read), in a transaction
+// shared with concurrent callers. An invalid event is refused before it
+// joins one.
+func (w *Writer) AddJSON(ctx context.Context, ev dispatch.Event, doc json.RawMessage, now time.Time) (Outcome, error) {
+	if err := ev.Validate(); err != nil {
+		return Repeated, err
+	}
+	payload, err := tasks.EncodeEventJSON(ev, doc)
+	if err != nil {
+		return Repeated, err
+	}
+	return w.g.do(ctx, writeIn{id: ev.ID, payload: payload, now: now.UTC().Truncate(time.Microsecond)})
+}
+
+// writeBatch writes ins through tx in three statements and returns each
+// one's Outcome.
+func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
+	// 1. The idempotency records; RETURNING names the IDs new to the outbox.
+	// Served by published_events' primary key.
+	var sql strings.Builder
+	args := make([]any, 0, 3*len(ins))
+	sql.WriteString("INSERT INTO published_events (event_id, created_at) VALUES ")
+	for i, in := range ins {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		sql.WriteString("(?, ?)")
+		args = append(args, in.id, in.now)
+	}
+	sql.WriteString(" ON CONFLICT (event_id) DO NOTHING RETURNING event_id")
+	var created []string
+	if err := tx.Raw(sql.String(), args...).Scan(&created).Error; err != nil {
+		return nil, fmt.Errorf("record %d events in the outbox: %w", len(ins), err)
+	}
+	isNew := make(map[string]bool, len(created))
+	for _, id := range created {
+		isNew[id] = true
+	}
+
+	// 2. The new events, each once (the first of an ID repeated in the batch).
+	outs := make([]Outcome, len(ins))
+	var again []string
+	sql.Reset()
+	args = args[:0]
+	sql.WriteString("INSERT INTO outbox_events (event_id, payload, created_at) VALUES ")
+	for i, in := range ins {
+		if !isNew[in.id] {
+			again = append(again, in.id)
+			continue
+		}
+		if len(args) > 0 {
+			sql.WriteString(", ")
+		}
+		sql.WriteString("(?, ?, ?)")
+		args = append(args, in.id, string(in.payload), in.now)
+		outs[i] = Added
+		delete(isNew, in.id) // a repeat later in the batch is queued again
+	}
+	if len(args) > 0 {
+		if err := tx.Exec(sql.String(), args...).Error; err != nil {
+			return nil, fmt.Errorf("write %d events to the outbox: %w", len(args)/3, err)
+		}
+	}
+
+	// 3. IDs accepted before: queued again when not fanned out yet.
+	if len(again) == 0 {
+		return outs, nil
+	}
+	var requeued []string
+	// Served by outbox_events_event (event_id).
+	if err := tx.Raw("UPDATE outbox_events SET queued_at = NULL WHERE event_id IN ? RETURNING event_id", again).Scan(&requeued).Error; err != nil {
+		return nil, fmt.Errorf("queue %d events again: %w", len(again), err)
+	}
+	waiting := make(map[string]bool, len(requeued))
+	for _, id := range requeued {
+		waiting[id] = true
+	}
+	for i, in := range ins {
+		if outs[i] != Added && waiting[in.id] {
+			outs[i] = Requeued
+		}
+	}
+	return outs, nil
+}

@@ -1,0 +1,78 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/outbox"
+	"github.com/homingdev/homing/tasks"
+)
+
+// TestWriterGroupsConcurrentAdds: many concurrent adds, some repeating one
+// ID, share transactions and get exactly what Add alone would answer: each
+// new ID Added once, its repeats Requeued (not fanned out yet); an invalid
+// event fails alone.
+func TestWriterGroupsConcurrentAdds(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			w := outbox.NewWriter(db)
+			const ids, repeats = 100, 3
+			var (
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				counts  = map[outbox.Outcome]int{}
+				invalid error
+			)
+			for i := range ids * repeats {
+				wg.Go(func() {
+					got, err := w.AddJSON(context.Background(), event(fmt.Sprintf("ev-%03d", i%ids)), []byte(`{"name": "SO-1", "grand_total": 1500}`), t0)
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						t.Errorf("Add: %v", err)
+					}
+					counts[got]++
+				})
+			}
+			wg.Go(func() {
+				bad := event("ev-bad")
+				bad.DocName = "SO\x00-1"
+				_, err := w.AddJSON(context.Background(), bad, []byte(`{}`), t0)
+				mu.Lock()
+				invalid = err
+				mu.Unlock()
+			})
+			wg.Wait()
+			if counts[outbox.Added] != ids || counts[outbox.Requeued] != ids*(repeats-1) || counts[outbox.Repeated] != 0 {
+				t.Errorf("outcomes %v, want %d Added and %d Requeued", counts, ids, ids*(repeats-1))
+			}
+			if !errors.Is(invalid, dispatch.ErrInvalidEvent) {
+				t.Errorf("an event with a NUL: %v, want ErrInvalidEvent", invalid)
+			}
+			rows := outboxRows(t, db)
+			if len(rows) != ids {
+				t.Fatalf("%d outbox rows, want %d", len(rows), ids)
+			}
+			if ev, err := tasks.DecodeEvent([]byte(rows[0].Payload)); err != nil || ev.ID != rows[0].EventID || ev.Doc["grand_total"] != int64(1500) {
+				t.Errorf("stored payload decodes to %+v, %v", ev, err)
+			}
+			// Once fanned out, a repeat is the original; before, it is queued again.
+			if err := outbox.NewCompleter(db).FannedOut(context.Background(), "ev-001"); err != nil {
+				t.Fatal(err)
+			}
+			for id, want := range map[string]outbox.Outcome{"ev-001": outbox.Repeated, "ev-002": outbox.Requeued, "ev-new": outbox.Added} {
+				if got, err := w.AddJSON(context.Background(), event(id), []byte(`{}`), t0); err != nil || got != want {
+					t.Errorf("AddJSON(%s) = %v, %v; want %v", id, got, err, want)
+				}
+			}
+		})
+	}
+}
