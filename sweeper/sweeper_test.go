@@ -184,7 +184,9 @@ func TestTickDrainsUpToTheHighWaterMark(t *testing.T) {
 			b.due("a", 500, t0.Add(-time.Hour))
 			// No worker empties the queue: the tick fills it past the mark
 			// by at most one batch, then waits until its budget ends.
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			// A budget long enough for the three steps on a loaded machine
+			// under -race; the tick then waits on the full queue to its end.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			res, err := b.s.Tick(ctx)
 			if err != nil {
