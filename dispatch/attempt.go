@@ -403,7 +403,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		// Concurrent attempts share one statement and its commit
 		// (runRecord), which also moves the webhook's health by what the
 		// database holds, whatever this worker's copy of the webhook says.
-		applied, err = d.batch.record.do(wctx, recordIn{attempt: attempt, outcome: o, fromStatus: fromStatus, fromAttempts: row.Attempts,
+		applied, err = d.batch.record.Do(wctx, recordIn{attempt: attempt, outcome: o, fromStatus: fromStatus, fromAttempts: row.Attempts,
 			webhookID: hook.ID, health: signal(res)})
 		if err != nil {
 			err = fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)

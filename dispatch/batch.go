@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/homingdev/homing/internal/groupcommit"
 	"github.com/homingdev/homing/models"
 )
 
@@ -44,19 +45,22 @@ const groupMaxBatch = 256
 // (docs/performance.md); a lone caller never waits either way.
 const groupMaxRunning = 1
 
+// groupTimeout bounds one batched statement (groupcommit's run).
+const groupTimeout = time.Minute
+
 // newGroup is a group for run with the hot path's bounds.
-func newGroup[In, Out any](run func(context.Context, []In) ([]Out, error)) *group[In, Out] {
-	return &group[In, Out]{run: run, maxBatch: groupMaxBatch, maxRunning: groupMaxRunning}
+func newGroup[In, Out any](run func(context.Context, []In) ([]Out, error)) *groupcommit.Group[In, Out] {
+	return groupcommit.New(run, groupMaxBatch, groupMaxRunning, groupTimeout)
 }
 
 // batched holds the dispatcher's groups; nil when the database is not
 // PostgreSQL, whose arrays they need.
 type batched struct {
 	db     *sql.DB
-	match  *group[matchKey, matchResult]
-	insert *group[insertSet, insertResult]
-	record *group[recordIn, bool]
-	claim  *group[claimIn, claimOut]
+	match  *groupcommit.Group[matchKey, matchResult]
+	insert *groupcommit.Group[insertSet, insertResult]
+	record *groupcommit.Group[recordIn, bool]
+	claim  *groupcommit.Group[claimIn, claimOut]
 }
 
 func newBatched(db *sql.DB) *batched {

@@ -109,7 +109,7 @@ func (d *Dispatcher) claimJoined(ctx context.Context, id string, mode Mode, now 
 	}
 	if d.batch != nil {
 		// Concurrent attempts share one claim statement (runClaim).
-		r, err := d.batch.claim.do(ctx, claimIn{id: id, retry: mode == Retry, now: now})
+		r, err := d.batch.claim.Do(ctx, claimIn{id: id, retry: mode == Retry, now: now})
 		if err != nil {
 			return c, false, fmt.Errorf("claim delivery %s: %w", id, err)
 		}

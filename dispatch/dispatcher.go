@@ -70,7 +70,7 @@ type Dispatcher struct {
 	// function calls, and it keeps the portable statements.
 	postgres bool
 	// batch shares the hot path's statements between concurrent tasks on
-	// PostgreSQL (group.go); nil elsewhere.
+	// PostgreSQL (batch.go, on internal/groupcommit); nil elsewhere.
 	batch *batched
 	// hooks caches fan-out's webhooks where batch is set (hookCache).
 	hooks *hookCache

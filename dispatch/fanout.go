@@ -286,7 +286,7 @@ func (d *Dispatcher) matching(ctx context.Context, ev Event, useCache bool) (hoo
 			return hooks, version, true, nil
 		}
 	}
-	r, err := d.batch.match.do(ctx, key)
+	r, err := d.batch.match.Do(ctx, key)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -319,7 +319,7 @@ func (d *Dispatcher) insert(ctx context.Context, rows []models.Delivery, version
 	if d.batch != nil {
 		// Concurrent fan-outs share one INSERT and its commit (runInsert);
 		// the rows are committed before this returns, so before any request.
-		r, err := d.batch.insert.do(ctx, insertSet{rows: rows, version: version})
+		r, err := d.batch.insert.Do(ctx, insertSet{rows: rows, version: version})
 		if err != nil {
 			return 0, err
 		}

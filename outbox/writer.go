@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/internal/groupcommit"
 	"github.com/homingdev/homing/tasks"
 )
 
@@ -20,7 +21,7 @@ import (
 // three per event. Each event gets the Outcome Add would give it alone,
 // also an ID repeated within one batch.
 type Writer struct {
-	g *group[writeIn, Outcome]
+	g *groupcommit.Group[writeIn, Outcome]
 }
 
 type writeIn struct {
@@ -35,7 +36,7 @@ const writerBatch = 200
 
 // NewWriter builds a Writer over db's outbox.
 func NewWriter(db *gorm.DB) *Writer {
-	return &Writer{g: &group[writeIn, Outcome]{maxBatch: writerBatch, run: func(ctx context.Context, ins []writeIn) ([]Outcome, error) {
+	return &Writer{g: groupcommit.New(func(ctx context.Context, ins []writeIn) ([]Outcome, error) {
 		var outs []Outcome
 		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			var err error
@@ -43,7 +44,7 @@ func NewWriter(db *gorm.DB) *Writer {
 			return err
 		})
 		return outs, err
-	}}}
+	}, writerBatch, 1, groupTimeout)}
 }
 
 // AddJSON is Add for an event whose document is already encoded as JSON
@@ -58,7 +59,7 @@ func (w *Writer) AddJSON(ctx context.Context, ev dispatch.Event, doc json.RawMes
 	if err != nil {
 		return Repeated, err
 	}
-	return w.g.do(ctx, writeIn{id: ev.ID, payload: payload, now: now.UTC().Truncate(time.Microsecond)})
+	return w.g.Do(ctx, writeIn{id: ev.ID, payload: payload, now: now.UTC().Truncate(time.Microsecond)})
 }
 
 // writeBatch writes ins through tx in three statements and returns each

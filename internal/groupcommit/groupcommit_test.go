@@ -1,4 +1,4 @@
-package dispatch
+package groupcommit
 
 import (
 	"context"
@@ -8,17 +8,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // pendingLen is how many inputs wait for a statement.
-func (g *group[In, Out]) pendingLen() int {
+func (g *Group[In, Out]) pendingLen() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.pending)
 }
 
 // waitPending yields until n inputs wait behind the running statement.
-func waitPending[In, Out any](t *testing.T, g *group[In, Out], n int) {
+func waitPending[In, Out any](t *testing.T, g *Group[In, Out], n int) {
 	t.Helper()
 	for g.pendingLen() < n {
 		runtime.Gosched()
@@ -70,11 +71,11 @@ type result struct {
 func heldRun(t *testing.T, maxBatch int, inputs []int) ([]result, [][]int) {
 	t.Helper()
 	r := newBlockingRun()
-	g := &group[int, int]{run: r.run, maxBatch: maxBatch, maxRunning: 1}
+	g := New(r.run, maxBatch, 1, time.Minute)
 	results := make(chan result, len(inputs)+1)
 	do := func(in int) {
 		go func() {
-			out, err := g.do(context.Background(), in)
+			out, err := g.Do(context.Background(), in)
 			results <- result{in, out, err}
 		}()
 	}
@@ -154,7 +155,7 @@ func TestGroupUnderLoad(t *testing.T) {
 		twice         atomic.Int32
 		tooBig        atomic.Int32
 	)
-	g := &group[int, int]{maxBatch: maxBatch, maxRunning: maxRunning}
+	g := &Group[int, int]{maxBatch: maxBatch, maxRunning: maxRunning}
 	g.run = func(_ context.Context, ins []int) ([]int, error) {
 		n := running.Add(1)
 		defer running.Add(-1)
@@ -177,7 +178,7 @@ func TestGroupUnderLoad(t *testing.T) {
 	var wrong atomic.Int32
 	for i := range callers {
 		wg.Go(func() {
-			if out, err := g.do(context.Background(), i); err != nil || out != 2*i {
+			if out, err := g.Do(context.Background(), i); err != nil || out != 2*i {
 				wrong.Add(1)
 			}
 		})

@@ -1,4 +1,7 @@
-package dispatch
+// Package groupcommit runs one statement (or one transaction) for many
+// concurrent callers: group commit. The delivery hot path (dispatch) and the
+// outbox's writes and releases (outbox) share it.
+package groupcommit
 
 import (
 	"context"
@@ -6,7 +9,7 @@ import (
 	"time"
 )
 
-// group runs one statement for many concurrent callers: group commit. Each
+// Group runs one statement for many concurrent callers: group commit. Each
 // caller hands in its input and waits; a caller that finds fewer than
 // maxRunning statements in flight becomes the leader and runs, as one
 // statement, every input waiting at that moment (up to maxBatch). Inputs
@@ -25,12 +28,16 @@ import (
 // input fails only its own caller (run must therefore be safe to repeat for
 // inputs the failed statement did not change: it is one statement, which
 // either committed as a whole or not at all).
-type group[In, Out any] struct {
+type Group[In, Out any] struct {
 	// run runs one statement for ins and returns one result per input, in
 	// order.
 	run        func(ctx context.Context, ins []In) ([]Out, error)
 	maxBatch   int
 	maxRunning int
+	// timeout bounds one run. It does not follow any one caller's
+	// context: the statement carries other callers' inputs too, and a
+	// shutdown must not lose the outcome of a request that was sent.
+	timeout time.Duration
 
 	mu      sync.Mutex
 	pending []*groupCall[In, Out]
@@ -47,13 +54,14 @@ type groupCall[In, Out any] struct {
 	done chan struct{}
 }
 
-// groupTimeout bounds one batched statement. It does not follow any one
-// caller's context: the statement carries other callers' inputs too, and a
-// shutdown must not lose the outcome of a request that was sent.
-const groupTimeout = time.Minute
+// New is a Group running run with at most maxBatch inputs a run and
+// maxRunning runs at once, each bounded by timeout.
+func New[In, Out any](run func(ctx context.Context, ins []In) ([]Out, error), maxBatch, maxRunning int, timeout time.Duration) *Group[In, Out] {
+	return &Group[In, Out]{run: run, maxBatch: max(1, maxBatch), maxRunning: max(1, maxRunning), timeout: timeout}
+}
 
-// do runs in as part of the next statement and returns its result.
-func (g *group[In, Out]) do(ctx context.Context, in In) (Out, error) {
+// Do runs in as part of the next statement and returns its result.
+func (g *Group[In, Out]) Do(ctx context.Context, in In) (Out, error) {
 	c := &groupCall[In, Out]{in: in, done: make(chan struct{})}
 	g.mu.Lock()
 	if g.running < g.maxRunning {
@@ -77,7 +85,7 @@ func (g *group[In, Out]) do(ctx context.Context, in In) (Out, error) {
 // leadership to the oldest input still waiting, or gives its slot back when
 // none is. Every call leaves pending exactly once, under mu: into a batch or
 // as the next leader, so each done is closed once.
-func (g *group[In, Out]) lead(ctx context.Context, first *groupCall[In, Out]) {
+func (g *Group[In, Out]) lead(ctx context.Context, first *groupCall[In, Out]) {
 	g.mu.Lock()
 	n := min(len(g.pending), g.maxBatch-1)
 	batch := make([]*groupCall[In, Out], 0, n+1)
@@ -106,11 +114,11 @@ func (g *group[In, Out]) lead(ctx context.Context, first *groupCall[In, Out]) {
 // runBatch runs batch as one statement, or input by input when that fails
 // for several, and hands every call its result. batch[0] is the leader,
 // which is not waiting on done.
-func (g *group[In, Out]) runBatch(ctx context.Context, batch []*groupCall[In, Out]) {
+func (g *Group[In, Out]) runBatch(ctx context.Context, batch []*groupCall[In, Out]) {
 	if len(batch) == 0 {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.timeout)
 	defer cancel()
 	ins := make([]In, len(batch))
 	for i, c := range batch {
