@@ -26,14 +26,27 @@ func newDeliveryCmd(e *env) *cobra.Command {
 
 func newDeliveryListCmd(e *env) *cobra.Command {
 	var (
-		f      inspect.Filter
-		asJSON bool
+		f            inspect.Filter
+		asJSON       bool
+		since, until string
+		sinceT       instant
+		untilT       instant
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List deliveries, newest first",
 		Args:  argNames(),
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if sinceT, err = parseInstant("--since", since); err != nil {
+				return err
+			}
+			if untilT, err = parseInstant("--until", until); err != nil {
+				return err
+			}
+			if f.DocName != "" && f.DocType == "" {
+				return usagef("--doc-name %q needs --doc-type too: a document name is unique only within its doctype", f.DocName)
+			}
 			if cmd.Flags().Changed("status") {
 				s, ok := canonicalStatus(f.Status)
 				if !ok {
@@ -48,9 +61,23 @@ func newDeliveryListCmd(e *env) *cobra.Command {
 		},
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
+				now := a.Clock.Now()
+				f.Since, f.Until = sinceT.at(now), untilT.at(now)
+				if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+					return usagef("--until %s is not after --since %s", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+				}
 				ds, err := inspect.List(cmd.Context(), a.DB, f)
 				if err != nil {
 					return err
+				}
+				if len(ds) == 0 && f.Webhook != "" {
+					known, err := inspect.WebhookKnown(cmd.Context(), a.DB, f.Webhook)
+					if err != nil {
+						return err
+					}
+					if !known {
+						return fmt.Errorf("no webhook named %q exists and none ever delivered (homing webhook list shows them)", f.Webhook)
+					}
 				}
 				if ds == nil {
 					ds = []inspect.Delivery{}
@@ -66,9 +93,48 @@ func newDeliveryListCmd(e *env) *cobra.Command {
 	fs.StringVar(&f.Status, "status", "", "only deliveries in `STATUS`: "+strings.Join(inspect.Statuses, ", "))
 	fs.StringVar(&f.Webhook, "webhook", "", "only deliveries of webhook `NAME`")
 	fs.StringVar(&f.EventID, "event-id", "", "only deliveries of event `ID`")
+	fs.StringVar(&f.DocType, "doc-type", "", "only deliveries of documents of `DOCTYPE`")
+	fs.StringVar(&f.DocName, "doc-name", "", "only deliveries of document `NAME` (with --doc-type)")
+	fs.StringVar(&since, "since", "", "only deliveries created at or after `WHEN`: an RFC 3339 time, or a duration ago such as 24h")
+	fs.StringVar(&until, "until", "", "only deliveries created before `WHEN`: an RFC 3339 time, or a duration ago such as 1h")
 	fs.IntVar(&f.Limit, "limit", 50, "at most `N` deliveries")
 	fs.BoolVar(&asJSON, "json", false, "print the deliveries as a JSON array")
 	return cmd
+}
+
+// instant is a time given on the command line: absolute, or a duration
+// before the moment the command runs. The zero instant is no time.
+type instant struct {
+	abs time.Time
+	ago time.Duration
+	set bool
+}
+
+// parseInstant reads flag's value: an RFC 3339 time or a Go duration that
+// means "this long ago".
+func parseInstant(flag, v string) (instant, error) {
+	if v == "" {
+		return instant{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return instant{abs: t.UTC(), set: true}, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return instant{}, usagef("%s %q is neither an RFC 3339 time (2026-12-03T15:04:05Z) nor a duration ago (24h, 90m)", flag, v)
+	}
+	return instant{ago: d, set: true}, nil
+}
+
+// at is the instant's time when the command runs at now.
+func (i instant) at(now time.Time) time.Time {
+	switch {
+	case !i.set:
+		return time.Time{}
+	case i.abs.IsZero():
+		return now.Add(-i.ago).UTC()
+	}
+	return i.abs
 }
 
 // canonicalStatus accepts a status in any letter case.

@@ -157,3 +157,45 @@ func TestDeliveryShow(t *testing.T) {
 
 	s.fails(1, []string{"delivery", "show", "nope"}, "delivery not found", `"nope"`, "homing delivery list")
 }
+
+// TestDeliveryListDocAndTime filters by document and creation time, absolute
+// or as a duration ago, and refuses what cannot be a filter.
+func TestDeliveryListDocAndTime(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	s.seedDeliveries() // dlv-failed at 2026-03-01T12:00Z, dlv-ok a minute later
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--doc-type", "Sales Order"}, "dlv-failed"},
+		{[]string{"--doc-type", "Sales Invoice", "--doc-name", "SINV-1"}, "dlv-ok"},
+		{[]string{"--doc-type", "Sales Invoice", "--doc-name", "SO-1"}, ""},
+		{[]string{"--since", "2026-03-01T12:00:30Z"}, "dlv-ok"},
+		{[]string{"--until", "2026-03-01T12:00:30Z"}, "dlv-failed"},
+		{[]string{"--since", "2026-03-01T12:00:00Z", "--until", "2026-03-01T12:01:00Z"}, "dlv-failed"},
+		{[]string{"--since", "24h"}, ""},                 // both were created long before the test ran
+		{[]string{"--until", "1h"}, "dlv-ok,dlv-failed"}, // both were created more than an hour ago
+	} {
+		got := array(t, s.ok(append([]string{"delivery", "list", "--json"}, tc.args...)...).stdout)
+		if strings.Join(ids(got), ",") != tc.want {
+			t.Errorf("delivery list %v = %v, want %q", tc.args, ids(got), tc.want)
+		}
+	}
+	s.fails(2, []string{"delivery", "list", "--doc-name", "SO-1"}, "--doc-name", "--doc-type")
+	s.fails(2, []string{"delivery", "list", "--since", "yesterday"}, "--since", `"yesterday"`, "RFC 3339")
+	s.fails(2, []string{"delivery", "list", "--since", "1h", "--until", "2h"}, "--until", "not after --since")
+}
+
+// TestDeliveryListUnknownWebhook: an empty listing for a name that is no
+// webhook and never delivered is a typo to report, not an empty answer; a
+// deleted webhook's deliveries still list.
+func TestDeliveryListUnknownWebhook(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	s.seedDeliveries() // webhook "orders" no longer exists, its delivery does
+	s.fails(1, []string{"delivery", "list", "--webhook", "ordrs"}, `no webhook named "ordrs"`, "homing webhook list")
+	if got := array(t, s.ok("delivery", "list", "--json", "--webhook", "orders", "--status", "Delivered").stdout); len(got) != 0 {
+		t.Errorf("orders' Delivered = %v, want none", ids(got))
+	}
+}
