@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +198,26 @@ func TestDeliveryListUnknownWebhook(t *testing.T) {
 	s.fails(1, []string{"delivery", "list", "--webhook", "ordrs"}, `no webhook named "ordrs"`, "homing webhook list")
 	if got := array(t, s.ok("delivery", "list", "--json", "--webhook", "orders", "--status", "Delivered").stdout); len(got) != 0 {
 		t.Errorf("orders' Delivered = %v, want none", ids(got))
+	}
+}
+
+// TestDeliveryRecoverSaysWhatItDid: recovering an unknown webhook is an error
+// naming it, not "requeued 0"; a real recover's summary names its scope.
+func TestDeliveryRecoverSaysWhatItDid(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	s.seedDeliveries() // dlv-failed: webhook "orders", Failed, created 2026-03-01
+	r := s.fails(1, []string{"delivery", "recover", "--webhook", "ordrs", "--status", "Failed"}, `no webhook named "ordrs"`, "nothing to recover")
+	if r.stdout != "" {
+		t.Errorf("stdout = %q, want nothing", r.stdout)
+	}
+	since := fmt.Sprintf("%dh", int(time.Since(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)).Hours())+24)
+	r = s.ok("delivery", "recover", "--webhook", "orders", "--status", "Failed", "--since", since, "--dry-run")
+	if !strings.HasPrefix(r.stdout, `would requeue 1 deliveries of webhook "orders" (Failed, created in the last `) {
+		t.Errorf("dry run printed %q", r.stdout)
+	}
+	r = s.ok("delivery", "recover", "--webhook", "orders", "--status", "Failed", "--since", since)
+	if !strings.HasPrefix(r.stdout, `requeued 1 deliveries of webhook "orders"`) || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("recover printed %q, want one summary line", r.stdout)
 	}
 }

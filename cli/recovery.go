@@ -10,6 +10,7 @@ import (
 
 	"github.com/homingdev/homing/app"
 
+	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 )
@@ -80,6 +81,13 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 		},
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
+				known, err := inspect.WebhookKnown(cmd.Context(), a.DB, f.Webhook)
+				if err != nil {
+					return err
+				}
+				if !known {
+					return fmt.Errorf("no webhook named %q exists and none ever delivered: nothing to recover (homing webhook list shows them)", f.Webhook)
+				}
 				var progress func(done, total int64)
 				if isTerminal(e.stderr) {
 					progress = func(done, total int64) {
@@ -95,11 +103,14 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// The summary names what was matched, so "0" reads as "none
+				// of these", not as "did nothing".
+				scope := fmt.Sprintf("of webhook %q (%s, created in the last %s)", f.Webhook, f.Status, f.Since)
 				if dryRun {
-					fmt.Fprintf(e.stdout, "would requeue %s deliveries\n", thousands(n))
+					fmt.Fprintf(e.stdout, "would requeue %s deliveries %s\n", thousands(n), scope)
 					return nil
 				}
-				fmt.Fprintf(e.stdout, "requeued %s deliveries\n", thousands(n))
+				fmt.Fprintf(e.stdout, "requeued %s deliveries %s\n", thousands(n), scope)
 				return nil
 			})
 		}),
