@@ -221,3 +221,22 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 		t.Errorf("failed synchronous delivery is %q (%v), want Exhausted: it is never retried", d.Status, err)
 	}
 }
+
+// TestPublishDefaultsDocName: without doc_name the event carries doc.name,
+// so its deliveries list under the document.
+func TestPublishDefaultsDocName(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.expect(http.StatusAccepted, "POST", "/v1/events", s.publish, `{"id": "n-7", "doc_type": "Note", "event": "after_insert", "doc": {"name": "N-7"}}`)
+	s.expect(http.StatusAccepted, "POST", "/v1/events", s.publish, `{"id": "n-8", "doc_type": "Note", "doc_name": "given", "event": "after_insert", "doc": {"name": "N-8"}}`)
+	rows := s.outboxRows()
+	if len(rows) != 2 {
+		t.Fatalf("outbox has %d rows, want 2", len(rows))
+	}
+	for i, want := range []string{"N-7", "given"} {
+		ev, err := tasks.DecodeEvent([]byte(rows[i].Payload))
+		if err != nil || ev.DocName != want {
+			t.Errorf("queued event %s: doc_name %q, %v; want %q", rows[i].EventID, ev.DocName, err, want)
+		}
+	}
+}
