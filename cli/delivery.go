@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -165,7 +166,7 @@ func newDeliveryShowCmd(e *env) *cobra.Command {
 				if asJSON {
 					return writeJSON(e.stdout, d)
 				}
-				return printDelivery(e.stdout, d)
+				return printDelivery(e.stdout, d, a.Clock.Now())
 			})
 		}),
 	}
@@ -184,22 +185,32 @@ func printDeliveryTable(w io.Writer, ds []inspect.Delivery) error {
 	return tw.Flush()
 }
 
-func printDelivery(w io.Writer, d inspect.Detail) error {
+// responseShown is how much of the last response body the text form of
+// delivery show prints (--json has all that was kept).
+const responseShown = 300
+
+// printDelivery prints d as text; times are UTC with their distance from now
+// beside them.
+func printDelivery(w io.Writer, d inspect.Detail, now time.Time) error {
 	p := &printer{w: w}
 	tw := tabwriter.NewWriter(p, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	when := func(t time.Time) string { return t.Format(time.RFC3339) + " (" + relative(t, now) + ")" }
 	row("id", d.ID)
 	row("webhook", d.Webhook)
 	row("event", fmt.Sprintf("%s of %s (event id %s)", d.DocEvent, document(d.Delivery), d.EventID))
 	status := d.Status
 	if d.NextRetry != nil {
-		status += " (next retry " + d.NextRetry.Format(time.RFC3339) + ")"
+		status += " (next retry " + when(*d.NextRetry) + ")"
 	}
 	row("status", status)
 	row("attempts", fmt.Sprintf("%d of %d", d.Attempts, d.MaxRetries+1))
 	row("request", d.Method+" "+d.URL)
 	for _, k := range sortedKeys(d.Headers) {
 		row("header", k+": "+d.Headers[k])
+	}
+	for _, k := range sortedKeys(d.SentSignature) {
+		row("signed with", k+": "+d.SentSignature[k])
 	}
 	row("payload", oneLine(d.Payload))
 	if d.LastStatusCode != nil {
@@ -208,8 +219,11 @@ func printDelivery(w io.Writer, d inspect.Detail) error {
 	if d.LastError != "" {
 		row("last error", oneLine(d.LastError))
 	}
-	row("created", d.CreatedAt.Format(time.RFC3339))
-	row("updated", d.UpdatedAt.Format(time.RFC3339))
+	if d.LastResponse != "" {
+		row("last response", truncate(oneLine(d.LastResponse), responseShown))
+	}
+	row("created", when(d.CreatedAt))
+	row("updated", when(d.UpdatedAt))
 	_ = tw.Flush()
 
 	p.printf("\n")
@@ -220,13 +234,54 @@ func printDelivery(w io.Writer, d inspect.Detail) error {
 		if h.StatusCode != nil {
 			code = fmt.Sprint(*h.StatusCode)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%s %s\t%s\n", h.Attempt, h.At.Format(time.RFC3339), code, h.DurationMS, h.Method, h.URL, oneLine(h.Error))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%s %s\t%s\n", h.Attempt, when(h.At), code, h.DurationMS, h.Method, h.URL, oneLine(h.Error))
 	}
 	if len(d.History) == 0 {
 		fmt.Fprintln(tw, "(no attempt yet)")
 	}
 	_ = tw.Flush()
 	return p.err
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, and says how much
+// was left out.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes; --json has it all)", s[:cut], len(s)-cut)
+}
+
+// relative says how far t is from now the way an operator reads it: "in
+// 4m", "3m ago", "2h5m ago", "3d4h ago"; "now" within a second.
+func relative(t, now time.Time) string {
+	d := t.Sub(now)
+	if d > -time.Second && d < time.Second {
+		return "now"
+	}
+	ahead := d > 0
+	if !ahead {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		s = fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	default:
+		s = fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+	}
+	if ahead {
+		return "in " + s
+	}
+	return s + " ago"
 }
 
 func document(d inspect.Delivery) string {

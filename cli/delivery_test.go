@@ -35,6 +35,7 @@ func (s *site) seedDeliveries() {
 		Headers: models.StringMap{"Content-Type": "application/json", "X-Tenant": "acme"},
 		Payload: []byte(`{"name": "SO-1"}`), Status: models.StatusFailed, Attempts: 1, MaxRetries: 3,
 		NextRetry: &next, LastStatusCode: &code503, LastError: "HTTP 503 Service Unavailable",
+		LastResponse: `{"error": "maintenance"}` + strings.Repeat(" pad", 200) + " TAIL-NOT-SHOWN",
 		CreatedAt: t0, UpdatedAt: t0,
 	}, {
 		ID: "dlv-ok", WebhookID: "wh-2", WebhookName: "invoices", EventID: "evt-2", DocType: "Sales Invoice",
@@ -46,7 +47,10 @@ func (s *site) seedDeliveries() {
 		s.t.Fatal(err)
 	}
 	att := models.Attempt{DeliveryID: "dlv-failed", Attempt: 1, At: t0, Method: "POST", URL: "https://erp.example.com/hook",
-		RequestHeaders: models.StringMap{}, StatusCode: &code503, DurationMS: 42, Class: "http", Error: "HTTP 503 Service Unavailable"}
+		RequestHeaders: models.StringMap{"webhook-id": "evt-1", "webhook-timestamp": "1772366400",
+			"webhook-signature": "v1,c2VjcmV0LXNpZy0x v1,c2VjcmV0LXNpZy0y", "X-Frappe-Webhook-Signature": "ZnJhcHBlLXNpZw==",
+			"Content-Type": "application/json"},
+		StatusCode: &code503, DurationMS: 42, Class: "http", Error: "HTTP 503 Service Unavailable"}
 	if err := db.Create(&att).Error; err != nil {
 		s.t.Fatal(err)
 	}
@@ -147,6 +151,19 @@ func TestDeliveryShow(t *testing.T) {
 		"X-Tenant: acme", `{"name": "SO-1"}`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plain show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// The signature headers sent, masked; the response, cut; relative times.
+	for _, want := range []string{"webhook-signature: v1,**** v1,****", "X-Frappe-Webhook-Signature: ****", "webhook-id: evt-1",
+		"webhook-timestamp: 1772366400", `last response:  {"error": "maintenance"} pad`, "more bytes; --json has it all",
+		"created:        2026-03-01T12:00:00Z (", " ago)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plain show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, secret := range []string{"c2VjcmV0LXNpZy0x", "ZnJhcHBlLXNpZw==", "TAIL-NOT-SHOWN"} {
+		if strings.Contains(r.stdout, secret) {
+			t.Errorf("plain show prints %q:\n%s", secret, r.stdout)
 		}
 	}
 	_, table, ok := strings.Cut(r.stdout, "\n\n")

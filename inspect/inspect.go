@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/signing"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -64,6 +67,11 @@ type Detail struct {
 	LastResponse string            `json:"last_response"`
 	ResentFrom   *string           `json:"resent_from,omitempty"`
 	History      []Attempt         `json:"history"`
+	// SentSignature is the signature headers of the last attempt as sent,
+	// with the signatures themselves masked (webhook-signature: v1,****):
+	// enough to see which scheme and secrets a receiver was shown, never
+	// a signature to replay. Only the text form of delivery show prints it.
+	SentSignature map[string]string `json:"-"`
 }
 
 // Filter narrows a listing. Zero values do not filter.
@@ -247,8 +255,35 @@ func Show(ctx context.Context, db *gorm.DB, id string) (Detail, error) {
 	}
 	// Rows written before credential headers were sealed may hold one.
 	headers := webhook.MaskedHeaders(row.Headers)
+	var sent map[string]string
+	if n := len(attempts); n > 0 {
+		sent = signatureHeaders(attempts[n-1].RequestHeaders)
+	}
 	return Detail{
 		Delivery: summary(row), Headers: headers, Payload: string(row.Payload),
 		LastResponse: row.LastResponse, ResentFrom: row.ResentFrom, History: history,
+		SentSignature: sent,
 	}, nil
+}
+
+// signatureHeaders picks the signing headers out of the headers an attempt
+// sent, masking each signature but keeping its version prefix ("v1,").
+func signatureHeaders(sent map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range sent {
+		switch {
+		case strings.EqualFold(k, signing.HeaderID), strings.EqualFold(k, signing.HeaderTimestamp):
+			out[k] = v
+		case strings.EqualFold(k, signing.HeaderSignature):
+			sigs := strings.Fields(v)
+			for i, sig := range sigs {
+				version, _, _ := strings.Cut(sig, ",")
+				sigs[i] = version + "," + delivery.Masked
+			}
+			out[k] = strings.Join(sigs, " ")
+		case strings.EqualFold(k, signing.HeaderFrappe):
+			out[k] = delivery.Masked
+		}
+	}
+	return out
 }
