@@ -37,3 +37,20 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("truncate on a rune = %q, want ab… and 5 more bytes", got)
 	}
 }
+
+// TestProgressBar: each call redraws the line in place, and the count
+// follows what was done.
+func TestProgressBar(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	draw := progressBar(&b)
+	draw(1500, 4000)
+	draw(4000, 4000)
+	want := "\r[###########...................] 1,500/4,000\r[##############################] 4,000/4,000"
+	if b.String() != want {
+		t.Errorf("progress drew\n%q\nwant\n%q", b.String(), want)
+	}
+	if isTerminal(&b) {
+		t.Error("a strings.Builder counts as a terminal")
+	}
+}

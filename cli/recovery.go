@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -88,13 +89,11 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 				if !known {
 					return fmt.Errorf("no webhook named %q exists and none ever delivered: nothing to recover (homing webhook list shows them)", f.Webhook)
 				}
+				// On a terminal a bar and count redrawn in place; otherwise
+				// (a pipe, a log) only the summary line below.
 				var progress func(done, total int64)
 				if isTerminal(e.stderr) {
-					progress = func(done, total int64) {
-						const width = 30
-						filled := int(done * width / max(total, 1))
-						fmt.Fprintf(e.stderr, "\r[%s%s] %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), thousands(done), thousands(total))
-					}
+					progress = progressBar(e.stderr)
 				}
 				n, err := recovery.New(a.DB, a.Clock).Recover(cmd.Context(), f, dryRun, progress)
 				if progress != nil {
@@ -121,6 +120,16 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 	fs.StringVar(&f.Status, "status", models.StatusExhausted, "`STATUS` to recover: Exhausted or Failed")
 	fs.BoolVar(&dryRun, "dry-run", false, "count what would be requeued, change nothing")
 	return cmd
+}
+
+// progressBar draws done of total on one line of w, redrawn in place (\r)
+// at each call: "[#########.....] 1,500/4,000".
+func progressBar(w io.Writer) func(done, total int64) {
+	return func(done, total int64) {
+		const width = 30
+		filled := int(min(done, total) * width / max(total, 1))
+		fmt.Fprintf(w, "\r[%s%s] %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), thousands(done), thousands(total))
+	}
 }
 
 // isTerminal reports whether w is a character device (a terminal).
