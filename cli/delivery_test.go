@@ -36,7 +36,7 @@ func (s *site) seedDeliveries() {
 		Payload: []byte(`{"name": "SO-1"}`), Status: models.StatusFailed, Attempts: 1, MaxRetries: 3,
 		NextRetry: &next, LastStatusCode: &code503, LastError: "HTTP 503 Service Unavailable",
 		LastResponse: `{"error": "maintenance"}` + strings.Repeat(" pad", 200) + " TAIL-NOT-SHOWN",
-		CreatedAt: t0, UpdatedAt: t0,
+		CreatedAt:    t0, UpdatedAt: t0,
 	}, {
 		ID: "dlv-ok", WebhookID: "wh-2", WebhookName: "invoices", EventID: "evt-2", DocType: "Sales Invoice",
 		DocName: "SINV-1", DocEvent: "on_submit", Method: "PUT", URL: "https://erp.example.com/inv",
