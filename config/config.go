@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,7 +217,7 @@ func fields() []field {
 		{"redis.sentinel.master", "", into(parseString, func(c *Config) *string { return &c.Redis.Sentinel.Master })},
 		{"redis.sentinel.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Sentinel.Addrs })},
 		{"redis.cluster.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Cluster.Addrs })},
-		{"database.url", "sqlite://homing.db", into(parseString, func(c *Config) *string { return &c.Database.URL })},
+		{"database.url", "", into(parseString, func(c *Config) *string { return &c.Database.URL })},
 		{"database.auto_migrate", true, into(parseBool, func(c *Config) *bool { return &c.Database.AutoMigrate })},
 		{"database.max_open_conns", 6, into(parseInt, func(c *Config) *int { return &c.Database.MaxOpenConns })},
 		{"retry.schedule", "5m,30m,2h,5h,10h,10h", into(parseDurations, func(c *Config) *[]time.Duration { return &c.Retry.Schedule })},
@@ -286,7 +287,38 @@ func Default() Config {
 			panic(fmt.Sprintf("config: default of %s: %v", f.key, err)) // the table is constant: a programming error
 		}
 	}
+	c.Database.URL = "sqlite://" + DefaultSQLitePath(nil)
 	return c
+}
+
+// DefaultSQLitePath is the database file used when database.url is not set:
+// per user and absolute, so the commands find the same database whatever
+// directory they run in. It is $XDG_DATA_HOME/homing/homing.db, or
+// ~/.local/share/homing/homing.db when XDG_DATA_HOME is unset or relative
+// (as the XDG base directory specification says). environ holds the
+// variables ("K=V"); without HOME there, the process's home directory is
+// used, and without one at all, homing.db in the working directory.
+func DefaultSQLitePath(environ []string) string {
+	lookup := func(name string) string {
+		v := ""
+		for _, kv := range environ {
+			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+				v = val // the last one wins, as in a shell
+			}
+		}
+		return v
+	}
+	if x := lookup("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "homing", "homing.db")
+	}
+	home := lookup("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
+		return "homing.db"
+	}
+	return filepath.Join(home, ".local", "share", "homing", "homing.db")
 }
 
 // Load reads the YAML file at path ("" for none), then the process
@@ -339,6 +371,9 @@ func LoadFrom(path string, environ []string) (Config, error) {
 			}
 			problems = append(problems, ke)
 		}
+	}
+	if c.Database.URL == "" {
+		c.Database.URL = "sqlite://" + DefaultSQLitePath(environ)
 	}
 	// A key that did not parse keeps its valid default, so Validate adds
 	// nothing about it: each wrong key is reported once, as written.

@@ -38,7 +38,7 @@ func TestDefault(t *testing.T) {
 	d := Default()
 	want := Config{
 		Redis:    Redis{URL: "redis://127.0.0.1:6379/0"},
-		Database: Database{URL: "sqlite://homing.db", AutoMigrate: true, MaxOpenConns: 6},
+		Database: Database{URL: "sqlite://" + DefaultSQLitePath(nil), AutoMigrate: true, MaxOpenConns: 6},
 		Retry: Retry{
 			Schedule:          []time.Duration{5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 			DefaultMaxRetries: 3,
@@ -532,4 +532,34 @@ func TestFileErrors(t *testing.T) {
 			t.Errorf("error %v, want it to name %s", err, path)
 		}
 	})
+}
+
+// TestDefaultSQLitePath: the default database is per user and absolute, never
+// relative to the directory a command runs in.
+func TestDefaultSQLitePath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"XDG_DATA_HOME=/data/me", "HOME=/home/me"}, "/data/me/homing/homing.db"},
+		{[]string{"HOME=/home/me"}, "/home/me/.local/share/homing/homing.db"},
+		{[]string{"XDG_DATA_HOME=relative/dir", "HOME=/home/me"}, "/home/me/.local/share/homing/homing.db"},
+		{[]string{"XDG_DATA_HOME=", "HOME=/home/me"}, "/home/me/.local/share/homing/homing.db"},
+	} {
+		if got := DefaultSQLitePath(tc.env); got != tc.want {
+			t.Errorf("DefaultSQLitePath(%q) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+	if p := DefaultSQLitePath(nil); !filepath.IsAbs(p) {
+		t.Errorf("DefaultSQLitePath without HOME = %q, want the process's home, absolute", p)
+	}
+	c, err := load(t, "", "XDG_DATA_HOME=/data/me", "HOMING_LOG_LEVEL=warn")
+	if err != nil || c.Database.URL != "sqlite:///data/me/homing/homing.db" {
+		t.Errorf("LoadFrom without database.url: %q, %v; want sqlite:///data/me/homing/homing.db", c.Database.URL, err)
+	}
+	c, err = load(t, "database:\n  url: sqlite://here.db\n", "XDG_DATA_HOME=/data/me")
+	if err != nil || c.Database.URL != "sqlite://here.db" {
+		t.Errorf("LoadFrom with database.url: %q, %v; want it as given", c.Database.URL, err)
+	}
 }
