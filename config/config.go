@@ -181,6 +181,11 @@ type Secrets struct {
 // Metrics is where the worker serves Prometheus metrics.
 type Metrics struct {
 	Addr string // metrics.addr; empty disables the endpoint
+	// MaxWebhookLabels is metrics.max_webhook_labels: how many webhooks get
+	// a webhook label of their own on the delivery and attempt counters;
+	// the rest share webhook="other", so a site with thousands of webhooks
+	// cannot blow up the number of series.
+	MaxWebhookLabels int
 }
 
 // KeyError is a problem with one key. Load and Validate return these, joined
@@ -241,6 +246,7 @@ func fields() []field {
 		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
 		{"health.probe_interval", "10s", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.ProbeInterval })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
+		{"metrics.max_webhook_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabels })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
@@ -766,6 +772,9 @@ func (c Config) problems() []*KeyError {
 		if err := checkAddr(a); err != nil {
 			bad("metrics.addr", "%v (use :9464 or 127.0.0.1:9464; empty disables metrics)", err)
 		}
+	}
+	if n := c.Metrics.MaxWebhookLabels; n < 0 {
+		bad("metrics.max_webhook_labels", "%d is negative (0 counts every webhook as \"other\")", n)
 	}
 	if err := checkAddr(c.API.Addr); err != nil {
 		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)
