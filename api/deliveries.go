@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/recovery"
@@ -18,11 +19,32 @@ const (
 
 // deliveryFilter reads GET /v1/deliveries' query parameters.
 func deliveryFilter(r *http.Request) (inspect.Filter, error) {
-	q, err := queryParams(r, "status", "webhook", "event_id", "cursor", "limit")
+	q, err := queryParams(r, "status", "webhook", "event_id", "doc_type", "doc_name", "since", "until", "cursor", "limit")
 	if err != nil {
 		return inspect.Filter{}, err
 	}
-	f := inspect.Filter{Webhook: q["webhook"], EventID: q["event_id"], Cursor: q["cursor"], Limit: defaultPageSize}
+	f := inspect.Filter{Webhook: q["webhook"], EventID: q["event_id"], DocType: q["doc_type"], DocName: q["doc_name"],
+		Cursor: q["cursor"], Limit: defaultPageSize}
+	if f.DocName != "" && f.DocType == "" {
+		return f, invalidRequest("doc_name", "doc_name %q needs doc_type too: a document name is unique only within its doctype", f.DocName)
+	}
+	for _, b := range []struct {
+		name string
+		t    *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		v, ok := q[b.name]
+		if !ok {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return f, invalidRequest(b.name, "%s %q is not an RFC 3339 time such as 2026-12-03T15:04:05Z", b.name, v)
+		}
+		*b.t = t
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		return f, invalidRequest("until", "until %s is not after since %s", q["until"], q["since"])
+	}
 	if s, ok := q["status"]; ok {
 		for _, st := range inspect.Statuses {
 			if strings.EqualFold(s, st) {

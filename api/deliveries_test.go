@@ -208,3 +208,67 @@ func TestDeliveryShowRetryResend(t *testing.T) {
 	s.refused(http.StatusUnprocessableEntity, "invalid_request", "Idempotency-Key", "POST", "/v1/deliveries/"+delivered.ID+"/resend", s.admin, "", "Idempotency-Key", strings.Repeat("k", 101))
 	s.refused(http.StatusNotFound, "not_found", "", "POST", "/v1/deliveries/nope/resend", s.admin, "")
 }
+
+// TestDeliveryDocAndTimeFilters lists one document's deliveries within a
+// time range, page by page: every page holds only matching rows, and a
+// doc_name without its doctype, or a time that is not RFC 3339, is refused.
+func TestDeliveryDocAndTimeFilters(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	var want []string
+	for i := range 6 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		d := s.addDelivery("orders", models.StatusDelivered, at)
+		other := s.addDelivery("orders", models.StatusDelivered, at)
+		if err := s.db.Model(&models.Delivery{}).Where("id = ?", other.ID).Update("doc_name", "N-2").Error; err != nil {
+			t.Fatal(err)
+		}
+		typ := s.addDelivery("orders", models.StatusDelivered, at)
+		if err := s.db.Model(&models.Delivery{}).Where("id = ?", typ.ID).Update("doc_type", "Task").Error; err != nil {
+			t.Fatal(err)
+		}
+		if i >= 1 && i < 5 { // since t0+1m inclusive, until t0+5m exclusive
+			want = append(want, d.ID)
+		}
+	}
+	slices.Reverse(want)
+
+	base := "?doc_type=Note&doc_name=N-1&since=" + url.QueryEscape(t0.Add(time.Minute).Format(time.RFC3339)) +
+		"&until=" + url.QueryEscape(t0.Add(5*time.Minute).Format(time.RFC3339)) + "&limit=3"
+	var got []string
+	query := base
+	for pages := 1; ; pages++ {
+		if pages > 3 {
+			t.Fatal("the listing does not end")
+		}
+		p := s.page(query)
+		for _, d := range p.Deliveries {
+			if d["doc_type"] != "Note" || d["doc_name"] != "N-1" {
+				t.Errorf("filtered page holds %v", d)
+			}
+			got = append(got, d["id"].(string))
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		query = base + "&cursor=" + url.QueryEscape(*p.NextCursor)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("doc_type, doc_name, since, until\n got %v\nwant %v", got, want)
+	}
+	if p := s.page("?doc_type=Task"); len(p.Deliveries) != 6 {
+		t.Errorf("doc_type=Task: %d deliveries, want 6", len(p.Deliveries))
+	}
+	if p := s.page("?since=" + url.QueryEscape(t0.Add(5*time.Minute).Format(time.RFC3339Nano))); len(p.Deliveries) != 3 {
+		t.Errorf("since the last minute: %d deliveries, want 3", len(p.Deliveries))
+	}
+
+	for _, tc := range []struct{ query, field string }{
+		{"?doc_name=N-1", "doc_name"},
+		{"?since=24h", "since"},
+		{"?until=2026-12-02", "until"},
+		{"?since=2026-12-02T12:05:00Z&until=2026-12-02T12:00:00Z", "until"},
+	} {
+		s.refused(http.StatusUnprocessableEntity, "invalid_request", tc.field, "GET", "/v1/deliveries"+tc.query, s.admin, "")
+	}
+}

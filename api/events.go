@@ -44,8 +44,9 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 
 // addToOutbox commits the event to the outbox, which the relay moves into
 // the queue and which keeps it until it is fanned out: 202 for a new event,
-// 200 with the original for an ID accepted before (nothing is written, and
-// nothing is delivered again). An ID accepted before but not fanned out yet
+// 200 with the original for an ID accepted before with the same body
+// (nothing is written, and nothing is delivered again), 409 for one accepted
+// with another body. An ID accepted before but not fanned out yet
 // is queued again, in case its task was lost with Redis's data.
 // The idempotency record and the outbox row are one transaction, so a crash
 // cannot keep one without the other; concurrent requests share it (group
@@ -54,6 +55,9 @@ func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch
 	outcome, err := s.outbox.AddJSON(r.Context(), ev, doc, s.cfg.Clock.Now())
 	if err != nil {
 		return err
+	}
+	if outcome == outbox.Conflict {
+		return conflict("event %q was published before with a different body: publish a changed document under a new event ID (the same body again is a harmless repeat)", ev.ID)
 	}
 	status := http.StatusAccepted
 	if outcome != outbox.Added {

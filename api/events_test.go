@@ -47,12 +47,13 @@ func TestPublishIsIdempotent(t *testing.T) {
 		t.Errorf("queued event = %+v", ev)
 	}
 
-	// A client retrying (after a timeout, say) five times at once.
+	// A client retrying (after a timeout, say) five times at once, its body
+	// spaced differently.
 	statuses := make([]int, 5)
 	var wg sync.WaitGroup
 	for i := range statuses {
 		wg.Go(func() {
-			statuses[i] = s.request("POST", "/v1/events", s.publish, strings.Replace(orderEvent, "1500", "9999", 1)).status
+			statuses[i] = s.request("POST", "/v1/events", s.publish, strings.Replace(orderEvent, `"grand_total": 1500`, `"grand_total":  1500 `, 1)).status
 		})
 	}
 	wg.Wait()
@@ -64,6 +65,31 @@ func TestPublishIsIdempotent(t *testing.T) {
 	}
 	if rows := s.outboxRows(); len(rows) != 1 {
 		t.Fatalf("outbox has %d rows after repeats, want 1", len(rows))
+	}
+
+	// The same ID with another document is a mistake to report, not a
+	// repeat to answer with the original; alone or among same-body repeats.
+	changed := strings.Replace(orderEvent, "1500", "9999", 1)
+	e := s.refused(http.StatusConflict, "conflict", "", "POST", "/v1/events", s.publish, changed)
+	if !strings.Contains(e.Message, `"so-1-submit"`) || !strings.Contains(e.Message, "new event ID") {
+		t.Errorf("409 message %q should name the event ID and say to use a new one", e.Message)
+	}
+	for i := range statuses {
+		body := orderEvent
+		if i%2 == 0 {
+			body = changed
+		}
+		wg.Go(func() { statuses[i] = s.request("POST", "/v1/events", s.publish, body).status })
+	}
+	wg.Wait()
+	for i, st := range statuses {
+		if want := []int{http.StatusConflict, http.StatusOK}[i%2]; st != want {
+			t.Errorf("mixed repeats answered %v, want 409 for the changed bodies (even) and 200 for the same (odd)", statuses)
+			break
+		}
+	}
+	if rows := s.outboxRows(); len(rows) != 1 || !strings.Contains(rows[0].Payload, "1500") {
+		t.Fatalf("outbox after changed repeats = %+v, want the original row only", rows)
 	}
 
 	// A new ID raced by concurrent publishers: one 202, the rest 200.
@@ -193,5 +219,24 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 	var d models.Delivery
 	if err := s.db.Where("event_id = ? AND webhook_name = ?", "wf-2", "approvals-mirror").Take(&d).Error; err != nil || d.Status != models.StatusExhausted {
 		t.Errorf("failed synchronous delivery is %q (%v), want Exhausted: it is never retried", d.Status, err)
+	}
+}
+
+// TestPublishDefaultsDocName: without doc_name the event carries doc.name,
+// so its deliveries list under the document.
+func TestPublishDefaultsDocName(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.expect(http.StatusAccepted, "POST", "/v1/events", s.publish, `{"id": "n-7", "doc_type": "Note", "event": "after_insert", "doc": {"name": "N-7"}}`)
+	s.expect(http.StatusAccepted, "POST", "/v1/events", s.publish, `{"id": "n-8", "doc_type": "Note", "doc_name": "given", "event": "after_insert", "doc": {"name": "N-8"}}`)
+	rows := s.outboxRows()
+	if len(rows) != 2 {
+		t.Fatalf("outbox has %d rows, want 2", len(rows))
+	}
+	for i, want := range []string{"N-7", "given"} {
+		ev, err := tasks.DecodeEvent([]byte(rows[i].Payload))
+		if err != nil || ev.DocName != want {
+			t.Errorf("queued event %s: doc_name %q, %v; want %q", rows[i].EventID, ev.DocName, err, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -26,14 +27,27 @@ func newDeliveryCmd(e *env) *cobra.Command {
 
 func newDeliveryListCmd(e *env) *cobra.Command {
 	var (
-		f      inspect.Filter
-		asJSON bool
+		f            inspect.Filter
+		asJSON       bool
+		since, until string
+		sinceT       instant
+		untilT       instant
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List deliveries, newest first",
 		Args:  argNames(),
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if sinceT, err = parseInstant("--since", since); err != nil {
+				return err
+			}
+			if untilT, err = parseInstant("--until", until); err != nil {
+				return err
+			}
+			if f.DocName != "" && f.DocType == "" {
+				return usagef("--doc-name %q needs --doc-type too: a document name is unique only within its doctype", f.DocName)
+			}
 			if cmd.Flags().Changed("status") {
 				s, ok := canonicalStatus(f.Status)
 				if !ok {
@@ -48,9 +62,23 @@ func newDeliveryListCmd(e *env) *cobra.Command {
 		},
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
+				now := a.Clock.Now()
+				f.Since, f.Until = sinceT.at(now), untilT.at(now)
+				if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+					return usagef("--until %s is not after --since %s", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+				}
 				ds, err := inspect.List(cmd.Context(), a.DB, f)
 				if err != nil {
 					return err
+				}
+				if len(ds) == 0 && f.Webhook != "" {
+					known, err := inspect.WebhookKnown(cmd.Context(), a.DB, f.Webhook)
+					if err != nil {
+						return err
+					}
+					if !known {
+						return fmt.Errorf("no webhook named %q exists and none ever delivered (homing webhook list shows them)", f.Webhook)
+					}
 				}
 				if ds == nil {
 					ds = []inspect.Delivery{}
@@ -66,9 +94,48 @@ func newDeliveryListCmd(e *env) *cobra.Command {
 	fs.StringVar(&f.Status, "status", "", "only deliveries in `STATUS`: "+strings.Join(inspect.Statuses, ", "))
 	fs.StringVar(&f.Webhook, "webhook", "", "only deliveries of webhook `NAME`")
 	fs.StringVar(&f.EventID, "event-id", "", "only deliveries of event `ID`")
+	fs.StringVar(&f.DocType, "doc-type", "", "only deliveries of documents of `DOCTYPE`")
+	fs.StringVar(&f.DocName, "doc-name", "", "only deliveries of document `NAME` (with --doc-type)")
+	fs.StringVar(&since, "since", "", "only deliveries created at or after `WHEN`: an RFC 3339 time, or a duration ago such as 24h")
+	fs.StringVar(&until, "until", "", "only deliveries created before `WHEN`: an RFC 3339 time, or a duration ago such as 1h")
 	fs.IntVar(&f.Limit, "limit", 50, "at most `N` deliveries")
 	fs.BoolVar(&asJSON, "json", false, "print the deliveries as a JSON array")
 	return cmd
+}
+
+// instant is a time given on the command line: absolute, or a duration
+// before the moment the command runs. The zero instant is no time.
+type instant struct {
+	abs time.Time
+	ago time.Duration
+	set bool
+}
+
+// parseInstant reads flag's value: an RFC 3339 time or a Go duration that
+// means "this long ago".
+func parseInstant(flag, v string) (instant, error) {
+	if v == "" {
+		return instant{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return instant{abs: t.UTC(), set: true}, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return instant{}, usagef("%s %q is neither an RFC 3339 time (2026-12-03T15:04:05Z) nor a duration ago (24h, 90m)", flag, v)
+	}
+	return instant{ago: d, set: true}, nil
+}
+
+// at is the instant's time when the command runs at now.
+func (i instant) at(now time.Time) time.Time {
+	switch {
+	case !i.set:
+		return time.Time{}
+	case i.abs.IsZero():
+		return now.Add(-i.ago).UTC()
+	}
+	return i.abs
 }
 
 // canonicalStatus accepts a status in any letter case.
@@ -99,7 +166,7 @@ func newDeliveryShowCmd(e *env) *cobra.Command {
 				if asJSON {
 					return writeJSON(e.stdout, d)
 				}
-				return printDelivery(e.stdout, d)
+				return printDelivery(e.stdout, d, a.Clock.Now())
 			})
 		}),
 	}
@@ -118,22 +185,32 @@ func printDeliveryTable(w io.Writer, ds []inspect.Delivery) error {
 	return tw.Flush()
 }
 
-func printDelivery(w io.Writer, d inspect.Detail) error {
+// responseShown is how much of the last response body the text form of
+// delivery show prints (--json has all that was kept).
+const responseShown = 300
+
+// printDelivery prints d as text; times are UTC with their distance from now
+// beside them.
+func printDelivery(w io.Writer, d inspect.Detail, now time.Time) error {
 	p := &printer{w: w}
 	tw := tabwriter.NewWriter(p, 0, 4, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	when := func(t time.Time) string { return t.Format(time.RFC3339) + " (" + relative(t, now) + ")" }
 	row("id", d.ID)
 	row("webhook", d.Webhook)
 	row("event", fmt.Sprintf("%s of %s (event id %s)", d.DocEvent, document(d.Delivery), d.EventID))
 	status := d.Status
 	if d.NextRetry != nil {
-		status += " (next retry " + d.NextRetry.Format(time.RFC3339) + ")"
+		status += " (next retry " + when(*d.NextRetry) + ")"
 	}
 	row("status", status)
 	row("attempts", fmt.Sprintf("%d of %d", d.Attempts, d.MaxRetries+1))
 	row("request", d.Method+" "+d.URL)
 	for _, k := range sortedKeys(d.Headers) {
 		row("header", k+": "+d.Headers[k])
+	}
+	for _, k := range sortedKeys(d.SentSignature) {
+		row("signed with", k+": "+d.SentSignature[k])
 	}
 	row("payload", oneLine(d.Payload))
 	if d.LastStatusCode != nil {
@@ -142,8 +219,11 @@ func printDelivery(w io.Writer, d inspect.Detail) error {
 	if d.LastError != "" {
 		row("last error", oneLine(d.LastError))
 	}
-	row("created", d.CreatedAt.Format(time.RFC3339))
-	row("updated", d.UpdatedAt.Format(time.RFC3339))
+	if d.LastResponse != "" {
+		row("last response", truncate(oneLine(d.LastResponse), responseShown))
+	}
+	row("created", when(d.CreatedAt))
+	row("updated", when(d.UpdatedAt))
 	_ = tw.Flush()
 
 	p.printf("\n")
@@ -154,13 +234,54 @@ func printDelivery(w io.Writer, d inspect.Detail) error {
 		if h.StatusCode != nil {
 			code = fmt.Sprint(*h.StatusCode)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%s %s\t%s\n", h.Attempt, h.At.Format(time.RFC3339), code, h.DurationMS, h.Method, h.URL, oneLine(h.Error))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%s %s\t%s\n", h.Attempt, when(h.At), code, h.DurationMS, h.Method, h.URL, oneLine(h.Error))
 	}
 	if len(d.History) == 0 {
 		fmt.Fprintln(tw, "(no attempt yet)")
 	}
 	_ = tw.Flush()
 	return p.err
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, and says how much
+// was left out.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes; --json has it all)", s[:cut], len(s)-cut)
+}
+
+// relative says how far t is from now the way an operator reads it: "in
+// 4m", "3m ago", "2h5m ago", "3d4h ago"; "now" within a second.
+func relative(t, now time.Time) string {
+	d := t.Sub(now)
+	if d > -time.Second && d < time.Second {
+		return "now"
+	}
+	ahead := d > 0
+	if !ahead {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		s = fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	default:
+		s = fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+	}
+	if ahead {
+		return "in " + s
+	}
+	return s + " ago"
 }
 
 func document(d inspect.Delivery) string {

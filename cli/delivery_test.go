@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,8 @@ func (s *site) seedDeliveries() {
 		Headers: models.StringMap{"Content-Type": "application/json", "X-Tenant": "acme"},
 		Payload: []byte(`{"name": "SO-1"}`), Status: models.StatusFailed, Attempts: 1, MaxRetries: 3,
 		NextRetry: &next, LastStatusCode: &code503, LastError: "HTTP 503 Service Unavailable",
-		CreatedAt: t0, UpdatedAt: t0,
+		LastResponse: `{"error": "maintenance"}` + strings.Repeat(" pad", 200) + " TAIL-NOT-SHOWN",
+		CreatedAt:    t0, UpdatedAt: t0,
 	}, {
 		ID: "dlv-ok", WebhookID: "wh-2", WebhookName: "invoices", EventID: "evt-2", DocType: "Sales Invoice",
 		DocName: "SINV-1", DocEvent: "on_submit", Method: "PUT", URL: "https://erp.example.com/inv",
@@ -45,7 +47,10 @@ func (s *site) seedDeliveries() {
 		s.t.Fatal(err)
 	}
 	att := models.Attempt{DeliveryID: "dlv-failed", Attempt: 1, At: t0, Method: "POST", URL: "https://erp.example.com/hook",
-		RequestHeaders: models.StringMap{}, StatusCode: &code503, DurationMS: 42, Class: "http", Error: "HTTP 503 Service Unavailable"}
+		RequestHeaders: models.StringMap{"webhook-id": "evt-1", "webhook-timestamp": "1772366400",
+			"webhook-signature": "v1,c2VjcmV0LXNpZy0x v1,c2VjcmV0LXNpZy0y", "X-Frappe-Webhook-Signature": "ZnJhcHBlLXNpZw==",
+			"Content-Type": "application/json"},
+		StatusCode: &code503, DurationMS: 42, Class: "http", Error: "HTTP 503 Service Unavailable"}
 	if err := db.Create(&att).Error; err != nil {
 		s.t.Fatal(err)
 	}
@@ -148,6 +153,19 @@ func TestDeliveryShow(t *testing.T) {
 			t.Errorf("plain show lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	// The signature headers sent, masked; the response, cut; relative times.
+	for _, want := range []string{"webhook-signature: v1,**** v1,****", "X-Frappe-Webhook-Signature: ****", "webhook-id: evt-1",
+		"webhook-timestamp: 1772366400", `last response:  {"error": "maintenance"} pad`, "more bytes; --json has it all",
+		"created:        2026-03-01T12:00:00Z (", " ago)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plain show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, secret := range []string{"c2VjcmV0LXNpZy0x", "ZnJhcHBlLXNpZw==", "TAIL-NOT-SHOWN"} {
+		if strings.Contains(r.stdout, secret) {
+			t.Errorf("plain show prints %q:\n%s", secret, r.stdout)
+		}
+	}
 	_, table, ok := strings.Cut(r.stdout, "\n\n")
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	if !ok || len(lines) != 2 || !strings.HasPrefix(lines[0], "ATTEMPT") || !strings.HasPrefix(lines[1], "1 ") ||
@@ -156,4 +174,67 @@ func TestDeliveryShow(t *testing.T) {
 	}
 
 	s.fails(1, []string{"delivery", "show", "nope"}, "delivery not found", `"nope"`, "homing delivery list")
+}
+
+// TestDeliveryListDocAndTime filters by document and creation time, absolute
+// or as a duration ago, and refuses what cannot be a filter.
+func TestDeliveryListDocAndTime(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	s.seedDeliveries() // dlv-failed at 2026-03-01T12:00Z, dlv-ok a minute later
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--doc-type", "Sales Order"}, "dlv-failed"},
+		{[]string{"--doc-type", "Sales Invoice", "--doc-name", "SINV-1"}, "dlv-ok"},
+		{[]string{"--doc-type", "Sales Invoice", "--doc-name", "SO-1"}, ""},
+		{[]string{"--since", "2026-03-01T12:00:30Z"}, "dlv-ok"},
+		{[]string{"--until", "2026-03-01T12:00:30Z"}, "dlv-failed"},
+		{[]string{"--since", "2026-03-01T12:00:00Z", "--until", "2026-03-01T12:01:00Z"}, "dlv-failed"},
+		{[]string{"--since", "24h"}, ""},                 // both were created long before the test ran
+		{[]string{"--until", "1h"}, "dlv-ok,dlv-failed"}, // both were created more than an hour ago
+	} {
+		got := array(t, s.ok(append([]string{"delivery", "list", "--json"}, tc.args...)...).stdout)
+		if strings.Join(ids(got), ",") != tc.want {
+			t.Errorf("delivery list %v = %v, want %q", tc.args, ids(got), tc.want)
+		}
+	}
+	s.fails(2, []string{"delivery", "list", "--doc-name", "SO-1"}, "--doc-name", "--doc-type")
+	s.fails(2, []string{"delivery", "list", "--since", "yesterday"}, "--since", `"yesterday"`, "RFC 3339")
+	s.fails(2, []string{"delivery", "list", "--since", "1h", "--until", "2h"}, "--until", "not after --since")
+}
+
+// TestDeliveryListUnknownWebhook: an empty listing for a name that is no
+// webhook and never delivered is a typo to report, not an empty answer; a
+// deleted webhook's deliveries still list.
+func TestDeliveryListUnknownWebhook(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	s.seedDeliveries() // webhook "orders" no longer exists, its delivery does
+	s.fails(1, []string{"delivery", "list", "--webhook", "ordrs"}, `no webhook named "ordrs"`, "homing webhook list")
+	if got := array(t, s.ok("delivery", "list", "--json", "--webhook", "orders", "--status", "Delivered").stdout); len(got) != 0 {
+		t.Errorf("orders' Delivered = %v, want none", ids(got))
+	}
+}
+
+// TestDeliveryRecoverSaysWhatItDid: recovering an unknown webhook is an error
+// naming it, not "requeued 0"; a real recover's summary names its scope.
+func TestDeliveryRecoverSaysWhatItDid(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	s.seedDeliveries() // dlv-failed: webhook "orders", Failed, created 2026-03-01
+	r := s.fails(1, []string{"delivery", "recover", "--webhook", "ordrs", "--status", "Failed"}, `no webhook named "ordrs"`, "nothing to recover")
+	if r.stdout != "" {
+		t.Errorf("stdout = %q, want nothing", r.stdout)
+	}
+	since := fmt.Sprintf("%dh", int(time.Since(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)).Hours())+24)
+	r = s.ok("delivery", "recover", "--webhook", "orders", "--status", "Failed", "--since", since, "--dry-run")
+	if !strings.HasPrefix(r.stdout, `would requeue 1 deliveries of webhook "orders" (Failed, created in the last `) {
+		t.Errorf("dry run printed %q", r.stdout)
+	}
+	r = s.ok("delivery", "recover", "--webhook", "orders", "--status", "Failed", "--since", since)
+	if !strings.HasPrefix(r.stdout, `requeued 1 deliveries of webhook "orders"`) || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("recover printed %q, want one summary line", r.stdout)
+	}
 }

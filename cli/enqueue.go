@@ -45,7 +45,7 @@ func newEnqueueCmd(e *env) *cobra.Command {
 	fs.StringVar(&f.doctype, "doctype", "", "document type, e.g. \"Sales Order\"")
 	fs.StringVar(&f.event, "event", "", "document event: "+strings.Join(models.DocEvents, ", "))
 	fs.StringVar(&f.doc, "doc", "", "the document as a JSON object, @FILE to read it from a file, or - for stdin")
-	fs.StringVar(&f.docName, "doc-name", "", "the document's `NAME`, e.g. SO-0001")
+	fs.StringVar(&f.docName, "doc-name", "", "the document's `NAME`, e.g. SO-0001 (default: the document's name field)")
 	fs.StringVar(&f.eventID, "event-id", "", "idempotency key of the event (default: a new UUIDv7)")
 	fs.BoolVar(&f.json, "json", false, `print {"event_id": ...} instead of the bare ID`)
 	for _, name := range []string{"doctype", "event", "doc"} {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/homingdev/homing/app"
 
+	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 )
@@ -80,13 +82,18 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 		},
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
+				known, err := inspect.WebhookKnown(cmd.Context(), a.DB, f.Webhook)
+				if err != nil {
+					return err
+				}
+				if !known {
+					return fmt.Errorf("no webhook named %q exists and none ever delivered: nothing to recover (homing webhook list shows them)", f.Webhook)
+				}
+				// On a terminal a bar and count redrawn in place; otherwise
+				// (a pipe, a log) only the summary line below.
 				var progress func(done, total int64)
 				if isTerminal(e.stderr) {
-					progress = func(done, total int64) {
-						const width = 30
-						filled := int(done * width / max(total, 1))
-						fmt.Fprintf(e.stderr, "\r[%s%s] %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), thousands(done), thousands(total))
-					}
+					progress = progressBar(e.stderr)
 				}
 				n, err := recovery.New(a.DB, a.Clock).Recover(cmd.Context(), f, dryRun, progress)
 				if progress != nil {
@@ -95,11 +102,14 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// The summary names what was matched, so "0" reads as "none
+				// of these", not as "did nothing".
+				scope := fmt.Sprintf("of webhook %q (%s, created in the last %s)", f.Webhook, f.Status, f.Since)
 				if dryRun {
-					fmt.Fprintf(e.stdout, "would requeue %s deliveries\n", thousands(n))
+					fmt.Fprintf(e.stdout, "would requeue %s deliveries %s\n", thousands(n), scope)
 					return nil
 				}
-				fmt.Fprintf(e.stdout, "requeued %s deliveries\n", thousands(n))
+				fmt.Fprintf(e.stdout, "requeued %s deliveries %s\n", thousands(n), scope)
 				return nil
 			})
 		}),
@@ -110,6 +120,16 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 	fs.StringVar(&f.Status, "status", models.StatusExhausted, "`STATUS` to recover: Exhausted or Failed")
 	fs.BoolVar(&dryRun, "dry-run", false, "count what would be requeued, change nothing")
 	return cmd
+}
+
+// progressBar draws done of total on one line of w, redrawn in place (\r)
+// at each call: "[#########.....] 1,500/4,000".
+func progressBar(w io.Writer) func(done, total int64) {
+	return func(done, total int64) {
+		const width = 30
+		filled := int(min(done, total) * width / max(total, 1))
+		fmt.Fprintf(w, "\r[%s%s] %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), thousands(done), thousands(total))
+	}
 }
 
 // isTerminal reports whether w is a character device (a terminal).

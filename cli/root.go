@@ -227,3 +227,15 @@ func argNames(names ...string) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// sqliteFile is the start line's attribute naming the SQLite file in use
+// (the default is per user, config.DefaultSQLitePath, so say which), or
+// nothing for PostgreSQL.
+func sqliteFile(cfg config.Config) []any {
+	path, ok := strings.CutPrefix(cfg.Database.URL, "sqlite://")
+	if !ok {
+		return nil
+	}
+	path, _, _ = strings.Cut(path, "?")
+	return []any{"sqlite_file", path}
+}

@@ -85,7 +85,7 @@ func newWorkerCmd(e *env) *cobra.Command {
 					return err
 				}
 				routeRedisLogs(log, slog.LevelWarn)
-				started := []any{"concurrency", cfg.Worker.Concurrency, "queues", cfg.Worker.Queues}
+				started := append([]any{"concurrency", cfg.Worker.Concurrency, "queues", cfg.Worker.Queues}, sqliteFile(cfg)...)
 				if addr := w.MetricsAddr(); addr != "" {
 					started = append(started, "metrics_addr", addr)
 				}

@@ -47,7 +47,7 @@ func newServeCmd(e *env) *cobra.Command {
 					return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, err)
 				}
 				routeRedisLogs(log, slog.LevelWarn)
-				log.Info("api started", "addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
+				log.Info("api started", append([]any{"addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String()}, sqliteFile(cfg)...)...)
 				warnWithoutTokens(ctx, tokens, log)
 				warnAtStart(ctx, a, nil)
 				<-ctx.Done()

@@ -355,9 +355,27 @@ func newWebhookUpdateCmd(e *env) *cobra.Command {
 		if err := argNames("webhook NAME")(cmd, rest); err != nil {
 			return err
 		}
+		if !changesSomething(cmd.Flags()) {
+			return usagef("nothing to update: give the flags of the fields to change, e.g. webhook update %s --url URL", rest[0])
+		}
 		return failure(e.updateWebhook(cmd, rest[0], &f, secret, given, generate))
 	}
 	return cmd
+}
+
+// changesSomething reports whether an update's flags name a field to
+// change: --json and --sample-doc alone change nothing, and an update that
+// changes nothing would print "updated" for doing nothing.
+func changesSomething(fs *pflag.FlagSet) bool {
+	changes := false
+	fs.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "json", "sample-doc", "config":
+		default:
+			changes = true
+		}
+	})
+	return changes
 }
 
 func (e *env) updateWebhook(cmd *cobra.Command, name string, f *webhookFlags, secret string, given, generate bool) error {

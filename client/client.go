@@ -41,7 +41,8 @@ type SyncError = dispatch.SyncError
 
 // Event is one document event. ID is the caller's idempotency key: publishing
 // the same ID twice never yields two deliveries to one webhook. An empty ID
-// is filled with a new UUIDv7.
+// is filled with a new UUIDv7, and an empty DocName with Doc["name"] when
+// that is a string (a Frappe document's name).
 type Event struct {
 	ID      string
 	DocType string

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,6 +181,11 @@ type Secrets struct {
 // Metrics is where the worker serves Prometheus metrics.
 type Metrics struct {
 	Addr string // metrics.addr; empty disables the endpoint
+	// MaxWebhookLabels is metrics.max_webhook_labels: how many webhooks get
+	// a webhook label of their own on the delivery and attempt counters;
+	// the rest share webhook="other", so a site with thousands of webhooks
+	// cannot blow up the number of series.
+	MaxWebhookLabels int
 }
 
 // KeyError is a problem with one key. Load and Validate return these, joined
@@ -216,7 +222,7 @@ func fields() []field {
 		{"redis.sentinel.master", "", into(parseString, func(c *Config) *string { return &c.Redis.Sentinel.Master })},
 		{"redis.sentinel.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Sentinel.Addrs })},
 		{"redis.cluster.addrs", "", into(parseStrings, func(c *Config) *[]string { return &c.Redis.Cluster.Addrs })},
-		{"database.url", "sqlite://homing.db", into(parseString, func(c *Config) *string { return &c.Database.URL })},
+		{"database.url", "", into(parseString, func(c *Config) *string { return &c.Database.URL })},
 		{"database.auto_migrate", true, into(parseBool, func(c *Config) *bool { return &c.Database.AutoMigrate })},
 		{"database.max_open_conns", 6, into(parseInt, func(c *Config) *int { return &c.Database.MaxOpenConns })},
 		{"retry.schedule", "5m,30m,2h,5h,10h,10h", into(parseDurations, func(c *Config) *[]time.Duration { return &c.Retry.Schedule })},
@@ -240,6 +246,7 @@ func fields() []field {
 		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
 		{"health.probe_interval", "10s", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.ProbeInterval })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
+		{"metrics.max_webhook_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabels })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
@@ -286,7 +293,38 @@ func Default() Config {
 			panic(fmt.Sprintf("config: default of %s: %v", f.key, err)) // the table is constant: a programming error
 		}
 	}
+	c.Database.URL = "sqlite://" + DefaultSQLitePath(nil)
 	return c
+}
+
+// DefaultSQLitePath is the database file used when database.url is not set:
+// per user and absolute, so the commands find the same database whatever
+// directory they run in. It is $XDG_DATA_HOME/homing/homing.db, or
+// ~/.local/share/homing/homing.db when XDG_DATA_HOME is unset or relative
+// (as the XDG base directory specification says). environ holds the
+// variables ("K=V"); without HOME there, the process's home directory is
+// used, and without one at all, homing.db in the working directory.
+func DefaultSQLitePath(environ []string) string {
+	lookup := func(name string) string {
+		v := ""
+		for _, kv := range environ {
+			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+				v = val // the last one wins, as in a shell
+			}
+		}
+		return v
+	}
+	if x := lookup("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "homing", "homing.db")
+	}
+	home := lookup("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
+		return "homing.db"
+	}
+	return filepath.Join(home, ".local", "share", "homing", "homing.db")
 }
 
 // Load reads the YAML file at path ("" for none), then the process
@@ -339,6 +377,9 @@ func LoadFrom(path string, environ []string) (Config, error) {
 			}
 			problems = append(problems, ke)
 		}
+	}
+	if c.Database.URL == "" {
+		c.Database.URL = "sqlite://" + DefaultSQLitePath(environ)
 	}
 	// A key that did not parse keeps its valid default, so Validate adds
 	// nothing about it: each wrong key is reported once, as written.
@@ -731,6 +772,9 @@ func (c Config) problems() []*KeyError {
 		if err := checkAddr(a); err != nil {
 			bad("metrics.addr", "%v (use :9464 or 127.0.0.1:9464; empty disables metrics)", err)
 		}
+	}
+	if n := c.Metrics.MaxWebhookLabels; n < 0 {
+		bad("metrics.max_webhook_labels", "%d is negative (0 counts every webhook as \"other\")", n)
 	}
 	if err := checkAddr(c.API.Addr); err != nil {
 		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)

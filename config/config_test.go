@@ -38,7 +38,7 @@ func TestDefault(t *testing.T) {
 	d := Default()
 	want := Config{
 		Redis:    Redis{URL: "redis://127.0.0.1:6379/0"},
-		Database: Database{URL: "sqlite://homing.db", AutoMigrate: true, MaxOpenConns: 6},
+		Database: Database{URL: "sqlite://" + DefaultSQLitePath(nil), AutoMigrate: true, MaxOpenConns: 6},
 		Retry: Retry{
 			Schedule:          []time.Duration{5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 			DefaultMaxRetries: 3,
@@ -48,7 +48,7 @@ func TestDefault(t *testing.T) {
 		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond},
 		Log:       Log{Level: "info", Format: "json"},
 		Secrets:   Secrets{Key: ""},
-		Metrics:   Metrics{Addr: ":9464"},
+		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 5 * time.Minute},
@@ -95,7 +95,7 @@ worker:
   task_check_interval: 20ms
 log: {level: debug, format: text}
 secrets: {key: abc}
-metrics: {addr: "127.0.0.1:9000"}
+metrics: {addr: "127.0.0.1:9000", max_webhook_labels: 20}
 outbox: {poll_interval: 2s}
 api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 `
@@ -118,7 +118,7 @@ api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond},
 					Log:       Log{Level: "debug", Format: "text"},
 					Secrets:   Secrets{Key: "abc"},
-					Metrics:   Metrics{Addr: "127.0.0.1:9000"},
+					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 5 * time.Minute},
@@ -146,7 +146,7 @@ api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond}
 				c.Log = Log{Level: "debug", Format: "text"}
 				c.Secrets.Key = "abc"
-				c.Metrics.Addr = "127.0.0.1:9000"
+				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20}
 				c.Outbox.PollInterval = 2 * time.Second
 				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192}
 			},
@@ -278,6 +278,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"health.disable_after":       {"0s", func(c *Config) { c.Health.DisableAfter = 0 }},
 		"health.probe_interval":      {"1m", func(c *Config) { c.Health.ProbeInterval = time.Minute }},
 		"metrics.addr":               {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
+		"metrics.max_webhook_labels": {"7", func(c *Config) { c.Metrics.MaxWebhookLabels = 7 }},
 		"outbox.poll_interval":       {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
 		"api.addr":                   {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
 		"api.max_body_bytes":         {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
@@ -381,6 +382,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"log format", "log: {format: xml}\n", nil, "log.format", `log.format: "xml" is not json or text`},
 		{"metrics addr without port", "", []string{"HOMING_METRICS_ADDR=9464"}, "metrics.addr", `metrics.addr: "9464" is not host:port`},
 		{"metrics addr bad port", "metrics: {addr: \":http2\"}\n", nil, "metrics.addr", `port "http2" is not a number`},
+		{"negative webhook labels", "", []string{"HOMING_METRICS_MAX_WEBHOOK_LABELS=-1"}, "metrics.max_webhook_labels", "-1 is negative"},
 		{"api addr empty", "", []string{"HOMING_API_ADDR="}, "api.addr", `api.addr: "" is not host:port (use :8088`},
 		{"api addr without port", "api: {addr: localhost}\n", nil, "api.addr", `"localhost" is not host:port`},
 		{"api body smaller than a payload", "", []string{"HOMING_API_MAX_BODY_BYTES=4096", "HOMING_DELIVERY_MAX_PAYLOAD_BYTES=8192"}, "api.max_body_bytes",
@@ -532,4 +534,34 @@ func TestFileErrors(t *testing.T) {
 			t.Errorf("error %v, want it to name %s", err, path)
 		}
 	})
+}
+
+// TestDefaultSQLitePath: the default database is per user and absolute, never
+// relative to the directory a command runs in.
+func TestDefaultSQLitePath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"XDG_DATA_HOME=/data/me", "HOME=/home/me"}, "/data/me/homing/homing.db"},
+		{[]string{"HOME=/home/me"}, "/home/me/.local/share/homing/homing.db"},
+		{[]string{"XDG_DATA_HOME=relative/dir", "HOME=/home/me"}, "/home/me/.local/share/homing/homing.db"},
+		{[]string{"XDG_DATA_HOME=", "HOME=/home/me"}, "/home/me/.local/share/homing/homing.db"},
+	} {
+		if got := DefaultSQLitePath(tc.env); got != tc.want {
+			t.Errorf("DefaultSQLitePath(%q) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+	if p := DefaultSQLitePath(nil); !filepath.IsAbs(p) {
+		t.Errorf("DefaultSQLitePath without HOME = %q, want the process's home, absolute", p)
+	}
+	c, err := load(t, "", "XDG_DATA_HOME=/data/me", "HOMING_LOG_LEVEL=warn")
+	if err != nil || c.Database.URL != "sqlite:///data/me/homing/homing.db" {
+		t.Errorf("LoadFrom without database.url: %q, %v; want sqlite:///data/me/homing/homing.db", c.Database.URL, err)
+	}
+	c, err = load(t, "database:\n  url: sqlite://here.db\n", "XDG_DATA_HOME=/data/me")
+	if err != nil || c.Database.URL != "sqlite://here.db" {
+		t.Errorf("LoadFrom with database.url: %q, %v; want it as given", c.Database.URL, err)
+	}
 }

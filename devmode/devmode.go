@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -106,7 +107,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
   Homing dev mode
   ===============
   embedded Redis : %s
-  other shells   : export HOMING_REDIS_URL=%s HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true
+  other shells   : %s
   database       : %s
   retry schedule : %v, sweep every %s
 
@@ -114,10 +115,36 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
            Stopping this process loses every task not yet run.
            Use a real Redis (make run) for anything that matters.
 
-`, mr.Addr(), redisURL, cfg.Database.URL, cfg.Retry.Schedule, cfg.Sweeper.Interval)
+`, mr.Addr(), OtherShells(cfg), cfg.Database.URL, cfg.Retry.Schedule, cfg.Sweeper.Interval)
 	if opts.OnReady != nil {
 		opts.OnReady(redisURL)
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// OtherShells is the export line another shell runs to use this dev
+// instance with homing, enqueue, worker or the client: the embedded Redis,
+// the database (the per-user default is otherwise resolved again there) and
+// the private-network allowance dev mode turns on. cfg is the configuration
+// as dev mode runs it.
+func OtherShells(cfg config.Config) string {
+	vars := []string{
+		"HOMING_REDIS_URL=" + shellQuote(cfg.Redis.URL),
+		"HOMING_DATABASE_URL=" + shellQuote(cfg.Database.URL),
+		"HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true",
+	}
+	return "export " + strings.Join(vars, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain
+// URL characters.
+func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/:.-_@%+=,", r)
+	}
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool { return !plain(r) }) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -69,15 +69,16 @@ type Outcome struct {
 // metrics count what the database holds, not what was tried. It runs on the
 // attempt's goroutine: implementations are fast and safe for concurrent use.
 type Observer interface {
-	// Attempt reports one request by its delivery.Class ("2xx", "5xx",
-	// "timeout" …), how long it took, and the status it left the delivery
-	// in: Delivered, Failed (a retry is scheduled) or Exhausted. The status
-	// is empty when the delivery changed while the request was in flight
-	// and kept the state it was given.
-	Attempt(class string, d time.Duration, status string)
-	// Abandoned reports a delivery made final (Exhausted) without a
-	// request, because its webhook is disabled or deleted.
-	Abandoned(status string)
+	// Attempt reports one request of webhook's delivery by its
+	// delivery.Class ("2xx", "5xx", "timeout" …), how long it took, and the
+	// status it left the delivery in: Delivered, Failed (a retry is
+	// scheduled) or Exhausted. The status is empty when the delivery
+	// changed while the request was in flight and kept the state it was
+	// given.
+	Attempt(webhook, class string, d time.Duration, status string)
+	// Abandoned reports webhook's delivery made final (Exhausted) without
+	// a request, because the webhook is disabled or deleted.
+	Abandoned(webhook, status string)
 	// Postponed reports an attempt that was not made and left its delivery
 	// due later, with no attempt counted: "rate_limit" (its webhook's
 	// rate_limit was spent) or "held" (its webhook is failing and this
@@ -318,7 +319,7 @@ func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason st
 	}
 	d.log.Info("delivery exhausted without a request", "delivery", row.ID, "webhook", row.WebhookName, "reason", reason)
 	if d.observer != nil {
-		d.observer.Abandoned(models.StatusExhausted)
+		d.observer.Abandoned(row.WebhookName, models.StatusExhausted)
 	}
 	return Outcome{Status: models.StatusExhausted, Attempt: row.Attempts, Reason: reason}, nil
 }
@@ -437,7 +438,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		if applied {
 			status = out.Status
 		}
-		d.observer.Attempt(string(res.Class), res.Duration, status)
+		d.observer.Attempt(row.WebhookName, string(res.Class), res.Duration, status)
 	}
 	d.logAttempt(ctx, row, out, res, now)
 	return out, nil

@@ -176,10 +176,14 @@ func JSONHasNUL(doc []byte) bool {
 	return walk(v)
 }
 
-// complete fills an empty ID with a new UUIDv7 and validates the event.
+// complete fills an empty ID with a new UUIDv7, an empty DocName with the
+// document's name, and validates the event.
 func complete(ev Event) (Event, error) {
 	if ev.ID == "" {
 		ev.ID = uuid.Must(uuid.NewV7()).String()
+	}
+	if ev.DocName == "" {
+		ev.DocName = docName(ev.Doc)
 	}
 	if err := ev.Validate(); err != nil {
 		return Event{}, err
@@ -244,4 +248,16 @@ func NormalizeNumbers(v any) any {
 	default:
 		return v
 	}
+}
+
+// docName is doc's "name" field (a Frappe document's primary key), so that
+// deliveries list and filter by document without every producer repeating
+// it as doc_name; "" when the document has no name that is a usable
+// doc_name (not a string, too long, or not storable text).
+func docName(doc map[string]any) string {
+	name, _ := doc["name"].(string)
+	if len(name) > MaxIDLength || BadText(name) != "" {
+		return ""
+	}
+	return name
 }

@@ -58,3 +58,42 @@ func TestPrepareFillsTheIDAndNormalisesNumbers(t *testing.T) {
 		t.Errorf("Doc = %#v", ev.Doc)
 	}
 }
+
+// TestPrepareDefaultsDocNameToDocName: an event without doc_name takes the
+// document's name, on both producer paths; a given doc_name wins, and a name
+// that could not be a doc_name is left out rather than refused.
+func TestPrepareDefaultsDocNameToDocName(t *testing.T) {
+	t.Parallel()
+	base := Event{ID: "ev-1", DocType: "Sales Order", Event: "on_submit"}
+	named := base
+	named.DocName = "given"
+	for _, tc := range []struct {
+		name string
+		ev   Event
+		doc  string
+		want string
+	}{
+		{"from doc.name", base, `{"name": "SO-0001", "total": 3}`, "SO-0001"},
+		{"given wins", named, `{"name": "SO-0001"}`, "given"},
+		{"no name", base, `{"title": "x"}`, ""},
+		{"numeric name", base, `{"name": 42}`, ""},
+		{"too long", base, `{"name": "` + strings.Repeat("n", MaxIDLength+1) + `"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := Prepare(tc.ev, []byte(tc.doc), 4096)
+			if err != nil || ev.DocName != tc.want {
+				t.Errorf("Prepare: doc_name %q, %v; want %q", ev.DocName, err, tc.want)
+			}
+			doc, err := DecodeDoc([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := tc.ev
+			in.Doc = doc
+			ev, err = PrepareEncoded(in, []byte(tc.doc), 4096)
+			if err != nil || ev.DocName != tc.want {
+				t.Errorf("PrepareEncoded: doc_name %q, %v; want %q", ev.DocName, err, tc.want)
+			}
+		})
+	}
+}

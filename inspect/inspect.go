@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/signing"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -64,6 +67,11 @@ type Detail struct {
 	LastResponse string            `json:"last_response"`
 	ResentFrom   *string           `json:"resent_from,omitempty"`
 	History      []Attempt         `json:"history"`
+	// SentSignature is the signature headers of the last attempt as sent,
+	// with the signatures themselves masked (webhook-signature: v1,****):
+	// enough to see which scheme and secrets a receiver was shown, never
+	// a signature to replay. Only the text form of delivery show prints it.
+	SentSignature map[string]string `json:"-"`
 }
 
 // Filter narrows a listing. Zero values do not filter.
@@ -71,7 +79,15 @@ type Filter struct {
 	Status  string
 	Webhook string
 	EventID string
-	Limit   int
+	// DocType and DocName pick one document's deliveries; DocName needs
+	// DocType, since a name is unique only within its doctype (and the
+	// index deliveries_doc is keyed by both).
+	DocType string
+	DocName string
+	// Since (inclusive) and Until (exclusive) bound created_at.
+	Since time.Time
+	Until time.Time
+	Limit int
 	// Cursor continues a listing where an earlier page ended (its
 	// NextCursor); "" starts from the newest.
 	Cursor string
@@ -132,6 +148,10 @@ func decodeCursor(s string) (position, error) {
 	return p, nil
 }
 
+// ErrDocNameWithoutType is returned for a filter naming a document but not
+// its doctype.
+var ErrDocNameWithoutType = errors.New("a document name filter needs its doctype")
+
 // ListPage returns at most f.Limit deliveries (default 50), newest first,
 // after f.Cursor, and the cursor of the page that follows. Paging is by key
 // (created_at, id), not by offset, so rows created while a client pages
@@ -140,6 +160,14 @@ func ListPage(ctx context.Context, db *gorm.DB, f Filter) (Page, error) {
 	if f.Limit <= 0 {
 		f.Limit = 50
 	}
+	if f.DocName != "" && f.DocType == "" {
+		return Page{Deliveries: []Delivery{}}, fmt.Errorf("%w: name the doctype of %q too", ErrDocNameWithoutType, f.DocName)
+	}
+	// Each filter leads with an indexed column and every index ends in
+	// created_at, so a page is an index range scan in listing order:
+	// deliveries_created (none, or only since/until), deliveries_status_created,
+	// deliveries_webhook_created, deliveries_event_webhook (event_id) and
+	// deliveries_doc (doc_type, doc_name).
 	q := db.WithContext(ctx).Model(&models.Delivery{}).Omit("payload", "last_response", "headers")
 	if f.Cursor != "" {
 		after, err := decodeCursor(f.Cursor)
@@ -157,6 +185,18 @@ func ListPage(ctx context.Context, db *gorm.DB, f Filter) (Page, error) {
 	if f.EventID != "" {
 		q = q.Where("event_id = ?", f.EventID)
 	}
+	if f.DocType != "" {
+		q = q.Where("doc_type = ?", f.DocType)
+	}
+	if f.DocName != "" {
+		q = q.Where("doc_name = ?", f.DocName)
+	}
+	if !f.Since.IsZero() {
+		q = q.Where("created_at >= ?", f.Since.UTC())
+	}
+	if !f.Until.IsZero() {
+		q = q.Where("created_at < ?", f.Until.UTC())
+	}
 	var rows []models.Delivery
 	// One row more than asked says whether another page follows.
 	if err := q.Order("created_at DESC, id DESC").Limit(f.Limit + 1).Find(&rows).Error; err != nil {
@@ -173,6 +213,25 @@ func ListPage(ctx context.Context, db *gorm.DB, f Filter) (Page, error) {
 		page.Deliveries = append(page.Deliveries, summary(r))
 	}
 	return page, nil
+}
+
+// WebhookKnown says whether name is a webhook, or was one that left
+// deliveries behind: a listing filtered by an unknown name is empty because of
+// a typo, not because nothing happened. Both reads are indexed (the webhooks'
+// unique name, deliveries_webhook_created).
+func WebhookKnown(ctx context.Context, db *gorm.DB, name string) (bool, error) {
+	var n int64
+	if err := db.WithContext(ctx).Model(&models.Webhook{}).Where("name = ?", name).Limit(1).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("look up webhook %q: %w", name, err)
+	}
+	if n > 0 {
+		return true, nil
+	}
+	var ids []string
+	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("webhook_name = ?", name).Limit(1).Pluck("id", &ids).Error; err != nil {
+		return false, fmt.Errorf("look up deliveries of webhook %q: %w", name, err)
+	}
+	return len(ids) > 0, nil
 }
 
 // Show returns one delivery with its frozen request and attempt history.
@@ -196,8 +255,35 @@ func Show(ctx context.Context, db *gorm.DB, id string) (Detail, error) {
 	}
 	// Rows written before credential headers were sealed may hold one.
 	headers := webhook.MaskedHeaders(row.Headers)
+	var sent map[string]string
+	if n := len(attempts); n > 0 {
+		sent = signatureHeaders(attempts[n-1].RequestHeaders)
+	}
 	return Detail{
 		Delivery: summary(row), Headers: headers, Payload: string(row.Payload),
 		LastResponse: row.LastResponse, ResentFrom: row.ResentFrom, History: history,
+		SentSignature: sent,
 	}, nil
+}
+
+// signatureHeaders picks the signing headers out of the headers an attempt
+// sent, masking each signature but keeping its version prefix ("v1,").
+func signatureHeaders(sent map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range sent {
+		switch {
+		case strings.EqualFold(k, signing.HeaderID), strings.EqualFold(k, signing.HeaderTimestamp):
+			out[k] = v
+		case strings.EqualFold(k, signing.HeaderSignature):
+			sigs := strings.Fields(v)
+			for i, sig := range sigs {
+				version, _, _ := strings.Cut(sig, ",")
+				sigs[i] = version + "," + delivery.Masked
+			}
+			out[k] = strings.Join(sigs, " ")
+		case strings.EqualFold(k, signing.HeaderFrappe):
+			out[k] = delivery.Masked
+		}
+	}
+	return out
 }

@@ -48,6 +48,10 @@ type Options struct {
 	Inspector *asynq.Inspector
 	// Logger receives errors met while gathering a scrape.
 	Logger *slog.Logger
+	// MaxWebhookLabels is metrics.max_webhook_labels: the first this many
+	// webhooks seen get their own webhook label, later ones count as
+	// "other". 0 counts every webhook as "other".
+	MaxWebhookLabels int
 }
 
 // Metrics holds Homing's metrics in a registry of its own, so that two
@@ -63,6 +67,7 @@ type Metrics struct {
 	sweepEnqueued   prometheus.Counter
 	postponed       *prometheus.CounterVec
 	taskFailures    *prometheus.CounterVec // taskfailure.go
+	webhooks        *webhookLabels
 }
 
 // New builds the metrics and registers them, with the Go runtime and
@@ -80,11 +85,11 @@ func New(opts Options) *Metrics {
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_deliveries_total",
 			Help: "Deliveries moved to a status: Delivered and Exhausted are final, Failed means a retry is scheduled.",
-		}, []string{"status"}),
+		}, []string{"webhook", "status"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_attempts_total",
 			Help: "Delivery attempts by outcome class: 2xx, 3xx, 4xx, 5xx, timeout, connection, invalid (no request could be built), canceled.",
-		}, []string{"class"}),
+		}, []string{"webhook", "class"}),
 		attemptDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "homing_attempt_duration_seconds",
 			Help:    "Time from sending a delivery request to reading the receiver's answer, or giving up.",
@@ -109,14 +114,15 @@ func New(opts Options) *Metrics {
 	}
 	// Every label value starts at zero, so rate() and alerts see a series
 	// before its first event.
+	m.webhooks = &webhookLabels{max: opts.MaxWebhookLabels, seen: map[string]bool{}}
 	for _, s := range []string{models.StatusDelivered, models.StatusFailed, models.StatusExhausted} {
-		m.deliveries.WithLabelValues(s)
+		m.deliveries.WithLabelValues(OtherWebhooks, s)
 	}
 	for _, c := range []delivery.Class{
 		delivery.Class2xx, delivery.Class3xx, delivery.Class4xx, delivery.Class5xx,
 		delivery.ClassTimeout, delivery.ClassConnection, delivery.ClassInvalid, delivery.ClassCanceled,
 	} {
-		m.attempts.WithLabelValues(string(c))
+		m.attempts.WithLabelValues(OtherWebhooks, string(c))
 	}
 	m.taskFailures = newTaskFailures()
 	m.reg.MustRegister(
@@ -139,19 +145,20 @@ func New(opts Options) *Metrics {
 //
 // The attempt is counted last, so a scrape that sees homing_attempts_total
 // at n also sees the duration and status of those n attempts.
-func (m *Metrics) Attempt(class string, d time.Duration, status string) {
+func (m *Metrics) Attempt(webhook, class string, d time.Duration, status string) {
 	if class != string(delivery.ClassInvalid) {
 		m.attemptDuration.Observe(d.Seconds())
 	}
+	webhook = m.webhooks.label(webhook)
 	if status != "" {
-		m.deliveries.WithLabelValues(status).Inc()
+		m.deliveries.WithLabelValues(webhook, status).Inc()
 	}
-	m.attempts.WithLabelValues(class).Inc()
+	m.attempts.WithLabelValues(webhook, class).Inc()
 }
 
 // Abandoned counts a delivery made final without a request.
-func (m *Metrics) Abandoned(status string) {
-	m.deliveries.WithLabelValues(status).Inc()
+func (m *Metrics) Abandoned(webhook, status string) {
+	m.deliveries.WithLabelValues(m.webhooks.label(webhook), status).Inc()
 }
 
 // Postponed counts an attempt not made, by why.

@@ -145,6 +145,21 @@ func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
 
 // sample finds the series of name whose labels include want ("k=v" pairs);
 // for a histogram it returns the sample count.
+// hasLabels reports whether m carries every k=v of want.
+func hasLabels(m *dto.Metric, want []string) bool {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	for _, kv := range want {
+		k, v, _ := strings.Cut(kv, "=")
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
 func sample(families map[string]*dto.MetricFamily, name string, want ...string) (float64, bool) {
 	f, ok := families[name]
 	if !ok {
@@ -167,7 +182,15 @@ func sample(families map[string]*dto.MetricFamily, name string, want ...string) 
 		}
 		switch {
 		case m.Counter != nil:
-			return m.Counter.GetValue(), true
+			// Like a PromQL selector summed: the labels not named (the
+			// webhook, say) are added up.
+			sum, found := 0.0, false
+			for _, m := range f.GetMetric() {
+				if hasLabels(m, want) {
+					sum, found = sum+m.GetCounter().GetValue(), true
+				}
+			}
+			return sum, found
 		case m.Gauge != nil:
 			return m.Gauge.GetValue(), true
 		case m.Histogram != nil:
@@ -259,10 +282,16 @@ func TestLifecycleMetrics(t *testing.T) {
 		"homing_attempts_total{class=4xx}":          0,
 		"homing_attempts_total{class=connection}":   0,
 		"homing_attempt_duration_seconds":           3,
-		"homing_due_backlog":                        0,
-		"homing_oldest_due_age_seconds":             0,
-		"homing_sweep_enqueued_total":               0,
-		"homing_sweep_duration_seconds":             0,
+		// Each webhook has its own series, so an alert can name it.
+		"homing_deliveries_total{webhook=ok,status=Delivered}":   1,
+		"homing_deliveries_total{webhook=down,status=Failed}":    1,
+		"homing_deliveries_total{webhook=gone,status=Exhausted}": 1,
+		"homing_attempts_total{webhook=down,class=5xx}":          1,
+		"homing_attempts_total{webhook=ok,class=2xx}":            1,
+		"homing_due_backlog":            0,
+		"homing_oldest_due_age_seconds": 0,
+		"homing_sweep_enqueued_total":   0,
+		"homing_sweep_duration_seconds": 0,
 	})
 	if got := []int64{ok.n.Load(), down.n.Load(), gone.n.Load()}; got[0] != 1 || got[1] != 1 || got[2] != 1 {
 		t.Errorf("receivers got %v requests, want one each", got)
@@ -322,13 +351,14 @@ func TestLifecycleMetrics(t *testing.T) {
 		return v >= 2
 	})
 	expect(t, fam, map[string]float64{
-		"homing_deliveries_total{status=Delivered}": 1,
-		"homing_deliveries_total{status=Failed}":    2,
-		"homing_deliveries_total{status=Exhausted}": 2,
-		"homing_attempts_total{class=5xx}":          3,
-		"homing_attempt_duration_seconds":           4,
-		"homing_sweep_enqueued_total":               2,
-		"homing_sweep_duration_seconds":             2,
+		"homing_deliveries_total{status=Delivered}":              1,
+		"homing_deliveries_total{status=Failed}":                 2,
+		"homing_deliveries_total{status=Exhausted}":              2,
+		"homing_attempts_total{class=5xx}":                       3,
+		"homing_deliveries_total{webhook=down,status=Exhausted}": 1,
+		"homing_attempt_duration_seconds":                        4,
+		"homing_sweep_enqueued_total":                            2,
+		"homing_sweep_duration_seconds":                          2,
 	})
 	if n := down.n.Load(); n != 2 {
 		t.Errorf("disabled receiver got %d requests, want still 2", n)
@@ -462,7 +492,7 @@ func TestBacklogErrorDropsOnlyBacklog(t *testing.T) {
 	m := metrics.New(metrics.Options{
 		Backlog: func(context.Context) (int64, time.Time, error) { return 0, time.Time{}, errors.New("database is down") },
 	})
-	m.Attempt("2xx", time.Second, models.StatusDelivered)
+	m.Attempt("orders", "2xx", time.Second, models.StatusDelivered)
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
@@ -533,4 +563,38 @@ func ownRedis(t *testing.T) (addr string, stop func()) {
 	defer func() { _ = rdb.Close() }()
 	eventually(t, "redis-server to answer", func() bool { return rdb.Ping(context.Background()).Err() == nil })
 	return addr, stop
+}
+
+// TestWebhookLabelIsBounded: the first metrics.max_webhook_labels webhooks
+// get a series of their own, every later one counts as webhook="other", and
+// nothing is lost from the totals.
+func TestWebhookLabelIsBounded(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Options{MaxWebhookLabels: 2})
+	for _, w := range []string{"a", "b", "c", "a", "d"} {
+		m.Attempt(w, "5xx", time.Second, models.StatusFailed)
+	}
+	m.Abandoned("e", models.StatusExhausted)
+	m.Abandoned("b", models.StatusExhausted)
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
+	expect(t, fam, map[string]float64{
+		"homing_attempts_total{webhook=a,class=5xx}":              2,
+		"homing_attempts_total{webhook=b,class=5xx}":              1,
+		"homing_attempts_total{webhook=other,class=5xx}":          2, // c and d
+		"homing_attempts_total{class=5xx}":                        5,
+		"homing_deliveries_total{webhook=other,status=Failed}":    2,
+		"homing_deliveries_total{webhook=other,status=Exhausted}": 1, // e
+		"homing_deliveries_total{webhook=b,status=Exhausted}":     1,
+		"homing_deliveries_total{status=Exhausted}":               2,
+	})
+	for _, w := range []string{"c", "d", "e"} {
+		if _, ok := sample(fam, "homing_attempts_total", "webhook="+w); ok {
+			t.Errorf("webhook %q has a series of its own beyond the bound of 2", w)
+		}
+	}
+	if _, ok := sample(fam, "homing_deliveries_total", "webhook=e"); ok {
+		t.Error(`webhook "e" has a series of its own beyond the bound of 2`)
+	}
 }

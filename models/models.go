@@ -238,6 +238,9 @@ func (OutboxEvent) TableName() string { return "outbox_events" }
 type PublishedEvent struct {
 	EventID   string    `gorm:"column:event_id;primaryKey"`
 	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	// BodyHash is the SHA-256 (hex) of the event POST /v1/events accepted;
+	// "" when not recorded (client.PublishTx, or keys older than it).
+	BodyHash string `gorm:"column:body_hash"`
 }
 
 // TableName pins the table name the migrations create.

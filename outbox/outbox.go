@@ -44,6 +44,9 @@ const (
 	// Requeued: the ID was accepted before but never fanned out (its task
 	// may have been lost with Redis's data); the relay queues it again.
 	Requeued
+	// Conflict: the ID was accepted before with another body (Writer only);
+	// nothing was written or queued again.
+	Conflict
 )
 
 // Add writes ev into the outbox through tx, the caller's transaction (or a

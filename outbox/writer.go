@@ -2,6 +2,8 @@ package outbox
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/internal/groupcommit"
+	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
 )
 
@@ -27,7 +30,10 @@ type Writer struct {
 type writeIn struct {
 	id      string
 	payload []byte
-	now     time.Time
+	// hash is the hex SHA-256 of payload: what a repeat of id is compared
+	// with.
+	hash string
+	now  time.Time
 }
 
 // writerBatch bounds one transaction: a few hundred events of up to
@@ -50,7 +56,9 @@ func NewWriter(db *gorm.DB) *Writer {
 // AddJSON is Add for an event whose document is already encoded as JSON
 // (doc, as the request carried it; ev.Doc is not read), in a transaction
 // shared with concurrent callers. An invalid event is refused before it
-// joins one.
+// joins one. A repeated ID whose event differs from the one first accepted
+// (compared by the SHA-256 of the encoded event, so whitespace in doc does
+// not count but a changed value or key order does) is a Conflict.
 func (w *Writer) AddJSON(ctx context.Context, ev dispatch.Event, doc json.RawMessage, now time.Time) (Outcome, error) {
 	if err := ev.Validate(); err != nil {
 		return Repeated, err
@@ -59,7 +67,8 @@ func (w *Writer) AddJSON(ctx context.Context, ev dispatch.Event, doc json.RawMes
 	if err != nil {
 		return Repeated, err
 	}
-	return w.g.Do(ctx, writeIn{id: ev.ID, payload: payload, now: now.UTC().Truncate(time.Microsecond)})
+	sum := sha256.Sum256(payload)
+	return w.g.Do(ctx, writeIn{id: ev.ID, payload: payload, hash: hex.EncodeToString(sum[:]), now: now.UTC().Truncate(time.Microsecond)})
 }
 
 // writeBatch writes ins through tx in three statements and returns each
@@ -69,13 +78,13 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 	// Served by published_events' primary key.
 	var sql strings.Builder
 	args := make([]any, 0, 3*len(ins))
-	sql.WriteString("INSERT INTO published_events (event_id, created_at) VALUES ")
+	sql.WriteString("INSERT INTO published_events (event_id, created_at, body_hash) VALUES ")
 	for i, in := range ins {
 		if i > 0 {
 			sql.WriteString(", ")
 		}
-		sql.WriteString("(?, ?)")
-		args = append(args, in.id, in.now)
+		sql.WriteString("(?, ?, ?)")
+		args = append(args, in.id, in.now, in.hash)
 	}
 	sql.WriteString(" ON CONFLICT (event_id) DO NOTHING RETURNING event_id")
 	var created []string
@@ -89,7 +98,10 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 
 	// 2. The new events, each once (the first of an ID repeated in the batch).
 	outs := make([]Outcome, len(ins))
-	var again []string
+	var (
+		again []string
+		err   error
+	)
 	sql.Reset()
 	args = args[:0]
 	sql.WriteString("INSERT INTO outbox_events (event_id, payload, created_at) VALUES ")
@@ -112,10 +124,16 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 		}
 	}
 
-	// 3. IDs accepted before: queued again when not fanned out yet.
 	if len(again) == 0 {
 		return outs, nil
 	}
+	// 3. IDs accepted before with another body are refused, and not queued
+	// again. Only repeats pay for this read (published_events' primary key).
+	if again, err = refuseChanged(tx, ins, outs, again); err != nil || len(again) == 0 {
+		return outs, err
+	}
+
+	// 4. IDs accepted before: queued again when not fanned out yet.
 	var requeued []string
 	// Served by outbox_events_event (event_id).
 	if err := tx.Raw("UPDATE outbox_events SET queued_at = NULL WHERE event_id IN ? RETURNING event_id", again).Scan(&requeued).Error; err != nil {
@@ -126,9 +144,41 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 		waiting[id] = true
 	}
 	for i, in := range ins {
-		if outs[i] != Added && waiting[in.id] {
+		if outs[i] == Repeated && waiting[in.id] {
 			outs[i] = Requeued
 		}
 	}
 	return outs, nil
+}
+
+// refuseChanged marks Conflict each repeat in ins whose hash differs from the
+// one recorded for its ID, and returns the repeats left (again without them).
+// A key recorded without a hash is not compared.
+func refuseChanged(tx *gorm.DB, ins []writeIn, outs []Outcome, again []string) ([]string, error) {
+	var stored []models.PublishedEvent
+	if err := tx.Select("event_id", "body_hash").Where("event_id IN ?", again).Find(&stored).Error; err != nil {
+		return nil, fmt.Errorf("read %d events published before: %w", len(again), err)
+	}
+	hashes := make(map[string]string, len(stored))
+	for _, p := range stored {
+		hashes[p.EventID] = p.BodyHash
+	}
+	keep := make(map[string]bool, len(again))
+	for i, in := range ins {
+		if outs[i] == Added {
+			continue
+		}
+		if h := hashes[in.id]; h != "" && h != in.hash {
+			outs[i] = Conflict
+			continue
+		}
+		keep[in.id] = true
+	}
+	left := again[:0]
+	for _, id := range again {
+		if keep[id] {
+			left = append(left, id)
+		}
+	}
+	return left, nil
 }

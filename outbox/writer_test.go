@@ -9,6 +9,7 @@ import (
 
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/tasks"
 )
@@ -68,10 +69,30 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 			if err := outbox.NewCompleter(db).FannedOut(context.Background(), "ev-001"); err != nil {
 				t.Fatal(err)
 			}
-			for id, want := range map[string]outbox.Outcome{"ev-001": outbox.Repeated, "ev-002": outbox.Requeued, "ev-new": outbox.Added} {
-				if got, err := w.AddJSON(context.Background(), event(id), []byte(`{}`), t0); err != nil || got != want {
-					t.Errorf("AddJSON(%s) = %v, %v; want %v", id, got, err, want)
+			// With another document, a repeat is a Conflict, and is not queued again.
+			// ev-003 as if the relay had queued it: a requeue would clear queued_at.
+			if err := db.Model(&models.OutboxEvent{}).Where("event_id = ?", "ev-003").Update("queued_at", t0).Error; err != nil {
+				t.Fatal(err)
+			}
+			same, other := []byte(`{"name":"SO-1","grand_total":1500}`), []byte(`{}`)
+			for _, tc := range []struct {
+				id   string
+				doc  []byte
+				want outbox.Outcome
+			}{
+				{"ev-001", same, outbox.Repeated}, {"ev-002", same, outbox.Requeued}, {"ev-new", other, outbox.Added},
+				{"ev-003", other, outbox.Conflict}, {"ev-001", other, outbox.Conflict},
+			} {
+				if got, err := w.AddJSON(context.Background(), event(tc.id), tc.doc, t0); err != nil || got != tc.want {
+					t.Errorf("AddJSON(%s, %s) = %v, %v; want %v", tc.id, tc.doc, got, err, tc.want)
 				}
+			}
+			var queued int64
+			if err := db.Model(&models.OutboxEvent{}).Where("event_id = ? AND queued_at IS NULL", "ev-003").Count(&queued).Error; err != nil {
+				t.Fatal(err)
+			}
+			if queued != 0 {
+				t.Error("a conflicting repeat of ev-003 queued it again")
 			}
 		})
 	}

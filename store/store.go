@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -107,12 +109,19 @@ func dialectorFor(rawURL string) (gorm.Dialector, Dialect, error) {
 	case strings.HasPrefix(rawURL, "sqlite://"):
 		path := strings.TrimPrefix(rawURL, "sqlite://")
 		if path == "" {
-			return nil, "", fmt.Errorf("%w: %q has no file path (use sqlite://homing.db)", ErrUnsupportedURL, rawURL)
+			return nil, "", fmt.Errorf("%w: %q has no file path (use sqlite:///path/to/homing.db)", ErrUnsupportedURL, rawURL)
 		}
 		path, query, _ := strings.Cut(path, "?")
 		q, err := url.ParseQuery(query)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %q: %v", ErrUnsupportedURL, rawURL, err)
+		}
+		// The per-user default (config: $XDG_DATA_HOME/homing/homing.db)
+		// usually starts without its directory.
+		if dir := filepath.Dir(path); dir != "." && !strings.HasPrefix(path, ":") && !strings.HasPrefix(path, "file:") {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, "", fmt.Errorf("create the directory of SQLite database %s: %w", path, err)
+			}
 		}
 		for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
 			q.Add("_pragma", p)

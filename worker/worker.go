@@ -56,6 +56,8 @@ func New(a *app.App) *Worker {
 			Now:       a.Clock.Now,
 			Inspector: inspector,
 			Logger:    a.Log,
+
+			MaxWebhookLabels: cfg.Metrics.MaxWebhookLabels,
 		})
 		a.Dispatcher.SetObserver(m)
 		sweepObs = m
