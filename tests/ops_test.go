@@ -129,7 +129,11 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "HOMING_METRICS_ADDR=", "HOMING_LOG_FORMAT=text")
+	// The SQLite default is per user ($XDG_DATA_HOME/homing/homing.db), not
+	// the current directory: point the data home at a directory of the
+	// test's own.
+	dataHome := t.TempDir()
+	env = append(env, "HOMING_METRICS_ADDR=", "HOMING_LOG_FORMAT=text", "XDG_DATA_HOME="+dataHome)
 	out := &syncBuffer{}
 	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	dev := exec.Command(filepath.Join(binDir, "homing"), "dev", "--fast", "--redis-addr", redisAddr, "--monitor-addr", "", "--api-addr", apiAddr)
@@ -205,8 +209,14 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 	if b := string(rc.got()[1].body); b != `{"title":"over http"}` {
 		t.Errorf("body %q", b)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "homing.db")); err != nil {
-		t.Errorf("dev mode did not use the SQLite default in its directory: %v", err)
+	if _, err := os.Stat(filepath.Join(dataHome, "homing", "homing.db")); err != nil {
+		t.Errorf("dev mode did not use the per-user SQLite default: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "homing.db")); err == nil {
+		t.Errorf("dev mode wrote homing.db into its working directory")
+	}
+	if !strings.Contains(out.String(), "sqlite://"+filepath.Join(dataHome, "homing", "homing.db")) {
+		t.Errorf("dev mode did not print the database it uses")
 	}
 	_ = dev.Process.Signal(syscall.SIGTERM)
 	select {
