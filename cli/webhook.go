@@ -637,18 +637,11 @@ func healthLine(h webhook.Health) string {
 			probe = "last probe " + h.LastProbeAt.UTC().Format(time.RFC3339)
 		}
 		return fmt.Sprintf("probing: failing since %s (%d failures), %s, %d due retries held back until a probe succeeds",
-			formatSince(h.FailingSince), h.Failures, probe, h.HeldBack)
+			timeOrDash(h.FailingSince), h.Failures, probe, h.HeldBack)
 	case webhook.HealthFailing:
-		return fmt.Sprintf("failing since %s (%d failures since the last success)", formatSince(h.FailingSince), h.Failures)
+		return fmt.Sprintf("failing since %s (%d failures since the last success)", timeOrDash(h.FailingSince), h.Failures)
 	}
 	return "healthy"
-}
-
-func formatSince(t *time.Time) string {
-	if t == nil {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func newWebhookPreviewCmd(e *env) *cobra.Command {

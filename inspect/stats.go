@@ -10,6 +10,7 @@ import (
 
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/webhook"
 )
 
 // WebhookStats is one webhook's line in `homing stats`.
@@ -155,27 +156,22 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 // (deliveries_due_webhook).
 func webhookHealth(ctx context.Context, db *gorm.DB, now time.Time, get func(string) *WebhookStats) error {
 	var rows []struct {
-		ID, Name     string
-		FailingSince *time.Time
-		Failures     int
+		Name string
+		models.WebhookHealth
 	}
 	if err := db.WithContext(ctx).Table("webhook_health h").
-		Select("w.id AS id, w.name AS name, h.failing_since AS failing_since, h.failures AS failures").
+		Select("w.name AS name, h.*").
 		Joins("JOIN webhooks w ON w.id = h.webhook_id").
 		Where("h.failures > 0 OR h.failing_since IS NOT NULL").Scan(&rows).Error; err != nil {
 		return fmt.Errorf("read webhook health: %w", err)
 	}
 	for _, r := range rows {
-		w := get(r.Name)
-		w.FailingSince, w.Health = r.FailingSince, "failing"
-		if (models.WebhookHealth{Failures: r.Failures}).Failing() {
-			w.Health = "probing"
-			if err := db.WithContext(ctx).Model(&models.Delivery{}).
-				Where("webhook_id = ? AND status = ? AND next_retry <= ?", r.ID, models.StatusFailed, now).
-				Count(&w.HeldBack).Error; err != nil {
-				return fmt.Errorf("count held retries of webhook %q: %w", r.Name, err)
-			}
+		hl, err := webhook.ReadHealth(ctx, db, r.Name, r.WebhookHealth, now)
+		if err != nil {
+			return err
 		}
+		w := get(r.Name)
+		w.Health, w.FailingSince, w.HeldBack = hl.State, hl.FailingSince, hl.HeldBack
 	}
 	return nil
 }

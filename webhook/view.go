@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/homingdev/homing/models"
 )
 
@@ -102,18 +104,26 @@ func HealthOf(h models.WebhookHealth, heldBack int64) Health {
 }
 
 // Health reads webhook w's health: its webhook_health row and, while it is
-// probing, how many due retries wait (deliveries_due_webhook).
+// probing, how many due retries wait.
 func (s *Service) Health(ctx context.Context, w models.Webhook) (Health, error) {
 	var h models.WebhookHealth
 	if err := s.db.WithContext(ctx).Where("webhook_id = ?", w.ID).Limit(1).Find(&h).Error; err != nil {
 		return Health{}, fmt.Errorf("read health of webhook %q: %w", w.Name, err)
 	}
+	return ReadHealth(ctx, s.db, w.Name, h, s.now())
+}
+
+// ReadHealth is the shown health of the webhook named name whose health row
+// is h: HealthOf, with the due retries it holds back counted as of now when
+// it is probing (deliveries_due_webhook). `webhook show`, the API and
+// `homing stats` all read it here.
+func ReadHealth(ctx context.Context, db *gorm.DB, name string, h models.WebhookHealth, now time.Time) (Health, error) {
 	var held int64
 	if h.Failing() {
-		if err := s.db.WithContext(ctx).Model(&models.Delivery{}).
-			Where("webhook_id = ? AND status = ? AND next_retry <= ?", w.ID, models.StatusFailed, s.now()).
+		if err := db.WithContext(ctx).Model(&models.Delivery{}).
+			Where("webhook_id = ? AND status = ? AND next_retry <= ?", h.WebhookID, models.StatusFailed, now).
 			Count(&held).Error; err != nil {
-			return Health{}, fmt.Errorf("count held retries of webhook %q: %w", w.Name, err)
+			return Health{}, fmt.Errorf("count held retries of webhook %q: %w", name, err)
 		}
 	}
 	return HealthOf(h, held), nil
