@@ -226,6 +226,8 @@ type step struct {
 	// taken counts rows taken this tick per rate-limited webhook, to
 	// spread their retries over the tick.
 	taken map[string]int
+	// per is each webhook's share of a step, set by the tick's first step.
+	per int
 }
 
 // RunOnce runs one step alone: take at most a batch of due rows, fairly
@@ -417,12 +419,15 @@ func (s *Sweeper) take(ctx context.Context, st *step) ([]dueRow, bool, error) {
 	}
 	// Each webhook's share of a batch, so that a step with many webhooks
 	// due reads about a batch of index entries, not one per webhook and
-	// row.
-	var webhooks int64
-	if err := s.db.WithContext(ctx).Model(&models.Webhook{}).Count(&webhooks).Error; err != nil {
-		return nil, false, fmt.Errorf("count webhooks: %w", err)
+	// row. Counted once a tick.
+	if st.per == 0 {
+		var webhooks int64
+		if err := s.db.WithContext(ctx).Model(&models.Webhook{}).Count(&webhooks).Error; err != nil {
+			return nil, false, fmt.Errorf("count webhooks: %w", err)
+		}
+		st.per = max(minPerWebhook, s.cfg.BatchSize/max(1, int(webhooks)))
 	}
-	per := max(minPerWebhook, s.cfg.BatchSize/max(1, int(webhooks)))
+	per := st.per
 	args["per"] = per
 	if s.selectDue == selectDuePostgres {
 		args["full"], args["spent"] = pgArray(st.full), pgArray(st.spent)
