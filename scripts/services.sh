@@ -5,7 +5,8 @@
 # started. Then it waits (at most 30 s each) until both answer, ensures the
 # database homing_test exists, and prints one line per service.
 #
-#   scripts/services.sh             PostgreSQL and Redis (make test)
+#   scripts/services.sh             PostgreSQL and Redis, plus chromium and
+#                                   redis-sentinel for the tests (make test)
 #   scripts/services.sh redis-only  Redis only, and never installs (make run)
 #
 # SERVICES_REDIS_PORT and SERVICES_PG_DB exist to exercise this script
@@ -82,6 +83,12 @@ install_missing() {
   fi
   if [ "$mode" = all ] && ! pg_up && ! pg_installed; then
     pkgs+=(postgresql)
+  fi
+  # The tests' own tools: headless Chromium drives the console's browser
+  # tests, redis-sentinel (with redis-server) the failover tests.
+  if [ "$mode" = all ]; then
+    command -v chromium >/dev/null || pkgs+=(chromium)
+    command -v redis-sentinel >/dev/null || pkgs+=(redis-sentinel)
   fi
   if [ ${#pkgs[@]} -gt 0 ]; then
     echo "services: installing ${pkgs[*]} with apt-get"
