@@ -1,0 +1,7 @@
+# Frappe boilerplate: the child table's controller.
+
+from frappe.model.document import Document
+
+
+class HomingPublishedDocType(Document):
+	pass
