@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import decimal
+import http.client
 import json
 import socket
 import urllib.error
@@ -317,7 +318,7 @@ def urllib_transport(url: str, body: bytes, headers: Mapping[str, str], timeout:
 		except Exception:
 			data = b""
 		return Response(e.code, data)
-	except (urllib.error.URLError, OSError, socket.timeout) as e:
+	except (urllib.error.URLError, OSError, socket.timeout, http.client.HTTPException) as e:
 		reason = getattr(e, "reason", e)
 		raise TransportError(str(reason) or type(e).__name__) from e
 
