@@ -115,7 +115,9 @@ def make_handler(state):
 	return Handler
 
 
-class AgainstAServer(unittest.TestCase):
+class ServerMixin:
+	"""Starts a FakeHoming on 127.0.0.1 for each test (no tests of its own)."""
+
 	def setUp(self):
 		self.homing = FakeHoming(max_payload_bytes=2000)
 		self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self.homing))
@@ -147,6 +149,8 @@ class AgainstAServer(unittest.TestCase):
 	def push(self, store, **kw):
 		return core.push_due(store, self.settings(**kw), core.urllib_transport, self.clock)
 
+
+class AgainstAServer(ServerMixin, unittest.TestCase):
 	def test_accepted_then_repeated(self):
 		store = MemoryStore()
 		shaped = self.queue(store, "SO-1")
