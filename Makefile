@@ -25,11 +25,15 @@ run: ## worker + scheduler in the foreground on a local Redis (SQLite by default
 
 test: ## start (or install) PostgreSQL and Redis, then go vet and go test -race
 	scripts/services.sh
+	@command -v python3 >/dev/null || { echo "make: python3 is needed to test the Frappe app (integrations/frappe/homing_frappe); install Python 3.10+"; exit 1; }
+	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
 	go vet $(PKG)
 	go test -race -count=1 -timeout 20m $(PKG)
 
 test-short: ## the same with -short (skips the slow end-to-end tests)
 	scripts/services.sh
+	@command -v python3 >/dev/null || { echo "make: python3 is needed to test the Frappe app (integrations/frappe/homing_frappe); install Python 3.10+"; exit 1; }
+	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
 	go vet $(PKG)
 	go test -race -count=1 -short -timeout 20m $(PKG)
 
