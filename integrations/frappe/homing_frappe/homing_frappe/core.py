@@ -117,6 +117,16 @@ def parse_events(text: str | None) -> frozenset:
 # --- what to publish ----------------------------------------------------------
 
 
+def skipped_by_flags(flags: Mapping[str, Any]) -> str | None:
+	"""The Frappe flag that turns publishing off (run_webhooks' early
+	return), or None. Checked before anything is read: during install or
+	migrate, Homing Settings may not exist yet."""
+	for flag in SKIP_FLAGS:
+		if flags.get(flag):
+			return flag
+	return None
+
+
 def skip_reason(
 	flags: Mapping[str, Any],
 	doctype: str,
@@ -132,9 +142,9 @@ def skip_reason(
 	Then this app's own rules: disabled, one of its own doctypes, a doctype
 	or event not chosen in Homing Settings.
 	"""
-	for flag in SKIP_FLAGS:
-		if flags.get(flag):
-			return flag
+	flag = skipped_by_flags(flags)
+	if flag:
+		return flag
 	if not settings.enabled:
 		return "disabled"
 	if doctype in OWN_DOCTYPES:

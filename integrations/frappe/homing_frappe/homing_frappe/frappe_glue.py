@@ -116,6 +116,8 @@ def _row_values(shaped: core.Shaped, now) -> dict:
 
 def on_doc_event(doc, method=None):
 	"""doc_events["*"] handler for every event Homing knows."""
+	if core.skipped_by_flags(frappe.flags) or doc.doctype in core.OWN_DOCTYPES:
+		return
 	settings = load_settings()
 	why = core.skip_reason(frappe.flags, doc.doctype, method, bool(doc.flags.in_insert), settings)
 	if why:

@@ -114,6 +114,10 @@ class SkipRules(unittest.TestCase):
 		self.assertIsNone(core.skip_reason({}, "Sales Order", "on_submit", False, s))
 		self.assertIsNone(core.skip_reason({"in_test": True}, "Sales Order", "on_submit", False, s))
 
+	def test_skipped_by_flags(self):
+		self.assertEqual(core.skipped_by_flags({"in_migrate": 1}), "in_migrate")
+		self.assertIsNone(core.skipped_by_flags({"in_import": False, "in_test": True}))
+
 	def test_on_change_not_in_insert(self):
 		s = settings()
 		self.assertIsNotNone(core.skip_reason({}, "Sales Order", "on_change", True, s))

@@ -73,6 +73,19 @@ class DocEvents(GlueCase):
 			self.save(fake_frappe.Document("Sales Order", "SO-1"), "on_submit")
 		self.assertEqual(self.rows(), [])
 
+	def test_flags_checked_before_settings_are_read(self):
+		# During bench install-app / migrate the settings may not exist yet.
+		def missing(doctype):
+			raise AssertionError("settings read")
+
+		self.frappe.get_cached_doc = missing
+		self.frappe.flags.in_install = True
+		self.save(fake_frappe.Document("Sales Order", "SO-1"), "on_update")
+		self.frappe.flags.clear()
+		self.frappe.flags.in_migrate = True
+		self.save(fake_frappe.Document("Homing Settings", "Homing Settings"), "on_update")
+		self.assertEqual(self.rows(), [])
+
 	def test_on_change_skipped_while_inserting(self):
 		so = fake_frappe.Document("Sales Order", "SO-1")
 		so.flags.in_insert = True
