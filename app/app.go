@@ -19,6 +19,7 @@ import (
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/ratelimit"
+	"github.com/homingdev/homing/redisconn"
 	"github.com/homingdev/homing/retry"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/store"
@@ -143,7 +144,8 @@ func (a *App) Close() error {
 }
 
 // RedisConn turns the redis settings into asynq's connection options: a
-// Sentinel failover client, a cluster client, or one server from redis.url.
+// Sentinel failover client, a cluster client (both tuned for failover by
+// package redisconn), or one server from redis.url.
 // Password and TLS for Sentinel and Cluster come from redis.url's userinfo
 // and scheme.
 func RedisConn(r config.Redis) (asynq.RedisConnOpt, error) {
@@ -160,12 +162,12 @@ func RedisConn(r config.Redis) (asynq.RedisConnOpt, error) {
 	}
 	switch {
 	case r.Sentinel.Master != "":
-		return asynq.RedisFailoverClientOpt{
-			MasterName: r.Sentinel.Master, SentinelAddrs: r.Sentinel.Addrs,
-			Password: one.Password, DB: one.DB, TLSConfig: one.TLSConfig,
+		return redisconn.Sentinel{
+			Master: r.Sentinel.Master, SentinelAddrs: r.Sentinel.Addrs,
+			Username: one.Username, Password: one.Password, DB: one.DB, TLSConfig: one.TLSConfig,
 		}, nil
 	case len(r.Cluster.Addrs) > 0:
-		return asynq.RedisClusterClientOpt{Addrs: r.Cluster.Addrs, Password: one.Password, TLSConfig: one.TLSConfig}, nil
+		return redisconn.Cluster{Addrs: r.Cluster.Addrs, Username: one.Username, Password: one.Password, TLSConfig: one.TLSConfig}, nil
 	}
 	return base, nil
 }
