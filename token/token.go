@@ -84,9 +84,10 @@ func Allows(scope, need string) bool {
 
 // Service creates, lists, revokes and checks tokens.
 type Service struct {
-	db    *gorm.DB
-	clock clock.Clock
-	log   *slog.Logger
+	db      *gorm.DB
+	clock   clock.Clock
+	log     *slog.Logger
+	checked checked
 }
 
 // New builds a Service.
@@ -170,26 +171,33 @@ func (s *Service) Revoke(ctx context.Context, name string) error {
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("%w: %q (see homing token list)", ErrNotFound, name)
 	}
+	s.checked.forget()
 	s.log.Info("api token revoked", "token", name)
 	return nil
 }
 
 // Authenticate returns the token plain stands for, or ErrUnknown. It
-// records when the token was last used, at most once a minute.
+// records when the token was last used, at most once a minute. A token it
+// found is believed for checkedTTL without another lookup, so a revocation
+// made by another process takes up to that long to refuse it here.
 func (s *Service) Authenticate(ctx context.Context, plain string) (Token, error) {
 	if !strings.HasPrefix(plain, Prefix) {
 		return Token{}, ErrUnknown
 	}
+	hash := Hash(plain)
+	now := s.now()
+	if tok, ok := s.checked.get(hash, now); ok {
+		return tok, nil
+	}
 	var row models.APIToken
 	// Served by the unique index on token_hash.
-	err := s.db.WithContext(ctx).Where("token_hash = ?", Hash(plain)).Take(&row).Error
+	err := s.db.WithContext(ctx).Where("token_hash = ?", hash).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return Token{}, ErrUnknown
 	}
 	if err != nil {
 		return Token{}, fmt.Errorf("read token: %w", err)
 	}
-	now := s.now()
 	if row.LastUsedAt == nil || now.Sub(*row.LastUsedAt) >= touchEvery {
 		// Best effort: a failed bookkeeping write must not refuse the request.
 		if err := s.db.WithContext(ctx).Model(&models.APIToken{}).Where("id = ?", row.ID).
@@ -199,5 +207,7 @@ func (s *Service) Authenticate(ctx context.Context, plain string) (Token, error)
 			row.LastUsedAt = &now
 		}
 	}
-	return viewOf(row), nil
+	tok := viewOf(row)
+	s.checked.put(hash, tok, now)
+	return tok, nil
 }

@@ -122,3 +122,38 @@ func TestAllows(t *testing.T) {
 		}
 	}
 }
+
+// TestRevokedElsewhere: a token revoked by another process (another
+// Service on the same database) is refused here once the token this
+// Service checked is over a second old, and not before: the lookup a
+// second is what the cache saves.
+func TestRevokedElsewhere(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			clk := clock.NewStub(t0)
+			serve, cli := token.New(db, clk, nil), token.New(db, clk, nil)
+			ctx := context.Background()
+			_, plain, err := cli.Create(ctx, "frappe", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := serve.Authenticate(ctx, plain); err != nil {
+				t.Fatal(err)
+			}
+			if err := cli.Revoke(ctx, "frappe"); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(500 * time.Millisecond)
+			if _, err := serve.Authenticate(ctx, plain); err != nil {
+				t.Errorf("within the second the check is believed: %v", err)
+			}
+			clk.Advance(500 * time.Millisecond)
+			if _, err := serve.Authenticate(ctx, plain); !errors.Is(err, token.ErrUnknown) {
+				t.Errorf("a second after the check, the revoked token: %v, want ErrUnknown", err)
+			}
+		})
+	}
+}
