@@ -348,14 +348,14 @@ func TestLifecycleMetrics(t *testing.T) {
 		t.Fatalf("second sweep: %+v, %v; want nothing enqueued", res, err)
 	}
 	expect(t, scrape(t, addr), map[string]float64{
-		"homing_deliveries_total{status=Delivered}":              1,
-		"homing_deliveries_total{status=Failed}":                 2,
-		"homing_deliveries_total{status=Exhausted}":              1,
-		"homing_attempts_total{class=5xx}":                       3,
-		"homing_attempt_duration_seconds":                        4,
-		"homing_sweep_enqueued_total":                            1,
-		"homing_sweep_duration_seconds":                          2,
-		"homing_due_backlog":                                     0,
+		"homing_deliveries_total{status=Delivered}": 1,
+		"homing_deliveries_total{status=Failed}":    2,
+		"homing_deliveries_total{status=Exhausted}": 1,
+		"homing_attempts_total{class=5xx}":          3,
+		"homing_attempt_duration_seconds":           4,
+		"homing_sweep_enqueued_total":               1,
+		"homing_sweep_duration_seconds":             2,
+		"homing_due_backlog":                        0,
 	})
 	if n := down.n.Load(); n != 2 {
 		t.Errorf("disabled receiver got %d requests, want still 2", n)
