@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/internal/httpserve"
@@ -31,17 +30,21 @@ func (e *env) devExtras(a *app.App) (func(), error) {
 		}
 		servers = append(servers, srv)
 		fmt.Fprintf(e.stdout, "  asynqmon UI    : http://%s/\n", srv.Addr())
+		if a.Config.API.AsynqmonURL == "" {
+			a.Config.API.AsynqmonURL = "http://" + srv.Addr()
+		}
 	}
 	if e.devAPIAddr != "" {
 		// Events published over HTTP reach the queue through the outbox
 		// relay dev mode runs.
-		srv := httpserve.New("api", e.devAPIAddr, api.New(apiConfig(a, token.New(a.DB, a.Clock, a.Log))), a.Log)
+		srv := httpserve.New("api", e.devAPIAddr, httpHandler(a, token.New(a.DB, a.Clock, a.Log)), a.Log)
 		if err := srv.Start(); err != nil {
 			stopAll()
 			return nil, fmt.Errorf("--api-addr %s: %w", e.devAPIAddr, err)
 		}
 		servers = append(servers, srv)
 		fmt.Fprintf(e.stdout, "  HTTP API       : http://%s/v1/ (bearer tokens: homing token create --name N --scope admin)\n", srv.Addr())
+		fmt.Fprintf(e.stdout, "  console        : http://%s/console/ (sign in with an admin token)\n", srv.Addr())
 	}
 	return stopAll, nil
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/hibiken/asynq"
 	"github.com/spf13/cobra"
 
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/console"
 	"github.com/homingdev/homing/internal/httpserve"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/token"
@@ -20,7 +22,8 @@ func newServeCmd(e *env) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the HTTP API on api.addr and relay the outbox, until signalled",
 		Long: "serve answers the HTTP API (POST /v1/events, /v1/webhooks, /v1/deliveries; the document\n" +
-			"is at /v1/openapi.json) on api.addr. Requests need a bearer token: homing token create.\n" +
+			"is at /v1/openapi.json) and the delivery console (/console/) on api.addr. Requests need a\n" +
+			"bearer token: homing token create.\n" +
 			"It runs an outbox relay too, so published events reach the queue within milliseconds\n" +
 			"without waiting on the scheduler's. On SIGINT or SIGTERM it stops accepting and finishes\n" +
 			"requests in flight within worker.shutdown_timeout.",
@@ -42,7 +45,7 @@ func newServeCmd(e *env) *cobra.Command {
 				}
 				defer relay.Stop()
 				tokens := token.New(a.DB, a.Clock, log)
-				srv := httpserve.New("api", cfg.API.Addr, api.New(apiConfig(a, tokens)), log)
+				srv := httpserve.New("api", cfg.API.Addr, httpHandler(a, tokens), log)
 				if err := srv.Start(); err != nil {
 					return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, err)
 				}
@@ -67,6 +70,21 @@ func newServeCmd(e *env) *cobra.Command {
 			})
 		}),
 	}
+}
+
+// httpHandler is what `homing serve` and `homing dev` answer on their API
+// address: the console under /console/, the API everywhere else, both on
+// the same services.
+func httpHandler(a *app.App, tokens *token.Service) http.Handler {
+	cfg := apiConfig(a, tokens)
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix, console.New(console.Config{
+		DB: cfg.DB, Webhooks: cfg.Webhooks, Recovery: cfg.Recovery, Tokens: tokens,
+		AsynqmonURL: a.Config.API.AsynqmonURL, DisableAfter: a.Config.Health.DisableAfter,
+		Clock: a.Clock, Logger: a.Log,
+	}))
+	mux.Handle("/", api.New(cfg))
+	return mux
 }
 
 // apiConfig wires the API to a's services: the same webhook service, recovery
