@@ -44,7 +44,7 @@ BENCH_FLAGS ?=
 bench: ## the harness on real PostgreSQL and Redis (table + bench/results.json; BENCH_FLAGS=-quick), then go test -bench
 	scripts/services.sh
 	go run ./tests/bench $(BENCH_FLAGS)
-	go test -run '^$$' -bench . -benchmem $(PKG)
+	HOMING_BENCH_CONSOLE_ROWS=1000000 go test -run '^$$' -bench . -benchmem $(PKG)
 
 lint: ## go vet, gofmt and staticcheck (vet and gofmt only when staticcheck cannot be fetched)
 	go vet $(PKG)

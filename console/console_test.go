@@ -28,7 +28,7 @@ func ptr[T any](v T) *T { return &v }
 // site is one test's console on its own PostgreSQL database, with a token of
 // each scope and one webhook with a Failed delivery.
 type site struct {
-	t       *testing.T
+	t       testing.TB
 	db      *gorm.DB
 	srv     *httptest.Server
 	hooks   *webhook.Service
@@ -36,7 +36,7 @@ type site struct {
 	publish string
 }
 
-func newSite(t *testing.T) *site {
+func newSite(t testing.TB) *site {
 	t.Helper()
 	db := testenv.Postgres(t)
 	box, err := secretbox.New("")
