@@ -36,6 +36,9 @@ type Trouble struct {
 	Enabled      bool       `json:"enabled"`
 	FailingSince *time.Time `json:"failing_since"`
 	Failures     int        `json:"failures"`
+	// DisabledAt is when a disabled webhook was last changed: when it
+	// was disabled, unless it was edited since.
+	DisabledAt *time.Time `json:"disabled_at"`
 	// DisabledReason is why it was disabled, and LastError the last error
 	// recorded on one of its deliveries.
 	DisabledReason string `json:"disabled_reason"`
@@ -109,9 +112,10 @@ func troubled(ctx context.Context, db *gorm.DB) ([]Trouble, error) {
 		DisabledReason string
 		FailingSince   *time.Time
 		Failures       int
+		UpdatedAt      time.Time
 	}
 	if err := db.WithContext(ctx).Table("webhooks w").
-		Select("w.name AS name, w.enabled AS enabled, w.disabled_reason AS disabled_reason, h.failing_since AS failing_since, COALESCE(h.failures, 0) AS failures").
+		Select("w.name AS name, w.enabled AS enabled, w.disabled_reason AS disabled_reason, h.failing_since AS failing_since, COALESCE(h.failures, 0) AS failures, w.updated_at AS updated_at").
 		Joins("LEFT JOIN webhook_health h ON h.webhook_id = w.id").
 		Where("NOT w.enabled OR h.failing_since IS NOT NULL OR h.failures > 0").
 		Order("w.name").Scan(&rows).Error; err != nil {
@@ -128,8 +132,13 @@ func troubled(ctx context.Context, db *gorm.DB) ([]Trouble, error) {
 			t := r.FailingSince.UTC()
 			since = &t
 		}
-		out = append(out, Trouble{Webhook: r.Name, Enabled: r.Enabled, FailingSince: since, Failures: r.Failures,
-			DisabledReason: r.DisabledReason, LastError: last})
+		t := Trouble{Webhook: r.Name, Enabled: r.Enabled, FailingSince: since, Failures: r.Failures,
+			DisabledReason: r.DisabledReason, LastError: last}
+		if !r.Enabled {
+			at := r.UpdatedAt.UTC()
+			t.DisabledAt = &at
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }
