@@ -271,3 +271,41 @@ func TestRecoverCountsFirstThenRuns(t *testing.T) {
 		t.Fatalf("after the run: %s next %v, %v; want Failed and due", d.Status, d.NextRetry, err)
 	}
 }
+
+// TestLogoutEndsTheSession: signing out clears the cookie, and a console
+// without api.asynqmon_url shows no asynqmon link.
+func TestLogoutEndsTheSession(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	c := s.login(s.admin)
+	tok := s.csrf(c, "/console/")
+	res, _ := s.do("POST", "/console/logout", url.Values{"csrf": {tok}}, c, nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/login" {
+		t.Fatalf("logout: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	var cleared bool
+	for _, k := range res.Cookies() {
+		cleared = cleared || (k.Name == console.CookieName && k.Value == "" && k.MaxAge < 0)
+	}
+	if !cleared {
+		t.Errorf("logout did not clear the cookie: %v", res.Cookies())
+	}
+
+	bare := httptest.NewServer(console.New(console.Config{DB: s.db, Webhooks: s.hooks, Recovery: recovery.New(s.db, clock.Real{}),
+		Tokens: token.New(s.db, clock.Real{}, nil)}))
+	t.Cleanup(bare.Close)
+	req, err := http.NewRequest("GET", bare.URL+"/console/deliveries/d-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(c)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	if r.StatusCode != http.StatusOK || strings.Contains(string(b), "asynqmon") {
+		t.Errorf("without api.asynqmon_url: %d, link shown %v", r.StatusCode, strings.Contains(string(b), "asynqmon"))
+	}
+}
