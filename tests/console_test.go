@@ -27,8 +27,8 @@ const screenshotDir = "../docs/console"
 // PostgreSQL, Redis and HTTP receivers: sign in (a publish token is
 // refused), watch a failing delivery appear with its error and next retry,
 // Retry it once its receiver is back and see it Delivered, Resend it,
-// Recover a webhook's Exhausted deliveries, and see a cross-site form
-// refused. Each page is saved to docs/console/.
+// Recover a webhook's Exhausted deliveries, and see a cross-site form and
+// a POST without the CSRF token refused. Each page is saved to docs/console/.
 func TestConsoleInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
@@ -193,6 +193,15 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("cross-site POST: %q", txt)
 	}
 	b.shot("cross-site-refused")
+	// From the console's own origin too, a POST without the form's CSRF
+	// token is refused (the cookie alone is not enough).
+	b.run(chromedp.Navigate(c.base + "/console/webhooks/orders"))
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](
+		`fetch("/console/webhooks/orders/disable", {method: "POST", body: new URLSearchParams({csrf: "forged"})}).then(r => r.status)`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || status != http.StatusForbidden {
+		t.Fatalf("same-origin POST without the CSRF token: %d, %v; want 403", status, err)
+	}
 	if r := c.expect(t, http.StatusOK, "GET", "/v1/webhooks/orders", ""); r.body["enabled"] != true {
 		t.Fatalf("the cross-site POST disabled orders: %s", r.raw)
 	}
