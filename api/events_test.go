@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/tasks"
 )
 
 const orderEvent = `{"id": "so-1-submit", "doc_type": "Sales Order", "doc_name": "SO-1", "event": "on_submit", "doc": {"name": "SO-1", "grand_total": 1500}}`
@@ -39,7 +39,7 @@ func TestPublishIsIdempotent(t *testing.T) {
 	if len(rows) != 1 || rows[0].EventID != "so-1-submit" {
 		t.Fatalf("outbox = %+v, want one row for so-1-submit", rows)
 	}
-	ev, err := tasks.DecodeEvent([]byte(rows[0].Payload))
+	ev, err := event.Decode([]byte(rows[0].Payload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestPublishDefaultsDocName(t *testing.T) {
 		t.Fatalf("outbox has %d rows, want 2", len(rows))
 	}
 	for i, want := range []string{"N-7", "given"} {
-		ev, err := tasks.DecodeEvent([]byte(rows[i].Payload))
+		ev, err := event.Decode([]byte(rows[i].Payload))
 		if err != nil || ev.DocName != want {
 			t.Errorf("queued event %s: doc_name %q, %v; want %q", rows[i].EventID, ev.DocName, err, want)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/monitor"
 	"github.com/homingdev/homing/tasks"
@@ -92,7 +93,7 @@ func TestFormatPayload(t *testing.T) {
 func queued(t *testing.T) (asynq.RedisClientOpt, *asynq.TaskInfo) {
 	t.Helper()
 	opt, _ := testenv.Redis(t)
-	task, err := tasks.NewEventTask(dispatch.Event{
+	task, err := event.NewTask(dispatch.Event{
 		ID: "ev-monitor", DocType: "Sales Order", DocName: "SO-1", Event: "on_submit",
 		Doc: map[string]any{"name": "SO-1", "api_token": "tok-s3cr3t"},
 	})

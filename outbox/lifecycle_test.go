@@ -18,6 +18,7 @@ import (
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/client"
 	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
@@ -265,11 +266,11 @@ func TestRelayKilledAfterTheEventRan(t *testing.T) {
 		t.Fatalf("next relay = %d, %v; want nothing, the event was fanned out", n, err)
 	}
 	before := s.processed(t)
-	payload, err := tasks.EncodeEvent(event("so-2"))
+	payload, err := event.Encode(sampleEvent("so-2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queue.Enqueue(tasks.OutboxEventTask("so-2", payload)); err != nil {
+	if _, err := queue.Enqueue(event.OutboxTask("so-2", payload)); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, "the second run of the event task", func() bool { return s.processed(t) > before && s.idle(t) })

@@ -14,9 +14,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/store"
-	"github.com/homingdev/homing/tasks"
 )
 
 // Defaults of RelayConfig.
@@ -137,7 +136,7 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 		added = added[:0]
 		var rows []models.OutboxEvent
 		q := where(tx.Select("id", "event_id", "payload", "created_at")).Limit(r.cfg.BatchSize)
-		if store.DialectOf(tx) == store.Postgres {
+		if tx.Dialector.Name() == "postgres" { // SQLite has no row locks: it serialises writers
 			// Another relay's batch is skipped, not waited for.
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
@@ -146,7 +145,7 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 		}
 		done := make([]int64, 0, len(rows))
 		for _, row := range rows {
-			_, err := r.client.EnqueueContext(ctx, tasks.OutboxEventTask(row.EventID, []byte(row.Payload)))
+			_, err := r.client.EnqueueContext(ctx, event.OutboxTask(row.EventID, []byte(row.Payload)))
 			switch {
 			case err == nil:
 				added = append(added, row)

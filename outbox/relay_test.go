@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/store"
@@ -109,11 +110,11 @@ func TestRelayMovesCommittedEvents(t *testing.T) {
 				t.Fatalf("%d tasks queued, want %d", len(got), len(ids))
 			}
 			for _, id := range ids {
-				info, ok := got[tasks.EventTaskID(id)]
+				info, ok := got[event.TaskID(id)]
 				if !ok {
-					t.Fatalf("no task %s", tasks.EventTaskID(id))
+					t.Fatalf("no task %s", event.TaskID(id))
 				}
-				ev, err := tasks.DecodeEvent(info.Payload)
+				ev, err := event.Decode(info.Payload)
 				if err != nil || ev.ID != id || ev.Doc["name"] != "SO-1" {
 					t.Fatalf("task %s payload decodes to %+v, %v", info.ID, ev, err)
 				}

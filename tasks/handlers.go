@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/retention"
 	"github.com/homingdev/homing/sweeper"
 )
@@ -54,7 +55,7 @@ func (h *Handlers) logger() *slog.Logger {
 // the common one-webhook case (see dispatch.FanOutInline for why nothing
 // can happen twice). Webhooks on other queues always get their own task.
 func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
-	ev, err := DecodeEvent(t.Payload())
+	ev, err := event.Decode(t.Payload())
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
@@ -62,7 +63,7 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 		// Published through a path that could not deliver synchronously:
 		// still one attempt, never a retry.
 		_, err := h.Dispatcher.DeliverNow(ctx, ev)
-		var serr *dispatch.SyncError
+		var serr *event.SyncError
 		if errors.As(err, &serr) {
 			h.logger().Warn("workflow_transition delivery failed", "event_id", ev.ID, "error", err.Error())
 			return nil

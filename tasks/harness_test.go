@@ -25,6 +25,7 @@ import (
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/transition"
 	"github.com/homingdev/homing/webhook"
 	"github.com/homingdev/homing/worker"
 )
@@ -193,7 +194,13 @@ func newHarness(t *testing.T, b backend) *harness {
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pub, err := client.New(client.FromConfig(cfg))
+	tr, err := transition.New(transition.FromConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := app.ClientConfig(cfg)
+	cc.Transitions = tr
+	pub, err := client.New(cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +208,7 @@ func newHarness(t *testing.T, b backend) *harness {
 	t.Cleanup(func() {
 		w.Stop()
 		_ = pub.Close()
+		_ = tr.Close()
 		_ = insp.Close()
 		_ = a.Close()
 	})

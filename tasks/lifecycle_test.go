@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
 	"github.com/homingdev/homing/webhook"
@@ -536,7 +537,7 @@ func TestLostFirstAttemptTaskIsPickedUpBySweeper(t *testing.T) {
 	// Fan out directly, as a worker that crashed before enqueuing would.
 	ev := salesOrder("ev-lost")
 	doc, _ := json.Marshal(ev.Doc)
-	task, err := tasks.DecodeEvent(mustJSON(t, tasks.EventPayload{ID: ev.ID, DocType: ev.DocType, Event: ev.Event, Doc: doc}))
+	task, err := event.Decode(mustJSON(t, event.Payload{ID: ev.ID, DocType: ev.DocType, Event: ev.Event, Doc: doc}))
 	if err != nil {
 		t.Fatal(err)
 	}
