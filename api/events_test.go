@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -182,8 +183,8 @@ func TestPublishRefusesBadRequests(t *testing.T) {
 func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
-	ok := newReceiver(t, http.StatusOK)
-	down := newReceiver(t, http.StatusServiceUnavailable)
+	ok := testreceiver.Answering(t, http.StatusOK)
+	down := testreceiver.Answering(t, http.StatusServiceUnavailable)
 	s.expect(http.StatusCreated, "POST", "/v1/webhooks", s.admin, fmt.Sprintf(`{"name": "approvals", "doctype": "Leave Application", "event": "workflow_transition", "url": %q}`, ok.URL))
 	publish := func(id string) string {
 		return fmt.Sprintf(`{"id": %q, "doc_type": "Leave Application", "doc_name": "LA-1", "event": "workflow_transition", "doc": {"name": "LA-1", "workflow_state": "Approved"}}`, id)
@@ -192,11 +193,11 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 	if got := r.object(t); got["event_id"] != "wf-1" {
 		t.Errorf("200 body = %s", r.body)
 	}
-	if got := ok.got(); len(got) != 1 || compact(t, string(got[0])) != `{"name":"LA-1","workflow_state":"Approved"}` {
+	if got := ok.Bodies(); len(got) != 1 || compact(t, string(got[0])) != `{"name":"LA-1","workflow_state":"Approved"}` {
 		t.Fatalf("receiver got %q when the 200 came back, want the document once", got)
 	}
 	s.expect(http.StatusOK, "POST", "/v1/events", s.publish, publish("wf-1"))
-	if n := len(ok.got()); n != 1 {
+	if n := len(ok.Bodies()); n != 1 {
 		t.Errorf("receiver got %d requests after a repeated publish, want still 1", n)
 	}
 	if rows := s.outboxRows(); len(rows) != 0 {
@@ -213,7 +214,7 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 			t.Errorf("message %q does not name the webhook", e.Message)
 		}
 	}
-	if n, m := len(ok.got()), len(down.got()); n != 2 || m != 1 {
+	if n, m := len(ok.Bodies()), len(down.Bodies()); n != 2 || m != 1 {
 		t.Errorf("receivers got %d and %d requests, want 2 (wf-1, wf-2) and 1 (wf-2 once)", n, m)
 	}
 	var d models.Delivery

@@ -64,7 +64,7 @@ func TestEventsSurviveTheLossOfRedisData(t *testing.T) {
 	for _, id := range ids {
 		s.assertOncePerWebhook(t, id)
 	}
-	if n := s.recv.total(); n != 2*events {
+	if n := s.recv.Count(); n != 2*events {
 		t.Fatalf("the receiver got %d requests, want %d", n, 2*events)
 	}
 	if rows := outboxRows(t, s.app.DB); len(rows) != 0 {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
 	"github.com/homingdev/homing/webhook"
@@ -16,12 +18,12 @@ import (
 func TestEventTaskSendsOneFirstAttemptOnItsOwnQueue(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	a, b, c := newReceiver(t), newReceiver(t), newReceiver(t)
-	h.createWebhook("a", a.srv.URL, nil)
-	h.createWebhook("b", b.srv.URL, nil)
-	h.createWebhook("c", c.srv.URL, func(in *webhook.Input) { in.Queue = ptr("slow") }) // not served here
+	a, b, c := testreceiver.New(t), testreceiver.New(t), testreceiver.New(t)
+	h.createWebhook("a", a.URL, nil)
+	h.createWebhook("b", b.URL, nil)
+	h.createWebhook("c", c.URL, func(in *webhook.Input) { in.Queue = ptr("slow") }) // not served here
 	id := h.publish(salesOrder("ev-inline"))
-	eventually(t, "a and b delivered", func() bool {
+	testenv.Eventually(t, "a and b delivered", func() bool {
 		n := 0
 		for _, d := range h.deliveries(id) {
 			if d.Status == models.StatusDelivered {
@@ -30,9 +32,9 @@ func TestEventTaskSendsOneFirstAttemptOnItsOwnQueue(t *testing.T) {
 		}
 		return n == 2
 	})
-	eventually(t, "default queue drained", func() bool { return queueEmpty(t, h) })
-	if a.count() != 1 || b.count() != 1 || c.count() != 0 {
-		t.Fatalf("receivers got a=%d b=%d c=%d requests, want 1, 1, 0", a.count(), b.count(), c.count())
+	testenv.Eventually(t, "default queue drained", func() bool { return queueEmpty(t, h) })
+	if a.Count() != 1 || b.Count() != 1 || c.Count() != 0 {
+		t.Fatalf("receivers got a=%d b=%d c=%d requests, want 1, 1, 0", a.Count(), b.Count(), c.Count())
 	}
 	info, err := h.insp.GetQueueInfo(tasks.DefaultQueue)
 	if err != nil {
@@ -58,8 +60,8 @@ func TestEventTaskSendsOneFirstAttemptOnItsOwnQueue(t *testing.T) {
 func TestFanOutInlineClaimIsWrittenFirstAndOwnedOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	h.createWebhook("orders", recv.srv.URL, nil)
+	recv := testreceiver.New(t)
+	h.createWebhook("orders", recv.URL, nil)
 	ctx := context.Background()
 	ev := dispatchEvent("ev-owned")
 	pending, claimed, err := h.app.Dispatcher.FanOutInline(ctx, ev, tasks.DefaultQueue)
@@ -88,7 +90,7 @@ func TestFanOutInlineClaimIsWrittenFirstAndOwnedOnce(t *testing.T) {
 		t.Fatalf("attempt: %+v %v", out, err)
 	}
 	d = h.waitAttempts(ev.ID, 1)
-	if recv.count() != 1 || d.Status != models.StatusDelivered || d.NextRetry != nil {
-		t.Fatalf("receiver got %d, row %s next %v", recv.count(), d.Status, d.NextRetry)
+	if recv.Count() != 1 || d.Status != models.StatusDelivered || d.NextRetry != nil {
+		t.Fatalf("receiver got %d, row %s next %v", recv.Count(), d.Status, d.NextRetry)
 	}
 }

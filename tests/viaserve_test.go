@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/internal/testreceiver"
 )
 
 // TestClientTransitionsViaServe: a service that imports only package client
@@ -23,7 +24,7 @@ func TestClientTransitionsViaServe(t *testing.T) {
 	s := newSystem(t)
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
 	api := s.startAPI(t)
-	rc := newReceiver(t, func(n int) int {
+	rc := testreceiver.Answers(t, func(n int) int {
 		if n == 1 {
 			return http.StatusOK
 		}
@@ -49,7 +50,7 @@ func TestClientTransitionsViaServe(t *testing.T) {
 	if _, err := c.Publish(ctx, ev); err != nil {
 		t.Fatalf("publish through serve, receiver up: %v", err)
 	}
-	if got := rc.got(); len(got) != 1 || !strings.Contains(string(got[0].body), `"LA-1"`) {
+	if got := rc.Requests(); len(got) != 1 || !strings.Contains(string(got[0].Body), `"LA-1"`) {
 		t.Fatalf("receiver got %d requests before Publish returned, want 1 with the document", len(got))
 	}
 
@@ -59,7 +60,7 @@ func TestClientTransitionsViaServe(t *testing.T) {
 	if !errors.As(err, &serr) || serr.EventID != "wf-down" || len(serr.Failures) != 1 || serr.Failures[0].Webhook != "approvals" {
 		t.Fatalf("publish through serve, receiver failing: got %v, want a SyncError naming approvals", err)
 	}
-	if n := len(rc.got()); n != 2 {
+	if n := len(rc.Requests()); n != 2 {
 		t.Errorf("receiver got %d requests, want 2", n)
 	}
 
@@ -67,7 +68,7 @@ func TestClientTransitionsViaServe(t *testing.T) {
 	if _, err := pub("hmg_not_a_token").Publish(ctx, ev); err == nil || errors.As(err, &serr) || !strings.Contains(err.Error(), "unauthorized") {
 		t.Errorf("publish with a bad token: got %v, want serve's unauthorized error", err)
 	}
-	if n := len(rc.got()); n != 2 {
+	if n := len(rc.Requests()); n != 2 {
 		t.Errorf("receiver got %d requests after the refused publish, want 2", n)
 	}
 }
