@@ -55,15 +55,6 @@ type Payload struct {
 	Doc     json.RawMessage `json:"doc"`
 }
 
-// NewTask builds the fan-out task of ev.
-func NewTask(ev Event) (*asynq.Task, error) {
-	b, err := Encode(ev)
-	if err != nil {
-		return nil, err
-	}
-	return Task(ev.ID, b), nil
-}
-
 // Encode is the webhook:event payload of ev: what the outbox stores and the
 // relay queues unchanged.
 func Encode(ev Event) ([]byte, error) {
@@ -84,24 +75,20 @@ func EncodeJSON(ev Event, doc json.RawMessage) ([]byte, error) {
 	return b, nil
 }
 
-// NewTaskJSON is NewTask for a caller that has already encoded the document
-// as JSON (doc); ev.Doc is not read.
+// NewTaskJSON is the fan-out task of ev for a publisher queueing it straight
+// into Redis (client.Publish), with the document already encoded as JSON
+// (doc); ev.Doc is not read.
 func NewTaskJSON(ev Event, doc json.RawMessage) (*asynq.Task, error) {
 	b, err := EncodeJSON(ev, doc)
 	if err != nil {
 		return nil, err
 	}
-	return Task(ev.ID, b), nil
+	return asynq.NewTask(TaskType, b,
+		asynq.TaskID(TaskID(ev.ID)), asynq.Queue(Queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(TaskTimeout)), nil
 }
 
-// Task is the fan-out task of event eventID whose payload is already
-// encoded (Encode).
-func Task(eventID string, payload []byte) *asynq.Task {
-	return asynq.NewTask(TaskType, payload,
-		asynq.TaskID(TaskID(eventID)), asynq.Queue(Queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(TaskTimeout))
-}
-
-// OutboxTask is Task for an event the outbox holds.
+// OutboxTask is the fan-out task of an event the outbox holds, whose payload
+// the outbox stored (Encode).
 func OutboxTask(eventID string, payload []byte) *asynq.Task {
 	return asynq.NewTaskWithHeaders(TaskType, payload, map[string]string{OutboxHeader: "1"},
 		asynq.TaskID(TaskID(eventID)), asynq.Queue(Queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(TaskTimeout))

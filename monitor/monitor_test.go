@@ -13,7 +13,6 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/monitor"
@@ -93,10 +92,8 @@ func TestFormatPayload(t *testing.T) {
 func queued(t *testing.T) (asynq.RedisClientOpt, *asynq.TaskInfo) {
 	t.Helper()
 	opt, _ := testenv.Redis(t)
-	task, err := event.NewTask(dispatch.Event{
-		ID: "ev-monitor", DocType: "Sales Order", DocName: "SO-1", Event: "on_submit",
-		Doc: map[string]any{"name": "SO-1", "api_token": "tok-s3cr3t"},
-	})
+	task, err := event.NewTaskJSON(event.Event{ID: "ev-monitor", DocType: "Sales Order", DocName: "SO-1", Event: "on_submit"},
+		[]byte(`{"name": "SO-1", "api_token": "tok-s3cr3t"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
