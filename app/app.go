@@ -122,17 +122,29 @@ func SenderConfig(cfg config.Delivery, now func() time.Time) delivery.SenderConf
 // PostgreSQL's NOTIFY on commit, and polling every outbox.poll_interval
 // (only polling on SQLite).
 func (a *App) Relay(client *asynq.Client) *outbox.Relay {
+	return outbox.NewRelay(a.DB, client, a.relayConfig())
+}
+
+// DrainingRelay is Relay for homing serve: its Stop queues what is left in
+// the outbox.
+func (a *App) DrainingRelay(client *asynq.Client) *outbox.Relay {
+	cfg := a.relayConfig()
+	cfg.DrainOnStop = true
+	return outbox.NewRelay(a.DB, client, cfg)
+}
+
+func (a *App) relayConfig() outbox.RelayConfig {
 	listen := ""
 	if store.DialectOf(a.DB) == store.Postgres {
 		listen = a.Config.Database.URL
 	}
-	return outbox.NewRelay(a.DB, client, outbox.RelayConfig{
+	return outbox.RelayConfig{
 		PollInterval: a.Config.Outbox.PollInterval,
 		RecoverAfter: a.Config.Outbox.RecoverAfter,
 		ListenURL:    listen,
 		Logger:       a.Log,
 		Clock:        a.Clock,
-	})
+	}
 }
 
 // Close releases the database pool and idle connections.

@@ -75,7 +75,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatalf("open app: %v", err)
 	}
 	w := worker.New(a)
-	if err := w.Start(); err != nil {
+	if err := w.Start(context.Background()); err != nil {
 		_ = a.Close()
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		w.Stop()
+		_ = w.Stop(context.Background())
 		_ = pub.Close()
 		_ = a.Close()
 	})
@@ -390,7 +390,7 @@ func TestReadyzTurnsUnreadyWhenRedisStops(t *testing.T) {
 	db := testenv.Postgres(t)
 	addr, stop := ownRedis(t)
 	srv := metrics.NewServer("127.0.0.1:0", metrics.New(metrics.Options{}), metrics.Ready(db, asynq.RedisClientOpt{Addr: addr}), nil)
-	if err := srv.Start(); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
@@ -432,7 +432,7 @@ func TestReadyzNamesTheDatabase(t *testing.T) {
 		t.Fatalf("readiness with the database closed: %v, want an error naming only the database", err)
 	}
 	srv := metrics.NewServer("127.0.0.1:0", metrics.New(metrics.Options{}), ready, nil)
-	if err := srv.Start(); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
@@ -447,7 +447,7 @@ func TestReadyzTimesOut(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	hung := func(context.Context) error { <-release; return nil }
 	srv := metrics.NewServer("127.0.0.1:0", metrics.New(metrics.Options{}), hung, nil)
-	if err := srv.Start(); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
@@ -490,9 +490,9 @@ func TestWorkerStartNamesMetricsAddrWhenPortIsTaken(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	w := worker.New(a)
-	err = w.Start()
+	err = w.Start(context.Background())
 	if err == nil {
-		w.Stop()
+		_ = w.Stop(context.Background())
 		t.Fatal("worker started with its metrics port taken")
 	}
 	if want := fmt.Sprintf("metrics.addr %q", cfg.Metrics.Addr); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") {

@@ -109,7 +109,7 @@ func queued(t *testing.T) (asynq.RedisClientOpt, *asynq.TaskInfo) {
 func start(t *testing.T, opt asynq.RedisConnOpt, readOnly bool) string {
 	t.Helper()
 	srv := monitor.NewServer("127.0.0.1:0", opt, readOnly, config.MonitorAuth{}, nil)
-	if err := srv.Start(); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -71,10 +71,10 @@ func ptr[T any](v T) *T { return &v }
 func (s *system) startWorker(t *testing.T) {
 	t.Helper()
 	w := worker.New(s.app)
-	if err := w.Start(); err != nil {
+	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
 }
 
 // idle reports whether the default queue has nothing pending or running.

@@ -273,7 +273,7 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	if err := relay.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(relay.Stop)
+	t.Cleanup(func() { _ = relay.Stop(context.Background()) })
 	pid := listenerPID(t, db)
 	for i := range 3 {
 		publishTx(t, db, fmt.Sprintf("ev-%d", i))
@@ -287,8 +287,8 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	}
 	publishTx(t, db, "ev-after-reconnect")
 	waitPending(t, q, 4, "an event committed after the LISTEN connection came back")
-	relay.Stop()
-	relay.Stop() // a second Stop is harmless
+	_ = relay.Stop(context.Background())
+	_ = relay.Stop(context.Background()) // a second Stop is harmless
 }
 
 // TestRelayPollsOnSQLite: without NOTIFY, the poll finds committed events.
@@ -300,7 +300,7 @@ func TestRelayPollsOnSQLite(t *testing.T) {
 	if err := relay.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(relay.Stop)
+	t.Cleanup(func() { _ = relay.Stop(context.Background()) })
 	if err := relay.Start(context.Background()); err == nil {
 		t.Fatal("a second Start succeeded")
 	}

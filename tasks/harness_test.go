@@ -96,7 +96,7 @@ func newHarness(t *testing.T, b backend) *harness {
 		t.Fatalf("open app: %v", err)
 	}
 	w := worker.New(a)
-	if err := w.Start(); err != nil {
+	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := transition.New(transition.FromConfig(cfg))
@@ -111,7 +111,7 @@ func newHarness(t *testing.T, b backend) *harness {
 	}
 	insp := asynq.NewInspector(redisOpt)
 	t.Cleanup(func() {
-		w.Stop()
+		_ = w.Stop(context.Background())
 		_ = pub.Close()
 		_ = tr.Close()
 		_ = insp.Close()
