@@ -529,6 +529,19 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 	if !errors.As(err, &serr) || ok.Count() != 1 || bad.Count() != 1 {
 		t.Fatalf("republish: %v, receivers %d %d", err, ok.Count(), bad.Count())
 	}
+	// A webhook added since gets the republished transition, once; the
+	// webhooks that had it get nothing more.
+	late := testreceiver.New(t)
+	h.createWebhook("approvals-late", late.URL, func(in *webhook.Input) { in.Event = ptr("workflow_transition") })
+	for range 2 {
+		_, err = h.pub.Publish(context.Background(), ev)
+		if !errors.As(err, &serr) || len(serr.Failures) != 1 {
+			t.Fatalf("republish after a new webhook: %v", err)
+		}
+	}
+	if late.Count() != 1 || ok.Count() != 1 || bad.Count() != 1 {
+		t.Fatalf("receivers got late=%d ok=%d bad=%d, want 1 each", late.Count(), ok.Count(), bad.Count())
+	}
 }
 
 func TestLostFirstAttemptTaskIsPickedUpBySweeper(t *testing.T) {
