@@ -62,6 +62,8 @@ const (
 	MaxTimeout       = 5 * time.Minute
 	MaxRotationGrace = 7 * 24 * time.Hour
 	MaxRateLimit     = 100000
+	// MaxFollowRedirects is requests' own limit (Frappe's sender).
+	MaxFollowRedirects = 30
 )
 
 // Methods a webhook may use.
@@ -98,6 +100,9 @@ type Input struct {
 	// RateLimit is the most requests a second to this webhook, across
 	// every worker; 0 is unlimited.
 	RateLimit *int
+	// FollowRedirects is how many redirects an attempt follows (0, the
+	// default, makes a 3xx a failure; at most MaxFollowRedirects).
+	FollowRedirects *int
 }
 
 // Defaults fill what Create's input leaves out.
@@ -489,6 +494,12 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 			return invalid("rate-limit", "%d must be between 0 (unlimited) and %d requests a second", *in.RateLimit, MaxRateLimit)
 		}
 		w.RateLimit = *in.RateLimit
+	}
+	if in.FollowRedirects != nil {
+		if *in.FollowRedirects < 0 || *in.FollowRedirects > MaxFollowRedirects {
+			return invalid("follow-redirects", "%d must be between 0 (a redirect is a failure) and %d", *in.FollowRedirects, MaxFollowRedirects)
+		}
+		w.FollowRedirects = *in.FollowRedirects
 	}
 	return nil
 }
