@@ -231,6 +231,15 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
+	if w.URLTemplate != "" {
+		// Rendered once and frozen into the row: every attempt of this
+		// delivery goes to the same URL (dispatch.request).
+		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc)
+		if err != nil {
+			return exhaust("cannot build request: " + err.Error())
+		}
+		row.URL = u
+	}
 	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload}, ev.Doc)
 	if err != nil {
 		return exhaust("cannot build request: " + err.Error())
