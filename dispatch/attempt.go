@@ -252,8 +252,9 @@ func (d *Dispatcher) release(row models.Delivery, at time.Time) error {
 }
 
 // request builds the HTTP request of this attempt: the frozen payload and
-// headers, the webhook's current URL, method and credential (sealed)
-// headers, fresh signatures.
+// headers, the webhook's current URL (or, for a webhook with a URL
+// template, the URL rendered from the event's document at fan-out), method,
+// redirect limit and credential (sealed) headers, fresh signatures.
 func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets []signing.Secret, now time.Time) (delivery.Request, error) {
 	h := make(http.Header, len(row.Headers)+4)
 	for k, v := range row.Headers {
@@ -274,12 +275,17 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		scheme = signing.SchemeNone
 	}
 	signing.Sign(h, scheme, secrets, row.ID, now, row.Payload)
+	url := hook.RequestURL
+	if hook.URLTemplate != "" && row.URL != "" {
+		url = row.URL
+	}
 	return delivery.Request{
-		Method:  hook.RequestMethod,
-		URL:     hook.RequestURL,
-		Header:  h,
-		Body:    row.Payload,
-		Timeout: hook.Timeout(),
+		Method:          hook.RequestMethod,
+		URL:             url,
+		Header:          h,
+		Body:            row.Payload,
+		Timeout:         hook.Timeout(),
+		FollowRedirects: hook.FollowRedirects,
 	}, nil
 }
 

@@ -269,6 +269,15 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
+	if w.URLTemplate != "" {
+		// Rendered once and frozen into the row: every attempt of this
+		// delivery goes to the same URL (dispatch.request).
+		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc)
+		if err != nil {
+			return exhaust("cannot build request: " + err.Error())
+		}
+		row.URL = u
+	}
 	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload}, ev.Doc)
 	if err != nil {
 		return exhaust("cannot build request: " + err.Error())
@@ -291,7 +300,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 // the order matching scans them.
 const webhookColumns = `id, name, doc_type, doc_event, condition, request_url, request_method, request_structure,
 	body_template, fields, headers, secret, previous_secrets, signature_scheme, enabled, disabled_reason,
-	rate_limit, max_retries, queue, timeout_ms`
+	rate_limit, max_retries, queue, timeout_ms, follow_redirects, url_template, compat, condition_language`
 
 // matching loads the enabled webhooks of the event's doctype and event, in
 // ID order (so two fan-outs of one event insert in the same order). Served
@@ -336,7 +345,8 @@ func (d *Dispatcher) matching(ctx context.Context, ev Event, useCache bool) (hoo
 func scanWebhook(rows *sql.Rows, w *models.Webhook, first ...any) error {
 	return rows.Scan(append(first, &w.ID, &w.Name, &w.DocType, &w.DocEvent, &w.Condition, &w.RequestURL, &w.RequestMethod,
 		&w.RequestStructure, &w.BodyTemplate, &w.Fields, &w.Headers, &w.Secret, &w.PreviousSecrets, &w.SignatureScheme,
-		&w.Enabled, &w.DisabledReason, &w.RateLimit, &w.MaxRetries, &w.Queue, &w.TimeoutMS)...)
+		&w.Enabled, &w.DisabledReason, &w.RateLimit, &w.MaxRetries, &w.Queue, &w.TimeoutMS,
+		&w.FollowRedirects, &w.URLTemplate, &w.Compat, &w.ConditionLanguage)...)
 }
 
 // deliveryColumns are the columns fan-out writes, in insert's order.
