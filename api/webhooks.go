@@ -39,6 +39,10 @@ type webhookRequest struct {
 	Queue      *string        `json:"queue"`
 	Enabled    *bool          `json:"enabled"`
 	RateLimit  *int           `json:"rate_limit"`
+	// FollowRedirects is how many redirects an attempt follows (0: none).
+	FollowRedirects *int `json:"follow_redirects"`
+	// URLTemplate is a Jinja URL rendered with the document per event.
+	URLTemplate *string `json:"url_template"`
 	// Secret sets the signing secret ("" removes it); GenerateSecret makes
 	// a new one, returned once in the response.
 	Secret         *string `json:"secret"`
@@ -71,6 +75,7 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 		Method: req.Method, Structure: req.Structure, Template: req.Template, Fields: req.Fields,
 		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
 		Secret: req.Secret, SampleDoc: req.SampleDoc, RateLimit: req.RateLimit,
+		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate,
 	}
 	if req.Headers != nil {
 		headers := make([]string, 0, len(*req.Headers))

@@ -2,17 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 
-	"github.com/hibiken/asynq"
 	"github.com/spf13/cobra"
 
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/console"
-	"github.com/homingdev/homing/internal/httpserve"
+	"github.com/homingdev/homing/process"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/token"
 )
@@ -37,35 +37,24 @@ func newServeCmd(e *env) *cobra.Command {
 				if err := pingRedis(ctx, a.Redis); err != nil {
 					log.Warn("events are accepted into the outbox and relayed once Redis answers", "error", err.Error())
 				}
-				queue := asynq.NewClient(a.Redis)
-				defer func() { _ = queue.Close() }()
-				relay := a.Relay(queue)
-				if err := relay.Start(ctx); err != nil {
-					return err
-				}
-				defer relay.Stop()
 				tokens := token.New(a.DB, a.Clock, log)
-				srv := httpserve.New("api", cfg.API.Addr, httpHandler(a, tokens), log)
-				if err := srv.Start(); err != nil {
-					return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, err)
+				r, srv := process.Serve(a, httpHandler(a, tokens))
+				r.Stopping = func() {
+					stop() // a second signal now ends the process at once
+					log.Info("api stopping: finishing requests in flight", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
 				}
-				routeRedisLogs(log, slog.LevelWarn)
-				log.Info("api started", append([]any{"addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String()}, sqliteFile(cfg)...)...)
-				warnWithoutTokens(ctx, tokens, log)
-				warnAtStart(ctx, a, nil)
-				<-ctx.Done()
-				stop() // a second signal now ends the process at once
-				log.Info("api stopping: finishing requests in flight", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
-				sctx, cancel := context.WithTimeout(context.Background(), cfg.Worker.ShutdownTimeout)
-				defer cancel()
-				err := srv.Stop(sctx)
-				// The relay stops after the last request, so what they published
-				// is queued now rather than at the next scheduler's poll.
-				relay.Stop()
-				if _, derr := relay.Drain(sctx); derr != nil {
-					log.Warn("outbox not drained at stop; the scheduler's relay will queue the rest", "error", derr.Error())
+				err := r.Run(ctx, func() {
+					routeRedisLogs(log, slog.LevelWarn)
+					log.Info("api started", append([]any{"addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String()}, sqliteFile(cfg)...)...)
+					warnWithoutTokens(ctx, tokens, log)
+					warnAtStart(ctx, a, nil)
+				})
+				if se := (*app.StartError)(nil); errors.As(err, &se) && se.Part == "api" {
+					return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, se.Err)
 				}
-				log.Info("api stopped")
+				if err == nil {
+					log.Info("api stopped")
+				}
 				return err
 			})
 		}),

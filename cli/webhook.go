@@ -58,6 +58,8 @@ type webhookFlags struct {
 	secretHeaders         []string
 	sampleDoc             string
 	maxRetries, rateLimit int
+	followRedirects       int
+	urlTemplate           string
 	timeout               time.Duration
 	disabled, json        bool
 }
@@ -82,6 +84,8 @@ func (f *webhookFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxRetries, "max-retries", 0, "retries after the first attempt (default retry.default_max_retries)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "timeout of one attempt, e.g. 5s (default delivery.timeout)")
 	fs.StringVar(&f.queue, "queue", "", "asynq queue the deliveries run on (default \"default\")")
+	fs.StringVar(&f.urlTemplate, "url-template", "", "a Jinja URL rendered with the document per event, e.g. 'https://x/api/{{ doc.name }}' (Frappe's dynamic URL); the host is checked by the SSRF guard when sent")
+	fs.IntVar(&f.followRedirects, "follow-redirects", 0, "how many redirects an attempt follows, every hop checked by the SSRF guard (303 turns into GET); 0, the default, makes a 3xx a failure")
 	fs.IntVar(&f.rateLimit, "rate-limit", 0, "most requests a second to this webhook, across every worker; 0 is unlimited (the default)")
 	fs.BoolVar(&f.disabled, "disabled", false, "keep the webhook disabled")
 	fs.BoolVar(&f.json, "json", false, "print the webhook as JSON")
@@ -101,6 +105,7 @@ func (f *webhookFlags) input(fs *pflag.FlagSet) (webhook.Input, error) {
 	in.DocType = str("doctype", &f.doctype)
 	in.Event = str("event", &f.event)
 	in.URL = str("url", &f.url)
+	in.URLTemplate = str("url-template", &f.urlTemplate)
 	in.Method = str("method", &f.method)
 	in.Structure = str("structure", &f.structure)
 	in.Condition = str("condition", &f.condition)
@@ -137,6 +142,9 @@ func (f *webhookFlags) input(fs *pflag.FlagSet) (webhook.Input, error) {
 	}
 	if fs.Changed("rate-limit") {
 		in.RateLimit = &f.rateLimit
+	}
+	if fs.Changed("follow-redirects") {
+		in.FollowRedirects = &f.followRedirects
 	}
 	if fs.Changed("disabled") {
 		enabled := !f.disabled
@@ -584,6 +592,12 @@ func printWebhookDetail(p *printer, v webhook.View) {
 	row("max retries", fmt.Sprint(v.MaxRetries))
 	row("timeout", v.Timeout)
 	row("queue", v.Queue)
+	if v.URLTemplate != "" {
+		row("url template", v.URLTemplate)
+	}
+	if v.FollowRedirects > 0 {
+		row("redirects", fmt.Sprintf("followed, up to %d", v.FollowRedirects))
+	}
 	if v.RateLimit > 0 {
 		row("rate limit", fmt.Sprintf("%d/s", v.RateLimit))
 	} else {

@@ -292,6 +292,69 @@ func normalizeValue(v any, depth int) (any, error) {
 	}
 }
 
+// copyDoc copies doc for a template, like normalizeDoc, but keeps floats
+// as floats (1500.0 stays a float and renders as Python's "1500.0") and
+// turns every other number into an int where it can.
+func copyDoc(doc map[string]any) (map[string]any, error) {
+	out, err := copyValue(doc, 0)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := out.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+func copyValue(v any, depth int) (any, error) {
+	if depth > maxDocDepth {
+		return nil, unbuildable("document nests deeper than %d levels", maxDocDepth)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x, nil
+		}
+		out := make(map[string]any, len(x))
+		for k, item := range x {
+			n, err := copyValue(item, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	case []any:
+		if x == nil {
+			return x, nil
+		}
+		out := make([]any, len(x))
+		for i, item := range x {
+			n, err := copyValue(item, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case float32:
+		return float64(x), nil
+	case int64:
+		return int(x), nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i), nil
+		}
+		if f, err := x.Float64(); err == nil {
+			return f, nil
+		}
+		return x.String(), nil
+	default:
+		return v, nil
+	}
+}
+
 // normalizeFloat turns f into an int when that loses nothing.
 func normalizeFloat(f float64) any {
 	const exact = 1 << 53

@@ -42,6 +42,8 @@ type renderLimits struct {
 	bytes    int // left of the allocation budget
 	budget   int // the whole allocation budget, for messages
 	err      error
+	// text makes Output write values as text, not JSON (renderMode).
+	text bool
 }
 
 func newRenderLimits(ctx context.Context, limit time.Duration, maxBytes int) *renderLimits {
@@ -348,6 +350,14 @@ func formatSize(format string, args *exec.VarArgs) int {
 // lands in the JSON body.
 func (l *renderLimits) Output(w io.Writer, v *exec.Value) error {
 	if err := l.Step(); err != nil {
+		return err
+	}
+	if l.text {
+		out := pyText(v)
+		if err := l.Alloc(len(out)); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, out)
 		return err
 	}
 	inString := true

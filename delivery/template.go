@@ -216,20 +216,42 @@ func renderWithin(src string, doc map[string]any, maxBytes int, limit time.Durat
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	defer recoverInto(&err)
-	return render(ctx, src, doc, maxBytes, limit)
+	return renderJSON(ctx, src, doc, maxBytes, limit)
 }
 
-func render(ctx context.Context, src string, doc map[string]any, maxBytes int, limit time.Duration) ([]byte, error) {
+// renderMode says how a rendering writes values and reads the document.
+type renderMode struct {
+	// text writes each {{ }} as its text (Python's str for None, True
+	// and floats, as Jinja in Frappe does) instead of as a JSON value: for
+	// URLs and Frappe's templates, whose output is text.
+	text bool
+	// keepFloats leaves integral floats (1500.0) as floats, so that they
+	// render as Python would ("1500.0"); Homing's own templates render them
+	// as "1500".
+	keepFloats bool
+}
+
+func render(ctx context.Context, src string, doc map[string]any, maxBytes int, limit time.Duration, mode ...renderMode) ([]byte, error) {
 	tpl, err := parseTemplate(src)
 	if err != nil {
 		return nil, err
 	}
-	normalized, err := normalizeDoc(doc)
+	var m renderMode
+	if len(mode) > 0 {
+		m = mode[0]
+	}
+	var normalized map[string]any
+	if m.keepFloats {
+		normalized, err = copyDoc(doc)
+	} else {
+		normalized, err = normalizeDoc(doc)
+	}
 	if err != nil {
 		return nil, err
 	}
 
 	limits := newRenderLimits(ctx, limit, maxBytes)
+	limits.text = m.text
 	out := &bodyWriter{limits: limits}
 	data := exec.NewContext(map[string]any{
 		"doc":   normalized,
@@ -251,10 +273,19 @@ func render(ctx context.Context, src string, doc map[string]any, maxBytes int, l
 		}
 		return nil, unbuildable("template: %s", describeRenderError(execErr))
 	}
-	if err := checkJSON(out.buf); err != nil {
+	return out.buf, nil
+}
+
+// renderJSON is render followed by the check that the result is JSON.
+func renderJSON(ctx context.Context, src string, doc map[string]any, maxBytes int, limit time.Duration) ([]byte, error) {
+	body, err := render(ctx, src, doc, maxBytes, limit)
+	if err != nil {
 		return nil, err
 	}
-	return out.buf, nil
+	if err := checkJSON(body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // checkJSON reports where a rendered body stops being JSON, with the text

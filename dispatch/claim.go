@@ -14,28 +14,21 @@ import (
 	"github.com/homingdev/homing/signing"
 )
 
-// Claimed is a delivery whose first attempt the caller owns: FanOutInline
-// inserted its row already claimed, so no other task can send it. Hand it to
-// AttemptClaimed.
-type Claimed struct {
+// claimed is a delivery whose first attempt this fan-out owns: fanOut
+// inserted its row already claimed, so no other task can send it.
+type claimed struct {
 	row     models.Delivery
 	hook    models.Webhook
 	secrets []signing.Secret
 	at      time.Time
 }
 
-// ID is the claimed delivery's ID.
-func (c *Claimed) ID() string { return c.row.ID }
-
-// WebhookName names the claimed delivery's webhook.
-func (c *Claimed) WebhookName() string { return c.row.WebhookName }
-
 // claimAtInsert turns a planned Failed row into one claimed for its first
 // attempt, as Attempt's claim would leave it: one attempt counted and
 // next_retry moved past the attempt's timeout (the lease). It reports nil,
 // leaving the row as planned, when the webhook's secret cannot be opened:
 // that row's webhook:deliver task then fails the way it always has.
-func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now time.Time) *Claimed {
+func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now time.Time) *claimed {
 	secrets, err := d.secrets(&w, now)
 	if err != nil {
 		return nil
@@ -43,28 +36,16 @@ func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now t
 	lease := now.Add(w.Timeout() + claimMargin)
 	row.Attempts = 1
 	row.NextRetry = &lease
-	return &Claimed{row: *row, hook: w, secrets: secrets, at: now}
+	return &claimed{row: *row, hook: w, secrets: secrets, at: now}
 }
-
-// AttemptClaimed makes the first attempt of a delivery FanOutInline claimed:
-// send → record, as Attempt does after its claim.
-func (d *Dispatcher) AttemptClaimed(ctx context.Context, c *Claimed) (Outcome, error) {
-	return d.send(ctx, c.row, First, &c.hook, c.secrets, c.at)
-}
-
-// ReleaseClaimed gives back a claim FanOutInline made when the caller cannot
-// make the attempt after all (it failed to queue the event's other
-// deliveries and will be run again): the row is due again, unattempted, so
-// the re-run hands it out as Pending.
-func (d *Dispatcher) ReleaseClaimed(c *Claimed) error { return d.release(c.row, d.now()) }
 
 // claimColumns is what an attempt needs of the delivery and its webhook, in
 // the order scanClaim reads them, and the due time the claim replaced.
 const claimColumns = `d.id, d.webhook_id, d.webhook_name, d.event_id, d.headers, d.payload, d.status,
-	d.attempts, d.max_retries, d.next_retry, d.created_at,
+	d.attempts, d.max_retries, d.next_retry, d.created_at, d.url,
 	w.id, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
 	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit, w.headers,
-	w.timeout_ms, w.queue, old.next_retry`
+	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, old.next_retry`
 
 // notHeldSQL is the condition a retry's claim adds: its webhook is not
 // failing (models.FailingAfter), or this delivery is the probe the sweep
@@ -140,9 +121,10 @@ func (d *Dispatcher) claimJoined(ctx context.Context, id string, mode Mode, now 
 func scanClaim(rows *sql.Rows, c *joinedClaim) error {
 	row, hook := &c.row, &c.hook
 	err := rows.Scan(&row.ID, &row.WebhookID, &row.WebhookName, &row.EventID, &row.Headers, &row.Payload, &row.Status,
-		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt,
+		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt, &row.URL,
 		&hook.ID, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
-		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.Headers, &hook.TimeoutMS, &hook.Queue, &c.prevNext)
+		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.Headers, &hook.TimeoutMS, &hook.Queue,
+		&hook.FollowRedirects, &hook.URLTemplate, &c.prevNext)
 	if err != nil {
 		return err
 	}

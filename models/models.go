@@ -52,13 +52,30 @@ type Webhook struct {
 	FailingSince *time.Time `gorm:"-"`
 	// RateLimit is the most requests per second sent to this webhook by
 	// all workers together; 0 is unlimited.
-	RateLimit  int       `gorm:"column:rate_limit"`
-	MaxRetries int       `gorm:"column:max_retries"`
-	Queue      string    `gorm:"column:queue"`
-	TimeoutMS  int64     `gorm:"column:timeout_ms"`
-	CreatedAt  time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt  time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	RateLimit  int    `gorm:"column:rate_limit"`
+	MaxRetries int    `gorm:"column:max_retries"`
+	Queue      string `gorm:"column:queue"`
+	TimeoutMS  int64  `gorm:"column:timeout_ms"`
+	// FollowRedirects is how many redirects an attempt follows; 0 makes
+	// every 3xx a failure.
+	FollowRedirects int `gorm:"column:follow_redirects"`
+	// URLTemplate, when not empty, is rendered with the document per event
+	// and replaces RequestURL (Frappe's is_dynamic_url).
+	URLTemplate string `gorm:"column:url_template"`
+	// Compat is "" (Homing's own bodies) or CompatFrappe.
+	Compat string `gorm:"column:compat"`
+	// ConditionLanguage is ConditionExpr or ConditionPython.
+	ConditionLanguage string    `gorm:"column:condition_language"`
+	CreatedAt         time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt         time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
+
+// Webhook compatibility modes and condition languages.
+const (
+	CompatFrappe    = "frappe"
+	ConditionExpr   = "expr"
+	ConditionPython = "python"
+)
 
 // TableName pins the table name the migrations create.
 func (Webhook) TableName() string { return "webhooks" }

@@ -8,11 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/homingdev/homing/internal/testreceiver"
 )
 
 // chromiumPath is Debian's chromium, which scripts/services.sh installs.
@@ -48,19 +49,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	s.ok(t, &pub, "homing", "token", "create", "--name", "frappe", "--scope", "publish", "--json")
 	publishToken, _ := pub["token"].(string)
 
-	var ordersUp, billingUp atomic.Bool
-	orders := newReceiver(t, func(int) int {
-		if ordersUp.Load() {
-			return http.StatusOK
-		}
-		return http.StatusServiceUnavailable
-	})
-	billing := newReceiver(t, func(int) int {
-		if billingUp.Load() {
-			return http.StatusOK
-		}
-		return http.StatusInternalServerError
-	})
+	orders := testreceiver.Answering(t, http.StatusServiceUnavailable)
+	billing := testreceiver.Answering(t, http.StatusInternalServerError)
 	c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
 		`{"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": %q}`, orders.URL+"/orders"))
 	c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
@@ -131,7 +121,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.shot("overview")
 
 	// Retry, with the receiver back: Delivered.
-	ordersUp.Store(true)
+	orders.SetStatus(http.StatusOK)
 	id := s.deliveryOf(t, "so-console")
 	b.run(chromedp.Navigate(c.base + "/console/deliveries/" + id))
 	if txt := b.text("#next-retry"); !strings.Contains(txt, "in 59m") {
@@ -142,7 +132,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		return b.text("#status") == "Delivered"
 	})
 	b.shot("delivery")
-	if n := len(orders.got()); n != 2 {
+	if n := len(orders.Requests()); n != 2 {
 		t.Errorf("orders receiver got %d requests, want 2 (the failure and the retry)", n)
 	}
 
@@ -160,12 +150,12 @@ func TestConsoleInABrowser(t *testing.T) {
 		return b.text("#status") == "Delivered"
 	})
 	eventually(t, "the receiver to get the resend", func() (bool, string) {
-		got := orders.got()
-		return len(got) == 3 && string(got[2].body) == string(got[1].body), fmt.Sprintf("%d requests", len(got))
+		got := orders.Requests()
+		return len(got) == 3 && string(got[2].Body) == string(got[1].Body), fmt.Sprintf("%d requests", len(got))
 	})
 
 	// Recover billing's Exhausted delivery: count first, then run.
-	billingUp.Store(true)
+	billing.SetStatus(http.StatusOK)
 	b.run(chromedp.Navigate(c.base + "/console/webhooks/billing"))
 	b.shot("webhook")
 	b.run(chromedp.Click(chromedp.CSS("#count")), chromedp.WaitVisible(chromedp.CSS("#dry-run")))
@@ -173,7 +163,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("dry run: %q", txt)
 	}
 	b.shot("recover-count")
-	if n := len(billing.got()); n != 1 {
+	if n := len(billing.Requests()); n != 1 {
 		t.Fatalf("the dry run sent something: billing got %d requests", n)
 	}
 	b.run(chromedp.Click(chromedp.CSS("#run")), chromedp.WaitVisible(chromedp.CSS("#result")))
@@ -182,7 +172,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	b.shot("recover-run")
 	eventually(t, "billing's recovered delivery to arrive", func() (bool, string) {
-		return len(billing.got()) == 2, fmt.Sprintf("%d requests", len(billing.got()))
+		return len(billing.Requests()) == 2, fmt.Sprintf("%d requests", len(billing.Requests()))
 	})
 	b.run(chromedp.Navigate(c.base + "/console/webhooks"))
 	b.shot("webhooks")

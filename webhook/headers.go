@@ -187,9 +187,17 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
+	target := w.RequestURL
+	if w.URLTemplate != "" {
+		u, err := delivery.RenderURL(w.URLTemplate, doc)
+		if err != nil {
+			return Preview{Matched: true, Method: w.RequestMethod, URL: w.URLTemplate, Error: "cannot build request: " + err.Error()}, nil
+		}
+		target = u
+	}
 	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes}, doc)
 	if err != nil {
-		return Preview{Matched: true, Method: w.RequestMethod, URL: w.RequestURL, Error: "cannot build request: " + err.Error()}, nil
+		return Preview{Matched: true, Method: w.RequestMethod, URL: target, Error: "cannot build request: " + err.Error()}, nil
 	}
 	h := http.Header{}
 	for k, v := range MaskedHeaders(w.Headers) {
@@ -215,5 +223,5 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	for k := range h {
 		headers[k] = h.Get(k)
 	}
-	return Preview{Matched: true, Method: w.RequestMethod, URL: w.RequestURL, Headers: headers, Body: string(body)}, nil
+	return Preview{Matched: true, Method: w.RequestMethod, URL: target, Headers: headers, Body: string(body)}, nil
 }

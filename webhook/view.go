@@ -31,6 +31,11 @@ type View struct {
 	Queue          string            `json:"queue"`
 	Timeout        string            `json:"timeout"`
 	RateLimit      int               `json:"rate_limit"`
+	// FollowRedirects is how many redirects an attempt follows.
+	FollowRedirects int `json:"follow_redirects"`
+	// URLTemplate is rendered with the document per event ("" when the
+	// webhook sends to URL).
+	URLTemplate string `json:"url_template"`
 	// Health is set by the views that read it (show, the API's GET).
 	Health    *Health   `json:"health,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -54,7 +59,7 @@ func ViewOf(w models.Webhook) View {
 		Template: w.BodyTemplate, Fields: fields, Headers: headers,
 		HasSecret: w.Secret != "", Signature: scheme, Enabled: w.Enabled,
 		DisabledReason: w.DisabledReason, MaxRetries: w.MaxRetries, Queue: w.Queue,
-		Timeout: w.Timeout().String(), RateLimit: w.RateLimit, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+		Timeout: w.Timeout().String(), RateLimit: w.RateLimit, FollowRedirects: w.FollowRedirects, URLTemplate: w.URLTemplate, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	}
 }
 

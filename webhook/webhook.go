@@ -62,6 +62,8 @@ const (
 	MaxTimeout       = 5 * time.Minute
 	MaxRotationGrace = 7 * 24 * time.Hour
 	MaxRateLimit     = 100000
+	// MaxFollowRedirects is requests' own limit (Frappe's sender).
+	MaxFollowRedirects = 30
 )
 
 // Methods a webhook may use.
@@ -98,6 +100,13 @@ type Input struct {
 	// RateLimit is the most requests a second to this webhook, across
 	// every worker; 0 is unlimited.
 	RateLimit *int
+	// FollowRedirects is how many redirects an attempt follows (0, the
+	// default, makes a 3xx a failure; at most MaxFollowRedirects).
+	FollowRedirects *int
+	// URLTemplate, when not empty, is rendered with the document per
+	// event and used instead of URL (Frappe's is_dynamic_url); "" removes
+	// it.
+	URLTemplate *string
 }
 
 // Defaults fill what Create's input leaves out.
@@ -162,8 +171,11 @@ func (s *Service) Create(ctx context.Context, in Input) (models.Webhook, error) 
 		v    *string
 		flag string
 	}{{in.Name, "name"}, {in.DocType, "doctype"}, {in.Event, "event"}, {in.URL, "url"}} {
+		if req.flag == "url" && in.URLTemplate != nil && strings.TrimSpace(*in.URLTemplate) != "" && req.v == nil {
+			continue // the URL comes from the template
+		}
 		if req.v == nil || strings.TrimSpace(*req.v) == "" {
-			return w, &FieldError{Field: req.flag, Message: req.flag + " is required"}
+			return w, &FieldError{Field: req.flag, Message: req.flag + " is required (or, for a URL made from the document, url-template)"}
 		}
 	}
 	if err := s.apply(&w, in); err != nil {
@@ -412,10 +424,22 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 		w.DocEvent = *in.Event
 	}
 	if in.URL != nil {
+		if delivery.HasTemplateSyntax(*in.URL) {
+			return invalid("url", "%q holds template tags, which a URL would send as they are (percent-encoded, to the wrong path); for a URL made from the document use --url-template (API url_template)", *in.URL)
+		}
 		if err := ValidateURL(*in.URL); err != nil {
 			return err
 		}
 		w.RequestURL = *in.URL
+	}
+	if in.URLTemplate != nil {
+		t := strings.TrimSpace(*in.URLTemplate)
+		if t != "" {
+			if err := delivery.ValidateURLTemplate(t); err != nil {
+				return invalid("url-template", "%v", err)
+			}
+		}
+		w.URLTemplate = t
 	}
 	if in.Method != nil {
 		m := strings.ToUpper(strings.TrimSpace(*in.Method))
@@ -509,6 +533,12 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 		}
 		w.RateLimit = *in.RateLimit
 	}
+	if in.FollowRedirects != nil {
+		if *in.FollowRedirects < 0 || *in.FollowRedirects > MaxFollowRedirects {
+			return invalid("follow-redirects", "%d must be between 0 (a redirect is a failure) and %d", *in.FollowRedirects, MaxFollowRedirects)
+		}
+		w.FollowRedirects = *in.FollowRedirects
+	}
 	return nil
 }
 
@@ -552,6 +582,17 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	}
 	if _, err := cond.Match(doc); err != nil && refuse(err) {
 		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
+	}
+	if w.URLTemplate != "" {
+		u, err := delivery.RenderURL(w.URLTemplate, doc)
+		if err != nil && refuse(err) {
+			return invalid("url-template", "%s%s", strings.TrimPrefix(err.Error(), "url template: "), with)
+		}
+		if err == nil && sample != nil {
+			if err := s.checkTarget(context.Background(), u); err != nil {
+				return invalid("url-template", "rendered %q: %v%s", u, err, with)
+			}
+		}
 	}
 	fields := make([]delivery.Field, len(w.Fields))
 	for i, f := range w.Fields {

@@ -1,0 +1,70 @@
+package delivery
+
+import (
+	"context"
+	"net/url"
+	"strings"
+)
+
+// MaxURLBytes caps a URL rendered from a webhook's URL template.
+const MaxURLBytes = 8 << 10
+
+// HasTemplateSyntax reports whether s holds Jinja tags, which a plain URL
+// never should: Frappe's is_dynamic_url webhooks carry them in request_url.
+func HasTemplateSyntax(s string) bool {
+	return strings.Contains(s, "{{") || strings.Contains(s, "{%")
+}
+
+// RenderURL renders a webhook's URL template with doc bound as `doc`, the
+// way Frappe's enqueue_webhook does for is_dynamic_url
+// (frappe/integrations/doctype/webhook/webhook.py, enqueue_webhook:
+// frappe.render_template(webhook.request_url, get_context(doc))), under the
+// same limits as a body template (MaxRenderTime, MaxRenderSteps, memory),
+// and checks that the result is an absolute http(s) URL with a host.
+// Surrounding white space is dropped, as requests drops it. The host is
+// not checked here: the sender's SSRF guard checks it at dial time. Every
+// error wraps ErrUnbuildable.
+func RenderURL(src string, doc map[string]any) (u string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), MaxRenderTime)
+	defer cancel()
+	defer recoverInto(&err)
+	out, err := render(ctx, src, doc, MaxURLBytes, MaxRenderTime, renderMode{text: true, keepFloats: true})
+	if err != nil {
+		return "", unbuildable("url template: %s", strings.TrimPrefix(err.Error(), "template: "))
+	}
+	u = strings.TrimSpace(string(out))
+	if err := CheckURL(u); err != nil {
+		return "", unbuildable("url template rendered %q: %w", u, err)
+	}
+	return u, nil
+}
+
+// ValidateURLTemplate parses src without rendering it.
+func ValidateURLTemplate(src string) error {
+	if strings.TrimSpace(src) == "" {
+		return unbuildable("url template is empty")
+	}
+	if err := ValidateTemplate(src); err != nil {
+		return unbuildable("url template: %s", strings.TrimPrefix(err.Error(), "template: "))
+	}
+	return nil
+}
+
+// CheckURL says why raw cannot be a receiver's URL: not absolute http(s),
+// no host, or credentials in it.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return unbuildable("not a URL: %v", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return unbuildable("not an http(s) URL")
+	}
+	if u.Hostname() == "" {
+		return unbuildable("no host")
+	}
+	if u.User != nil {
+		return unbuildable("carries credentials; put them in a header instead")
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package dispatch
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+)
+
+// An attempt follows its webhook's follow_redirects, read with the claim:
+// with 0 the 303 is a failed attempt, with 2 the receiver at the end gets
+// the request (a GET, since 303 turns into one) and the delivery is
+// Delivered.
+func TestAttemptFollowsTheWebhooksRedirects(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			var ends atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/end" && r.Method == http.MethodGet {
+					ends.Add(1)
+					return
+				}
+				http.Redirect(w, r, "/end", http.StatusSeeOther)
+			}))
+			t.Cleanup(srv.Close)
+			now := time.Now().UTC().Truncate(time.Second)
+			w := models.Webhook{
+				ID: "w", Name: "orders", DocType: "Sales Order", DocEvent: "on_submit", RequestURL: srv.URL + "/start",
+				RequestMethod: "POST", RequestStructure: "json", Headers: models.StringMap{}, SignatureScheme: "none",
+				Enabled: true, MaxRetries: 5, Queue: "default", TimeoutMS: 5000, CreatedAt: now, UpdatedAt: now,
+			}
+			if err := db.Create(&w).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"d0", "d1"} {
+				row := planned(id, "ev-"+id, "w", now.Add(-time.Hour))
+				row.Attempts, row.NextRetry = 1, ptrTime(now.Add(-time.Minute))
+				if err := db.Create(&row).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			sender := delivery.NewSender(delivery.SenderConfig{UserAgent: "test"})
+			t.Cleanup(sender.Close)
+			d := New(db, sender, nil, Config{Clock: clock.NewStub(now)})
+			ctx := context.Background()
+			out, err := d.Attempt(ctx, "d0", Retry)
+			if err != nil || out.Status != models.StatusFailed || ends.Load() != 0 {
+				t.Fatalf("follow_redirects 0: %+v %v, %d at the end; want a failed attempt, none", out, err, ends.Load())
+			}
+			if err := db.Model(&models.Webhook{}).Where("id = ?", "w").Update("follow_redirects", 2).Error; err != nil {
+				t.Fatal(err)
+			}
+			out, err = d.Attempt(ctx, "d1", Retry)
+			if err != nil || out.Status != models.StatusDelivered || ends.Load() != 1 {
+				t.Fatalf("follow_redirects 2: %+v %v, %d at the end; want delivered through the redirect", out, err, ends.Load())
+			}
+		})
+	}
+}
+
+// A webhook's URL template is rendered with the event's document at
+// fan-out and frozen into the delivery: its first attempt and its retry go
+// to the document's URL, the retry even after the template changed.
+func TestURLTemplateRendersPerDocument(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			var status atomic.Int32
+			status.Store(http.StatusServiceUnavailable)
+			paths := make(chan string, 10)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				paths <- r.URL.RequestURI()
+				w.WriteHeader(int(status.Load()))
+			}))
+			t.Cleanup(srv.Close)
+			now := time.Now().UTC().Truncate(time.Second)
+			w := models.Webhook{
+				ID: "w", Name: "dyn", DocType: "Sales Order", DocEvent: "on_submit", URLTemplate: srv.URL + "/api/resource/{{ doc.doctype }}/{{ doc.name }}",
+				RequestMethod: "POST", RequestStructure: "json", Headers: models.StringMap{}, SignatureScheme: "none",
+				Enabled: true, MaxRetries: 5, Queue: "default", TimeoutMS: 5000, CreatedAt: now, UpdatedAt: now,
+			}
+			if err := db.Create(&w).Error; err != nil {
+				t.Fatal(err)
+			}
+			sender := delivery.NewSender(delivery.SenderConfig{UserAgent: "test"})
+			t.Cleanup(sender.Close)
+			clk := clock.NewStub(now)
+			d := New(db, sender, nil, Config{Clock: clk})
+			ctx := context.Background()
+			pending, err := d.FanOut(ctx, Event{ID: "ev1", DocType: "Sales Order", Event: "on_submit", Doc: map[string]any{"doctype": "Sales Order", "name": "SO-0001"}})
+			if err != nil || len(pending) != 1 {
+				t.Fatalf("fan-out: %v %v", pending, err)
+			}
+			if out, err := d.Attempt(ctx, pending[0].ID, First); err != nil || out.Status != models.StatusFailed {
+				t.Fatalf("first attempt: %+v %v", out, err)
+			}
+			if got := <-paths; got != "/api/resource/Sales%20Order/SO-0001" {
+				t.Fatalf("first attempt went to %q", got)
+			}
+			if err := db.Model(&models.Webhook{}).Where("id = ?", "w").Update("url_template", srv.URL+"/other/{{ doc.name }}").Error; err != nil {
+				t.Fatal(err)
+			}
+			status.Store(http.StatusOK)
+			clk.Advance(time.Hour)
+			if out, err := d.Attempt(ctx, pending[0].ID, Retry); err != nil || out.Status != models.StatusDelivered {
+				t.Fatalf("retry: %+v %v", out, err)
+			}
+			if got := <-paths; got != "/api/resource/Sales%20Order/SO-0001" {
+				t.Fatalf("retry went to %q, want the URL frozen at fan-out", got)
+			}
+		})
+	}
+}
