@@ -141,7 +141,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: CookieName, Value: plain, Path: Prefix,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r),
 	})
 	c.log.Info("console: signed in", "token", tok.Name)
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
@@ -150,6 +150,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 // logout is POST /console/logout: the cookie is cleared.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ session) {
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// overTLS says whether the browser reached the console over TLS: directly,
+// or through a proxy that terminated it and says so (X-Forwarded-Proto).
+// It only decides the cookie's Secure flag, which can only restrict it.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }

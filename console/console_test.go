@@ -161,6 +161,11 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure || c.Path != "/console/" {
 		t.Errorf("cookie %+v, want HttpOnly, SameSite=Strict, not Secure over plain HTTP, Path /console/", c)
 	}
+	// Behind a proxy that terminated TLS, the cookie is Secure.
+	res, _ := s.do("POST", "/console/login", url.Values{"token": {s.admin}}, nil, map[string]string{"X-Forwarded-Proto": "https"})
+	if cs := res.Cookies(); len(cs) != 1 || !cs[0].Secure {
+		t.Errorf("cookies behind a TLS proxy %v, want one Secure cookie", cs)
+	}
 	res, body := s.do("GET", "/console/", nil, c, nil)
 	if res.StatusCode != http.StatusOK || !strings.Contains(body, "Overview") || !strings.Contains(body, `http-equiv="refresh"`) {
 		t.Fatalf("overview: %d\n%s", res.StatusCode, body)
