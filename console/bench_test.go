@@ -111,7 +111,7 @@ func fill(b *testing.B, s *site, n int) {
 		`SELECT last_error FROM deliveries WHERE webhook_name = 'w3' AND last_error <> '' ORDER BY created_at DESC LIMIT 1`,
 		`SELECT COUNT(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
 			WHERE a.at >= now() - interval '24 hours' AND a.at <= now() AND d.webhook_name = 'w3'`,
-		`SELECT status, COUNT(*) FROM deliveries WHERE created_at >= now() - interval '24 hours' GROUP BY status`,
+		`SELECT COUNT(*) FROM deliveries WHERE status = 'Delivered' AND created_at >= now() - interval '24 hours'`,
 	} {
 		var plan []string
 		if err := s.db.Raw("EXPLAIN (ANALYZE, COSTS OFF) " + q).Scan(&plan).Error; err != nil {
