@@ -15,7 +15,7 @@ import (
 // only recent rows, and every read is an index range.
 type Overview struct {
 	// LastHour and LastDay count deliveries created in the hour and the
-	// day before At, by status (deliveries_created).
+	// day before At, by status (deliveries_status_created, index only).
 	LastHour map[string]int64 `json:"last_hour"`
 	LastDay  map[string]int64 `json:"last_day"`
 	// DueNow counts Failed deliveries whose retry is due, and OldestDue is
