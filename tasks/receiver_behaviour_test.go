@@ -144,3 +144,31 @@ func TestCorruptedTaskPayloadsAreArchivedWithoutRows(t *testing.T) {
 	// The worker is still healthy.
 	h.waitAttempts(h.publish(salesOrder("ev-after-corrupt")), 1)
 }
+
+// A Failed row whose webhook is disabled is exhausted by its attempt,
+// without a request. Disabling exhausts a webhook's pending rows in the same
+// transaction, so only a race leaves one behind (a fan-out that read the
+// webhook enabled and inserted after the disable committed); the state is
+// written directly here.
+func TestRowOfADisabledWebhookIsExhaustedWithoutARequest(t *testing.T) {
+	t.Parallel()
+	for name, db := range map[string]backend{"postgres": pg, "sqlite": sqlite} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, db)
+			recv := testreceiver.Answering(t, http.StatusServiceUnavailable)
+			h.createWebhook("orders", recv.URL, nil)
+			id := h.publish(salesOrder("ev-raced-disable"))
+			h.waitAttempts(id, 1)
+			if err := h.db.Exec("UPDATE webhooks SET enabled = ?, disabled_reason = ? WHERE name = ?", false, "turned off by hand", "orders").Error; err != nil {
+				t.Fatal(err)
+			}
+			before := recv.Count()
+			h.sweep(5 * time.Minute)
+			testenv.Eventually(t, "the row exhausted", func() bool { return h.delivery(id).Status == models.StatusExhausted })
+			if d := h.delivery(id); d.LastError != "webhook disabled: turned off by hand" || d.Attempts != 1 || recv.Count() != before {
+				t.Fatalf("row %q after %d attempts, receiver got %d more; want exhausted with the reason, no request", d.LastError, d.Attempts, recv.Count()-before)
+			}
+		})
+	}
+}
