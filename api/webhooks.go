@@ -43,6 +43,8 @@ type webhookRequest struct {
 	FollowRedirects *int `json:"follow_redirects"`
 	// URLTemplate is a Jinja URL rendered with the document per event.
 	URLTemplate *string `json:"url_template"`
+	// Compat is "" or "frappe".
+	Compat *string `json:"compat"`
 	// Secret sets the signing secret ("" removes it); GenerateSecret makes
 	// a new one, returned once in the response.
 	Secret         *string `json:"secret"`
@@ -75,7 +77,7 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 		Method: req.Method, Structure: req.Structure, Template: req.Template, Fields: req.Fields,
 		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
 		Secret: req.Secret, SampleDoc: req.SampleDoc, RateLimit: req.RateLimit,
-		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate,
+		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate, Compat: req.Compat,
 	}
 	if req.Headers != nil {
 		headers := make([]string, 0, len(*req.Headers))

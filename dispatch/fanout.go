@@ -234,13 +234,13 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	if w.URLTemplate != "" {
 		// Rendered once and frozen into the row: every attempt of this
 		// delivery goes to the same URL (dispatch.request).
-		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc)
+		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc, w.Compat)
 		if err != nil {
 			return exhaust("cannot build request: " + err.Error())
 		}
 		row.URL = u
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload}, ev.Doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload, Compat: w.Compat}, ev.Doc)
 	if err != nil {
 		return exhaust("cannot build request: " + err.Error())
 	}
@@ -252,7 +252,10 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 			headers[k] = v
 		}
 	}
-	headers["Content-Type"] = contentType
+	if contentType != "" {
+		// compat frappe has none of its own: its header rows say it.
+		headers["Content-Type"] = contentType
+	}
 	row.Headers = headers
 	row.Payload = body
 	return row, true

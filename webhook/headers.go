@@ -189,13 +189,13 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	}
 	target := w.RequestURL
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc)
+		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat)
 		if err != nil {
 			return Preview{Matched: true, Method: w.RequestMethod, URL: w.URLTemplate, Error: "cannot build request: " + err.Error()}, nil
 		}
 		target = u
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes}, doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat}, doc)
 	if err != nil {
 		return Preview{Matched: true, Method: w.RequestMethod, URL: target, Error: "cannot build request: " + err.Error()}, nil
 	}
@@ -203,7 +203,9 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	for k, v := range MaskedHeaders(w.Headers) {
 		h.Set(k, v)
 	}
-	h.Set("Content-Type", contentType)
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
 	if ua := s.defaults.UserAgent; ua != "" && h.Get("User-Agent") == "" {
 		h.Set("User-Agent", ua)
 	}

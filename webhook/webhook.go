@@ -107,6 +107,10 @@ type Input struct {
 	// event and used instead of URL (Frappe's is_dynamic_url); "" removes
 	// it.
 	URLTemplate *string
+	// Compat is "" (Homing's bodies) or "frappe" (the bytes Frappe sends:
+	// json.dumps of the data rows or the rendered template, {} when
+	// neither, the Content-Type only from the headers, Frappe's Jinja).
+	Compat *string
 }
 
 // Defaults fill what Create's input leaves out.
@@ -436,11 +440,26 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 		}
 		w.RequestStructure = st
 	}
-	if in.Template != nil {
-		if err := delivery.ValidateTemplate(*in.Template); err != nil {
-			return invalid("template", "%v", err)
+	if in.Compat != nil {
+		c := strings.ToLower(strings.TrimSpace(*in.Compat))
+		if c != "" && c != models.CompatFrappe {
+			return invalid("compat", "%q is not \"\" or %q", *in.Compat, models.CompatFrappe)
 		}
+		w.Compat = c
+	}
+	if in.Template != nil {
 		w.BodyTemplate = *in.Template
+	}
+	if in.Template != nil || in.Compat != nil {
+		validate := delivery.ValidateTemplate
+		if w.Compat == models.CompatFrappe {
+			validate = delivery.ValidateFrappeTemplate
+		}
+		if w.BodyTemplate != "" {
+			if err := validate(w.BodyTemplate); err != nil {
+				return invalid("template", "%v", err)
+			}
+		}
 	}
 	if w.RequestStructure == delivery.StructureForm && w.BodyTemplate != "" {
 		return invalid("template", "a body template is only used with the json structure; remove it or use --structure json")
@@ -565,7 +584,7 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
 	}
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc)
+		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat)
 		if err != nil && refuse(err) {
 			return invalid("url-template", "%s%s", strings.TrimPrefix(err.Error(), "url template: "), with)
 		}
@@ -579,7 +598,7 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
-	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes}
+	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat}
 	if _, _, err := delivery.Build(spec, doc); err != nil && refuse(err) {
 		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
 	}
