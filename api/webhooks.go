@@ -45,6 +45,8 @@ type webhookRequest struct {
 	URLTemplate *string `json:"url_template"`
 	// Compat is "" or "frappe".
 	Compat *string `json:"compat"`
+	// ConditionLanguage is "expr" (the default) or "python".
+	ConditionLanguage *string `json:"condition_language"`
 	// Secret sets the signing secret ("" removes it); GenerateSecret makes
 	// a new one, returned once in the response.
 	Secret         *string `json:"secret"`
@@ -77,7 +79,7 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 		Method: req.Method, Structure: req.Structure, Template: req.Template, Fields: req.Fields,
 		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
 		Secret: req.Secret, SampleDoc: req.SampleDoc, RateLimit: req.RateLimit,
-		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate, Compat: req.Compat,
+		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate, Compat: req.Compat, ConditionLanguage: req.ConditionLanguage,
 	}
 	if req.Headers != nil {
 		headers := make([]string, 0, len(*req.Headers))

@@ -216,7 +216,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 		row.LastError = reason
 		return row, true
 	}
-	cond, err := d.conds.get(w.Condition)
+	cond, err := d.conds.get(w.ConditionLanguage, w.Condition)
 	if err != nil {
 		return exhaust(fmt.Sprintf("condition %q does not compile: %v", w.Condition, err))
 	}
@@ -381,14 +381,18 @@ func newConditionCache() *conditionCache {
 	return &conditionCache{m: make(map[string]*delivery.Condition)}
 }
 
-func (c *conditionCache) get(src string) (*delivery.Condition, error) {
+func (c *conditionCache) get(language, src string) (*delivery.Condition, error) {
+	key := src
+	if language == delivery.LanguagePython {
+		key = "python\x00" + src // expr sources are keyed as they were
+	}
 	c.mu.Lock()
-	cond, ok := c.m[src]
+	cond, ok := c.m[key]
 	c.mu.Unlock()
 	if ok {
 		return cond, nil
 	}
-	cond, err := delivery.CompileCondition(src)
+	cond, err := delivery.CompileConditionIn(language, src)
 	if err != nil {
 		return nil, err
 	}
@@ -396,7 +400,7 @@ func (c *conditionCache) get(src string) (*delivery.Condition, error) {
 	if len(c.m) >= 4096 {
 		clear(c.m)
 	}
-	c.m[src] = cond
+	c.m[key] = cond
 	c.mu.Unlock()
 	return cond, nil
 }

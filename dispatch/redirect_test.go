@@ -190,3 +190,34 @@ func TestCompatFrappeSendsFrappesBytes(t *testing.T) {
 		})
 	}
 }
+
+// Fan-out reads each webhook's condition in its language: Python's
+// `doc.is_return == False` holds for a Check field of 0 (it was silently
+// false when read as expr), and a false Python condition makes no row.
+func TestFanOutEvaluatesPythonConditions(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := time.Now().UTC().Truncate(time.Second)
+			for id, cond := range map[string]string{"yes": "doc.is_return == False and (doc.base_total or 0) > 10000", "no": "not doc.customer"} {
+				w := models.Webhook{
+					ID: id, Name: id, DocType: "Sales Invoice", DocEvent: "on_submit", RequestURL: "http://127.0.0.1:1/",
+					RequestMethod: "POST", RequestStructure: "json", Headers: models.StringMap{}, SignatureScheme: "none",
+					ConditionLanguage: models.ConditionPython, Condition: cond,
+					Enabled: true, MaxRetries: 5, Queue: "default", TimeoutMS: 5000, CreatedAt: now, UpdatedAt: now,
+				}
+				if err := db.Create(&w).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := New(db, delivery.NewSender(delivery.SenderConfig{}), nil, Config{Clock: clock.NewStub(now)})
+			doc, _ := DecodeDoc([]byte(`{"name": "SINV-1", "customer": "C", "is_return": 0, "base_total": 12000.0}`))
+			pending, err := d.FanOut(context.Background(), Event{ID: "ev1", DocType: "Sales Invoice", Event: "on_submit", Doc: doc})
+			if err != nil || len(pending) != 1 || pending[0].WebhookName != "yes" {
+				t.Fatalf("fan-out: %+v %v; want one delivery, for the webhook whose Python condition holds", pending, err)
+			}
+		})
+	}
+}

@@ -172,7 +172,7 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	if doc == nil {
 		doc = map[string]any{}
 	}
-	cond, err := delivery.CompileCondition(w.Condition)
+	cond, err := delivery.CompileConditionIn(w.ConditionLanguage, w.Condition)
 	if err != nil {
 		return Preview{Error: err.Error()}, nil
 	}
