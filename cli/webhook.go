@@ -41,6 +41,7 @@ func newWebhookCmd(e *env) *cobra.Command {
 		newWebhookShowCmd(e),
 		newWebhookRotateCmd(e),
 		newWebhookPreviewCmd(e),
+		newWebhookImportCmd(e),
 	)
 	return cmd
 }
