@@ -134,7 +134,8 @@ func firstArg(args []*exec.Value) *exec.Value {
 }
 
 // frappeFilters are the filters Frappe's Jinja adds (frappe/utils/jinja.py,
-// get_jenv and get_jinja_filters): json, len, str, int, flt, cint, cstr.
+// set_filters: json = frappe.as_json, len, int = cint, str = cstr, flt),
+// and cint and cstr under their own names.
 var frappeFilters = sync.OnceValue(func() map[string]exec.FilterFunction {
 	return map[string]exec.FilterFunction{
 		"json": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
@@ -145,8 +146,10 @@ var frappeFilters = sync.OnceValue(func() map[string]exec.FilterFunction {
 			}
 			return exec.AsValue(string(b))
 		},
-		"len":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(in.Len()) },
-		"str":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(pyText(in)) },
+		"len": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(in.Len()) },
+		// set_filters maps "str" to cstr and "int" to cint.
+		"str":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cstr(in)) },
+		"int":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cint(in)) },
 		"flt":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(flt(in)) },
 		"cint": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cint(in)) },
 		"cstr": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cstr(in)) },

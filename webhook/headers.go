@@ -78,7 +78,11 @@ func (s *Service) applyHeaders(w *models.Webhook, in Input) error {
 		seen[strings.ToLower(k)] = k
 	}
 	add := func(line string, secret bool, field string) error {
-		name, value, err := delivery.ParseHeader(line)
+		parse := delivery.ParseHeader
+		if w.Compat == models.CompatFrappe {
+			parse = delivery.ParseFrappeHeader
+		}
+		name, value, err := parse(line)
 		if err != nil {
 			return invalid(field, "%v", err)
 		}
