@@ -117,6 +117,7 @@ func (s *Server) routes() []route {
 		{http.MethodPatch, "/v1/webhooks/{name}", token.ScopeAdmin, s.updateWebhook},
 		{http.MethodDelete, "/v1/webhooks/{name}", token.ScopeAdmin, s.deleteWebhook},
 		{http.MethodPost, "/v1/webhooks/{name}/preview", token.ScopeAdmin, s.previewWebhook},
+		{http.MethodPost, "/v1/webhooks/import", token.ScopeAdmin, s.importWebhooks},
 
 		{http.MethodGet, "/v1/deliveries", token.ScopeAdmin, s.listDeliveries},
 		{http.MethodGet, "/v1/deliveries/{id}", token.ScopeAdmin, s.getDelivery},

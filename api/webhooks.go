@@ -3,10 +3,12 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +45,10 @@ type webhookRequest struct {
 	FollowRedirects *int `json:"follow_redirects"`
 	// URLTemplate is a Jinja URL rendered with the document per event.
 	URLTemplate *string `json:"url_template"`
+	// Compat is "" or "frappe".
+	Compat *string `json:"compat"`
+	// ConditionLanguage is "expr" (the default) or "python".
+	ConditionLanguage *string `json:"condition_language"`
 	// Secret sets the signing secret ("" removes it); GenerateSecret makes
 	// a new one, returned once in the response.
 	Secret         *string `json:"secret"`
@@ -75,7 +81,7 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 		Method: req.Method, Structure: req.Structure, Template: req.Template, Fields: req.Fields,
 		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
 		Secret: req.Secret, SampleDoc: req.SampleDoc, RateLimit: req.RateLimit,
-		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate,
+		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate, Compat: req.Compat, ConditionLanguage: req.ConditionLanguage,
 	}
 	if req.Headers != nil {
 		headers := make([]string, 0, len(*req.Headers))
@@ -249,4 +255,41 @@ func (s *Server) previewWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, p)
 	return nil
+}
+
+// importWebhooks is POST /v1/webhooks/import: the body is Frappe's export
+// of Webhook records (a list, or {"data": [...], "secrets": {name:
+// secret}}); ?dry_run=true stores nothing. The answer reports each
+// webhook: imported, updated or not_imported, with what was adapted and
+// what needs a person.
+func (s *Server) importWebhooks(w http.ResponseWriter, r *http.Request) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err, nil)
+	}
+	if err := checkBodyText(b); err != nil {
+		return err
+	}
+	dryRun := false
+	if v := r.URL.Query().Get("dry_run"); v != "" {
+		if dryRun, err = strconv.ParseBool(v); err != nil {
+			return invalidRequest("dry_run", "dry_run %q is not true or false", v)
+		}
+	}
+	hooks, secrets, err := webhook.ParseFrappeExport(b)
+	if err != nil {
+		return invalidRequest("body", "%v", err)
+	}
+	results, err := s.cfg.Webhooks.ImportFrappe(r.Context(), hooks, secrets, dryRun)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, importResponse{DryRun: dryRun, Webhooks: results})
+	return nil
+}
+
+// importResponse is the answer of POST /v1/webhooks/import.
+type importResponse struct {
+	DryRun   bool                   `json:"dry_run"`
+	Webhooks []webhook.ImportResult `json:"webhooks"`
 }

@@ -41,6 +41,7 @@ func newWebhookCmd(e *env) *cobra.Command {
 		newWebhookShowCmd(e),
 		newWebhookRotateCmd(e),
 		newWebhookPreviewCmd(e),
+		newWebhookImportCmd(e),
 	)
 	return cmd
 }
@@ -60,6 +61,8 @@ type webhookFlags struct {
 	maxRetries, rateLimit int
 	followRedirects       int
 	urlTemplate           string
+	compat                string
+	conditionLanguage     string
 	timeout               time.Duration
 	disabled, json        bool
 }
@@ -85,6 +88,8 @@ func (f *webhookFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "timeout of one attempt, e.g. 5s (default delivery.timeout)")
 	fs.StringVar(&f.queue, "queue", "", "asynq queue the deliveries run on (default \"default\")")
 	fs.StringVar(&f.urlTemplate, "url-template", "", "a Jinja URL rendered with the document per event, e.g. 'https://x/api/{{ doc.name }}' (Frappe's dynamic URL); the host is checked by the SSRF guard when sent")
+	fs.StringVar(&f.compat, "compat", "", `"frappe" sends what Frappe sends: json.dumps of the fields or the rendered template ({} when neither), the Content-Type only from --header, templates read as Frappe's Jinja; "" (the default) is Homing's own`)
+	fs.StringVar(&f.conditionLanguage, "condition-language", "expr", `how --condition is read: "expr" (the default) or "python" (Frappe's conditions: True/False/None, and/or/not, in, x if c else y, doc.get(k, d), startswith/endswith/lower/upper/strip, len/int/float/str, nowdate/now/getdate/add_days/date_diff, with Python's semantics; anything else is refused)`)
 	fs.IntVar(&f.followRedirects, "follow-redirects", 0, "how many redirects an attempt follows, every hop checked by the SSRF guard (303 turns into GET); 0, the default, makes a 3xx a failure")
 	fs.IntVar(&f.rateLimit, "rate-limit", 0, "most requests a second to this webhook, across every worker; 0 is unlimited (the default)")
 	fs.BoolVar(&f.disabled, "disabled", false, "keep the webhook disabled")
@@ -106,6 +111,8 @@ func (f *webhookFlags) input(fs *pflag.FlagSet) (webhook.Input, error) {
 	in.Event = str("event", &f.event)
 	in.URL = str("url", &f.url)
 	in.URLTemplate = str("url-template", &f.urlTemplate)
+	in.Compat = str("compat", &f.compat)
+	in.ConditionLanguage = str("condition-language", &f.conditionLanguage)
 	in.Method = str("method", &f.method)
 	in.Structure = str("structure", &f.structure)
 	in.Condition = str("condition", &f.condition)
@@ -592,6 +599,12 @@ func printWebhookDetail(p *printer, v webhook.View) {
 	row("max retries", fmt.Sprint(v.MaxRetries))
 	row("timeout", v.Timeout)
 	row("queue", v.Queue)
+	if v.ConditionLanguage == "python" {
+		row("condition language", v.ConditionLanguage)
+	}
+	if v.Compat != "" {
+		row("compat", v.Compat)
+	}
 	if v.URLTemplate != "" {
 		row("url template", v.URLTemplate)
 	}

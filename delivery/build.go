@@ -53,6 +53,10 @@ type Spec struct {
 	// MaxBytes caps a rendered body and every value its template builds
 	// (delivery.max_payload_bytes); 0 means MaxRenderedBytes.
 	MaxBytes int
+	// Compat is "" for Homing's bodies or CompatFrappe for the bytes
+	// Frappe sends (buildFrappe), whose Content-Type comes only from the
+	// webhook's headers (Build returns "").
+	Compat string
 }
 
 // Build renders the body for doc and returns it with its Content-Type.
@@ -71,6 +75,13 @@ func Build(spec Spec, doc map[string]any) (body []byte, contentType string, err 
 		}
 	}()
 
+	if spec.Compat == CompatFrappe {
+		if spec.Structure != "" && spec.Structure != StructureJSON && spec.Structure != StructureForm {
+			return nil, "", unbuildable("structure %q is neither %q nor %q", spec.Structure, StructureJSON, StructureForm)
+		}
+		body, err = buildFrappe(spec, doc)
+		return body, "", err
+	}
 	switch spec.Structure {
 	case "", StructureJSON:
 		switch {

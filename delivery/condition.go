@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 	"time"
 
 	"github.com/expr-lang/expr"
@@ -53,7 +54,30 @@ const limitsKey = "__homing"
 // webhook is loaded and safe to match from many goroutines.
 type Condition struct {
 	src     string
-	program *vm.Program // nil means always true
+	program *vm.Program // nil (and py nil) means always true
+	py      *pyCondition
+}
+
+// CompileConditionIn compiles src in language: LanguageExpr (also "") or
+// LanguagePython, Frappe's conditions (pycondition.go).
+func CompileConditionIn(language, src string) (*Condition, error) {
+	switch language {
+	case "", LanguageExpr:
+		return CompileCondition(src)
+	case LanguagePython:
+		if strings.TrimSpace(src) == "" {
+			return &Condition{}, nil
+		}
+		if len(src) > maxConditionBytes {
+			return nil, unbuildable("condition: %d bytes is more than the limit of %d", len(src), maxConditionBytes)
+		}
+		py, err := compilePython(src)
+		if err != nil {
+			return nil, err
+		}
+		return &Condition{src: src, py: py}, nil
+	}
+	return nil, unbuildable("condition language %q is neither %q nor %q", language, LanguageExpr, LanguagePython)
 }
 
 // CompileCondition compiles src. An empty source always matches. Fields the
@@ -89,6 +113,14 @@ func CompileCondition(src string) (*Condition, error) {
 // everything. Errors wrap ErrUnbuildable: a condition that cannot be
 // evaluated for this document will not become evaluable by retrying.
 func (c *Condition) Match(doc map[string]any) (matched bool, err error) {
+	if c != nil && c.py != nil {
+		defer func() {
+			if r := recover(); r != nil {
+				matched, err = false, unbuildable("condition %q: evaluation failed: %v", c.src, r)
+			}
+		}()
+		return c.py.match(doc)
+	}
 	if c == nil || c.program == nil {
 		return true, nil
 	}

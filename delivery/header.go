@@ -46,6 +46,17 @@ const Masked = "****"
 // control characters), names that are not HTTP tokens, and the headers
 // the client must own.
 func ParseHeader(s string) (name, value string, err error) {
+	return parseHeader(s, false)
+}
+
+// ParseFrappeHeader is ParseHeader for a compat frappe webhook, whose
+// Content-Type comes only from its header rows (Frappe's
+// get_webhook_headers), so a Content-Type row is allowed.
+func ParseFrappeHeader(s string) (name, value string, err error) {
+	return parseHeader(s, true)
+}
+
+func parseHeader(s string, contentType bool) (name, value string, err error) {
 	if strings.ContainsAny(s, "\r\n") {
 		return "", "", unbuildable("header %q: line breaks are not allowed", s)
 	}
@@ -62,7 +73,7 @@ func ParseHeader(s string) (name, value string, err error) {
 			return "", "", unbuildable("header %q: name contains %q, which is not allowed in a header name", s, name[i])
 		}
 	}
-	if spelled, reserved := reservedHeaders[strings.ToLower(name)]; reserved {
+	if spelled, reserved := reservedHeaders[strings.ToLower(name)]; reserved && !(contentType && strings.EqualFold(name, "Content-Type")) {
 		if setByHoming[strings.ToLower(name)] {
 			return "", "", unbuildable("header %q: %s is set by Homing on every request and would replace this value; remove it", s, spelled)
 		}

@@ -84,7 +84,11 @@ var templateFilters = []string{
 // templateEnv is built once and never changed afterwards: gonja's sets are
 // guarded by their own locks and each rendering works on a child context,
 // so one environment serves concurrent Builds.
-var templateEnv = sync.OnceValue(func() *exec.Environment {
+var templateEnv = sync.OnceValue(func() *exec.Environment { return buildEnv(nil, nil) })
+
+// buildEnv is the guarded environment, with extra filters and globals
+// (Frappe's, for compat frappe templates).
+func buildEnv(extraFilters map[string]exec.FilterFunction, extraGlobals map[string]any) *exec.Environment {
 	structures := map[string]parser.ControlStructureParser{}
 	for _, name := range []string{"autoescape", "break", "continue", "do", "filter", "for", "if", "raw", "set", "with"} {
 		inner, ok := controlstructures.All.Get(name)
@@ -104,7 +108,13 @@ var templateEnv = sync.OnceValue(func() *exec.Environment {
 		}
 		filters[name] = guardFilter(name, f)
 	}
+	for name, f := range extraFilters {
+		filters[name] = guardFilter(name, f)
+	}
 	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+	for name, v := range extraGlobals {
+		globals.Set(name, v)
+	}
 	lipsum, ok := globals.Get("lipsum")
 	if fn, isFn := lipsum.(func(*exec.Evaluator, *exec.VarArgs) *exec.Value); ok && isFn {
 		globals.Set("lipsum", guardLipsum(fn))
@@ -118,7 +128,7 @@ var templateEnv = sync.OnceValue(func() *exec.Environment {
 		ControlStructures: exec.NewControlStructureSet(structures),
 		Methods:           builtins.Methods,
 	}
-})
+}
 
 // templateConfig is fresh for every template because gonja's parser holds
 // on to the pointer it is given.
@@ -128,6 +138,19 @@ func templateConfig() *config.Config {
 	// an empty string into a JSON body.
 	cfg.StrictUndefined = true
 	cfg.KnownFilter = func(name string) bool { return slices.Contains(templateFilters, name) }
+	return cfg
+}
+
+// frappeTemplateConfig reads templates as Frappe renders them
+// (frappe/utils/jinja.py, get_jenv: undefined=DebugUndefined): an unknown
+// name renders as its tag, a field the document lacks as None (the
+// document is Frappe's _dict, whose missing attributes are None).
+func frappeTemplateConfig() *config.Config {
+	cfg := config.New()
+	cfg.DebugUndefined = true
+	cfg.KnownFilter = func(name string) bool {
+		return slices.Contains(templateFilters, name) || frappeFilters()[name] != nil
+	}
 	return cfg
 }
 
@@ -145,13 +168,25 @@ func ValidateTemplate(src string) (err error) {
 // parseTemplate turns src into a gonja template with the guarded
 // environment and no loader beyond the template itself.
 func parseTemplate(src string) (*exec.Template, error) {
+	return parseTemplateAs(src, false)
+}
+
+// parseTemplateAs parses src as a Homing template, or as a Frappe one.
+func parseTemplateAs(src string, frappe bool) (*exec.Template, error) {
 	if len(src) > MaxTemplateBytes {
 		return nil, unbuildable("template: %d bytes is more than the limit of %d", len(src), MaxTemplateBytes)
 	}
 	if err := checkNesting(src); err != nil {
 		return nil, err
 	}
-	tpl, err := exec.NewTemplate(rootTemplate, templateConfig(), rootLoader(src), templateEnv())
+	cfg, env := templateConfig(), templateEnv()
+	if frappe {
+		if err := refuseDatabaseHelpers(src); err != nil {
+			return nil, err
+		}
+		cfg, env = frappeTemplateConfig(), frappeEnv()
+	}
+	tpl, err := exec.NewTemplate(rootTemplate, cfg, rootLoader(src), env)
 	if err != nil {
 		return nil, unbuildable("template: %s", describeParseError(err))
 	}
@@ -229,16 +264,19 @@ type renderMode struct {
 	// render as Python would ("1500.0"); Homing's own templates render them
 	// as "1500".
 	keepFloats bool
+	// frappe reads the template as Frappe does (frappeTemplateConfig) with
+	// Frappe's filters and helpers.
+	frappe bool
 }
 
 func render(ctx context.Context, src string, doc map[string]any, maxBytes int, limit time.Duration, mode ...renderMode) ([]byte, error) {
-	tpl, err := parseTemplate(src)
-	if err != nil {
-		return nil, err
-	}
 	var m renderMode
 	if len(mode) > 0 {
 		m = mode[0]
+	}
+	tpl, err := parseTemplateAs(src, m.frappe)
+	if err != nil {
+		return nil, err
 	}
 	var normalized map[string]any
 	if m.keepFloats {

@@ -24,11 +24,14 @@ func HasTemplateSyntax(s string) bool {
 // Surrounding white space is dropped, as requests drops it. The host is
 // not checked here: the sender's SSRF guard checks it at dial time. Every
 // error wraps ErrUnbuildable.
-func RenderURL(src string, doc map[string]any) (u string, err error) {
+//
+// compat CompatFrappe renders it as Frappe's Jinja does (an unknown name as
+// its tag, a missing field as None, Frappe's filters and helpers).
+func RenderURL(src string, doc map[string]any, compat string) (u string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), MaxRenderTime)
 	defer cancel()
 	defer recoverInto(&err)
-	out, err := render(ctx, src, doc, MaxURLBytes, MaxRenderTime, renderMode{text: true, keepFloats: true})
+	out, err := render(ctx, src, doc, MaxURLBytes, MaxRenderTime, renderMode{text: true, keepFloats: true, frappe: compat == CompatFrappe})
 	if err != nil {
 		return "", unbuildable("url template: %s", strings.TrimPrefix(err.Error(), "template: "))
 	}

@@ -254,7 +254,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 		row.LastError = reason
 		return row, true
 	}
-	cond, err := d.conds.get(w.Condition)
+	cond, err := d.conds.get(w.ConditionLanguage, w.Condition)
 	if err != nil {
 		return exhaust(fmt.Sprintf("condition %q does not compile: %v", w.Condition, err))
 	}
@@ -272,13 +272,13 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	if w.URLTemplate != "" {
 		// Rendered once and frozen into the row: every attempt of this
 		// delivery goes to the same URL (dispatch.request).
-		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc)
+		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc, w.Compat)
 		if err != nil {
 			return exhaust("cannot build request: " + err.Error())
 		}
 		row.URL = u
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload}, ev.Doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload, Compat: w.Compat}, ev.Doc)
 	if err != nil {
 		return exhaust("cannot build request: " + err.Error())
 	}
@@ -290,7 +290,10 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 			headers[k] = v
 		}
 	}
-	headers["Content-Type"] = contentType
+	if contentType != "" {
+		// compat frappe has none of its own: its header rows say it.
+		headers["Content-Type"] = contentType
+	}
 	row.Headers = headers
 	row.Payload = body
 	return row, true
@@ -416,14 +419,18 @@ func newConditionCache() *conditionCache {
 	return &conditionCache{m: make(map[string]*delivery.Condition)}
 }
 
-func (c *conditionCache) get(src string) (*delivery.Condition, error) {
+func (c *conditionCache) get(language, src string) (*delivery.Condition, error) {
+	key := src
+	if language == delivery.LanguagePython {
+		key = "python\x00" + src // expr sources are keyed as they were
+	}
 	c.mu.Lock()
-	cond, ok := c.m[src]
+	cond, ok := c.m[key]
 	c.mu.Unlock()
 	if ok {
 		return cond, nil
 	}
-	cond, err := delivery.CompileCondition(src)
+	cond, err := delivery.CompileConditionIn(language, src)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +438,7 @@ func (c *conditionCache) get(src string) (*delivery.Condition, error) {
 	if len(c.m) >= 4096 {
 		clear(c.m)
 	}
-	c.m[src] = cond
+	c.m[key] = cond
 	c.mu.Unlock()
 	return cond, nil
 }

@@ -2,14 +2,19 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 )
@@ -119,6 +124,100 @@ func TestURLTemplateRendersPerDocument(t *testing.T) {
 			}
 			if got := <-paths; got != "/api/resource/Sales%20Order/SO-0001" {
 				t.Fatalf("retry went to %q, want the URL frozen at fan-out", got)
+			}
+		})
+	}
+}
+
+// A compat frappe webhook sends Frappe's bytes (json.dumps of its data
+// rows, in row order) with the Content-Type of its header rows, even with
+// the form structure (Frappe's "Form URL-Encoded" sends the same JSON).
+func TestCompatFrappeSendsFrappesBytes(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			type got struct {
+				body        string
+				contentType []string
+			}
+			gotc := make(chan got, 4)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				gotc <- got{string(b), r.Header.Values("Content-Type")}
+			}))
+			t.Cleanup(srv.Close)
+			now := time.Now().UTC().Truncate(time.Second)
+			for i, h := range []models.StringMap{{}, {"Content-Type": "application/x-www-form-urlencoded"}} {
+				w := models.Webhook{
+					ID: fmt.Sprintf("w%d", i), Name: fmt.Sprintf("f%d", i), DocType: "Sales Order", DocEvent: "on_submit", RequestURL: srv.URL,
+					RequestMethod: "POST", RequestStructure: "form", Headers: h, SignatureScheme: "none", Compat: models.CompatFrappe,
+					Fields:  models.FieldList{{Fieldname: "name", Key: "id"}, {Fieldname: "grand_total", Key: "total"}, {Fieldname: "customer", Key: "customer"}},
+					Enabled: true, MaxRetries: 5, Queue: "default", TimeoutMS: 5000, CreatedAt: now, UpdatedAt: now,
+				}
+				if err := db.Create(&w).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			sender := delivery.NewSender(delivery.SenderConfig{UserAgent: "test"})
+			t.Cleanup(sender.Close)
+			d := New(db, sender, nil, Config{Clock: clock.NewStub(now)})
+			ctx := context.Background()
+			doc, err := event.DecodeDoc([]byte(`{"name": "SO-0001", "grand_total": 1500.0, "customer": "Caf\u00e9 Nord"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending, err := d.FanOut(ctx, Event{ID: "ev1", DocType: "Sales Order", Event: "on_submit", Doc: doc})
+			if err != nil || len(pending) != 2 {
+				t.Fatalf("fan-out: %v %v", pending, err)
+			}
+			want := `{"id": "SO-0001", "total": 1500.0, "customer": "Caf\u00e9 Nord"}`
+			var types []string
+			for _, p := range pending {
+				if out, err := d.Attempt(ctx, p.ID, First); err != nil || out.Status != models.StatusDelivered {
+					t.Fatalf("attempt: %+v %v", out, err)
+				}
+				g := <-gotc
+				if g.body != want {
+					t.Fatalf("body\n got %s\nwant %s", g.body, want)
+				}
+				types = append(types, strings.Join(g.contentType, ","))
+			}
+			slices.Sort(types)
+			if !slices.Equal(types, []string{"", "application/x-www-form-urlencoded"}) {
+				t.Fatalf("Content-Types %q, want none and the header row's", types)
+			}
+		})
+	}
+}
+
+// Fan-out reads each webhook's condition in its language: Python's
+// `doc.is_return == False` holds for a Check field of 0 (it was silently
+// false when read as expr), and a false Python condition makes no row.
+func TestFanOutEvaluatesPythonConditions(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := time.Now().UTC().Truncate(time.Second)
+			for id, cond := range map[string]string{"yes": "doc.is_return == False and (doc.base_total or 0) > 10000", "no": "not doc.customer"} {
+				w := models.Webhook{
+					ID: id, Name: id, DocType: "Sales Invoice", DocEvent: "on_submit", RequestURL: "http://127.0.0.1:1/",
+					RequestMethod: "POST", RequestStructure: "json", Headers: models.StringMap{}, SignatureScheme: "none",
+					ConditionLanguage: models.ConditionPython, Condition: cond,
+					Enabled: true, MaxRetries: 5, Queue: "default", TimeoutMS: 5000, CreatedAt: now, UpdatedAt: now,
+				}
+				if err := db.Create(&w).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := New(db, delivery.NewSender(delivery.SenderConfig{}), nil, Config{Clock: clock.NewStub(now)})
+			doc, _ := event.DecodeDoc([]byte(`{"name": "SINV-1", "customer": "C", "is_return": 0, "base_total": 12000.0}`))
+			pending, err := d.FanOut(context.Background(), Event{ID: "ev1", DocType: "Sales Invoice", Event: "on_submit", Doc: doc})
+			if err != nil || len(pending) != 1 || pending[0].WebhookName != "yes" {
+				t.Fatalf("fan-out: %+v %v; want one delivery, for the webhook whose Python condition holds", pending, err)
 			}
 		})
 	}

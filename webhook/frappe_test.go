@@ -80,12 +80,50 @@ func TestRenderURL(t *testing.T) {
 		{"https://{{ doc.missing }}/x", "", "missing"},
 		{"https://x/{% for i in range(100000000) %}a{% endfor %}", "", "limit"},
 	} {
-		got, err := delivery.RenderURL(tc.src, doc)
+		got, err := delivery.RenderURL(tc.src, doc, "")
 		if tc.err == "" && (err != nil || got != tc.want) {
 			t.Errorf("%q: %q %v, want %q", tc.src, got, err, tc.want)
 		}
 		if tc.err != "" && (err == nil || !errors.Is(err, delivery.ErrUnbuildable) || !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("%q: %q %v, want an error with %q", tc.src, got, err, tc.err)
 		}
+	}
+}
+
+// A Python condition is compiled at creation, refused naming what is
+// outside the subset, and kept with its language.
+func TestPythonConditionAtCreation(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			box, _ := secretbox.New("")
+			svc := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
+			ctx := context.Background()
+			in := webhook.Input{Name: ptr("py"), DocType: ptr("Sales Invoice"), Event: ptr("on_submit"), URL: ptr("https://93.184.216.34/hook"),
+				ConditionLanguage: ptr("python"), Condition: ptr("[x for x in doc.items]")}
+			var fe *webhook.FieldError
+			if _, err := svc.Create(ctx, in); !errors.As(err, &fe) || fe.Field != "condition" || !strings.Contains(err.Error(), "comprehension") {
+				t.Fatalf("comprehension: %v, want refused naming it", err)
+			}
+			in.Condition = ptr("doc.is_return == False and (doc.base_total or 0) > 10000")
+			w, err := svc.Create(ctx, in)
+			if err != nil || w.ConditionLanguage != "python" {
+				t.Fatalf("create: %+v %v", w, err)
+			}
+			p, err := svc.Preview(ctx, "py", map[string]any{"is_return": int64(0), "base_total": 12000.0})
+			if err != nil || !p.Matched {
+				t.Fatalf("preview of a matching document: %+v %v", p, err)
+			}
+			// The expr reading of the same text does not compile: switching
+			// the language back is refused, not silently false.
+			if _, err := svc.Update(ctx, "py", webhook.Input{ConditionLanguage: ptr("expr")}); !errors.As(err, &fe) || fe.Field != "condition" {
+				t.Fatalf("back to expr: %v, want the condition refused", err)
+			}
+			if v := webhook.ViewOf(w); v.ConditionLanguage != "python" {
+				t.Fatalf("view: %q", v.ConditionLanguage)
+			}
+		})
 	}
 }

@@ -78,7 +78,11 @@ func (s *Service) applyHeaders(w *models.Webhook, in Input) error {
 		seen[strings.ToLower(k)] = k
 	}
 	add := func(line string, secret bool, field string) error {
-		name, value, err := delivery.ParseHeader(line)
+		parse := delivery.ParseHeader
+		if w.Compat == models.CompatFrappe {
+			parse = delivery.ParseFrappeHeader
+		}
+		name, value, err := parse(line)
 		if err != nil {
 			return invalid(field, "%v", err)
 		}
@@ -172,7 +176,7 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	if doc == nil {
 		doc = map[string]any{}
 	}
-	cond, err := delivery.CompileCondition(w.Condition)
+	cond, err := delivery.CompileConditionIn(w.ConditionLanguage, w.Condition)
 	if err != nil {
 		return Preview{Error: err.Error()}, nil
 	}
@@ -189,13 +193,13 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	}
 	target := w.RequestURL
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc)
+		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat)
 		if err != nil {
 			return Preview{Matched: true, Method: w.RequestMethod, URL: w.URLTemplate, Error: "cannot build request: " + err.Error()}, nil
 		}
 		target = u
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes}, doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat}, doc)
 	if err != nil {
 		return Preview{Matched: true, Method: w.RequestMethod, URL: target, Error: "cannot build request: " + err.Error()}, nil
 	}
@@ -203,7 +207,9 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	for k, v := range MaskedHeaders(w.Headers) {
 		h.Set(k, v)
 	}
-	h.Set("Content-Type", contentType)
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
 	if ua := s.defaults.UserAgent; ua != "" && h.Get("User-Agent") == "" {
 		h.Set("User-Agent", ua)
 	}

@@ -36,6 +36,10 @@ type View struct {
 	// URLTemplate is rendered with the document per event ("" when the
 	// webhook sends to URL).
 	URLTemplate string `json:"url_template"`
+	// Compat is "" or "frappe" (Frappe's wire behaviour).
+	Compat string `json:"compat"`
+	// ConditionLanguage is "expr" or "python".
+	ConditionLanguage string `json:"condition_language"`
 	// Health is set by the views that read it (show, the API's GET).
 	Health    *Health   `json:"health,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -59,7 +63,7 @@ func ViewOf(w models.Webhook) View {
 		Template: w.BodyTemplate, Fields: fields, Headers: headers,
 		HasSecret: w.Secret != "", Signature: scheme, Enabled: w.Enabled,
 		DisabledReason: w.DisabledReason, MaxRetries: w.MaxRetries, Queue: w.Queue,
-		Timeout: w.Timeout().String(), RateLimit: w.RateLimit, FollowRedirects: w.FollowRedirects, URLTemplate: w.URLTemplate, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+		Timeout: w.Timeout().String(), RateLimit: w.RateLimit, FollowRedirects: w.FollowRedirects, URLTemplate: w.URLTemplate, Compat: w.Compat, ConditionLanguage: conditionLanguage(w.ConditionLanguage), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	}
 }
 
@@ -132,4 +136,12 @@ func ReadHealth(ctx context.Context, db *gorm.DB, name string, h models.WebhookH
 		}
 	}
 	return HealthOf(h, held), nil
+}
+
+// conditionLanguage is how a stored language reads: "" is expr.
+func conditionLanguage(l string) string {
+	if l == "" {
+		return models.ConditionExpr
+	}
+	return l
 }

@@ -107,6 +107,13 @@ type Input struct {
 	// event and used instead of URL (Frappe's is_dynamic_url); "" removes
 	// it.
 	URLTemplate *string
+	// ConditionLanguage is "expr" (the default) or "python" (Frappe's
+	// conditions: the subset of Python they use, with Python's semantics).
+	ConditionLanguage *string
+	// Compat is "" (Homing's bodies) or "frappe" (the bytes Frappe sends:
+	// json.dumps of the data rows or the rendered template, {} when
+	// neither, the Content-Type only from the headers, Frappe's Jinja).
+	Compat *string
 }
 
 // Defaults fill what Create's input leaves out.
@@ -150,19 +157,20 @@ func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Mic
 func (s *Service) Create(ctx context.Context, in Input) (models.Webhook, error) {
 	now := s.now()
 	w := models.Webhook{
-		ID:               uuid.Must(uuid.NewV7()).String(),
-		RequestMethod:    "POST",
-		RequestStructure: delivery.StructureJSON,
-		Fields:           models.FieldList{},
-		Headers:          models.StringMap{},
-		PreviousSecrets:  models.SecretList{},
-		SignatureScheme:  signing.SchemeBoth,
-		Enabled:          true,
-		MaxRetries:       s.defaults.MaxRetries,
-		Queue:            "default",
-		TimeoutMS:        s.defaults.Timeout.Milliseconds(),
-		CreatedAt:        now,
-		UpdatedAt:        now,
+		ID:                uuid.Must(uuid.NewV7()).String(),
+		RequestMethod:     "POST",
+		RequestStructure:  delivery.StructureJSON,
+		Fields:            models.FieldList{},
+		Headers:           models.StringMap{},
+		PreviousSecrets:   models.SecretList{},
+		SignatureScheme:   signing.SchemeBoth,
+		ConditionLanguage: models.ConditionExpr,
+		Enabled:           true,
+		MaxRetries:        s.defaults.MaxRetries,
+		Queue:             "default",
+		TimeoutMS:         s.defaults.Timeout.Milliseconds(),
+		CreatedAt:         now,
+		UpdatedAt:         now,
 	}
 	if w.TimeoutMS <= 0 {
 		w.TimeoutMS = (5 * time.Second).Milliseconds()
@@ -455,11 +463,26 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 		}
 		w.RequestStructure = st
 	}
-	if in.Template != nil {
-		if err := delivery.ValidateTemplate(*in.Template); err != nil {
-			return invalid("template", "%v", err)
+	if in.Compat != nil {
+		c := strings.ToLower(strings.TrimSpace(*in.Compat))
+		if c != "" && c != models.CompatFrappe {
+			return invalid("compat", "%q is not \"\" or %q", *in.Compat, models.CompatFrappe)
 		}
+		w.Compat = c
+	}
+	if in.Template != nil {
 		w.BodyTemplate = *in.Template
+	}
+	if in.Template != nil || in.Compat != nil {
+		validate := delivery.ValidateTemplate
+		if w.Compat == models.CompatFrappe {
+			validate = delivery.ValidateFrappeTemplate
+		}
+		if w.BodyTemplate != "" {
+			if err := validate(w.BodyTemplate); err != nil {
+				return invalid("template", "%v", err)
+			}
+		}
 	}
 	if w.RequestStructure == delivery.StructureForm && w.BodyTemplate != "" {
 		return invalid("template", "a body template is only used with the json structure; remove it or use --structure json")
@@ -478,11 +501,20 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 	if err := s.applyHeaders(w, in); err != nil {
 		return err
 	}
-	if in.Condition != nil {
-		if _, err := delivery.CompileCondition(*in.Condition); err != nil {
-			return invalid("condition", "%q: %v", *in.Condition, err)
+	if in.ConditionLanguage != nil {
+		l := strings.ToLower(strings.TrimSpace(*in.ConditionLanguage))
+		if l != models.ConditionExpr && l != models.ConditionPython {
+			return invalid("condition-language", "%q is not expr or python", *in.ConditionLanguage)
 		}
+		w.ConditionLanguage = l
+	}
+	if in.Condition != nil {
 		w.Condition = *in.Condition
+	}
+	if in.Condition != nil || in.ConditionLanguage != nil {
+		if _, err := delivery.CompileConditionIn(w.ConditionLanguage, w.Condition); err != nil {
+			return invalid("condition", "%q: %v", w.Condition, err)
+		}
 	}
 	if in.Signature != nil {
 		if err := signing.ValidScheme(*in.Signature); err != nil {
@@ -572,7 +604,7 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	refuse := func(err error) bool {
 		return sample != nil || errors.Is(err, delivery.ErrLimit) || errors.Is(err, delivery.ErrUnknownName)
 	}
-	cond, err := delivery.CompileCondition(w.Condition)
+	cond, err := delivery.CompileConditionIn(w.ConditionLanguage, w.Condition)
 	if err != nil {
 		return invalid("condition", "%v", err)
 	}
@@ -584,7 +616,7 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
 	}
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc)
+		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat)
 		if err != nil && refuse(err) {
 			return invalid("url-template", "%s%s", strings.TrimPrefix(err.Error(), "url template: "), with)
 		}
@@ -598,7 +630,7 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
-	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes}
+	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat}
 	if _, _, err := delivery.Build(spec, doc); err != nil && refuse(err) {
 		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
 	}

@@ -38,6 +38,10 @@ type Config struct {
 	// KnownFilter, when set, makes the parser refuse a filter it does not
 	// know, with the filter's position (a homing addition).
 	KnownFilter func(name string) bool
+	// DebugUndefined makes an unknown name render as its own tag, "{{ name }}",
+	// as Jinja's DebugUndefined does (a homing addition, for Frappe's
+	// templates).
+	DebugUndefined bool
 }
 
 func New() *Config {
@@ -76,5 +80,6 @@ func (c *Config) Inherit() *Config {
 		LineStatementPrefix: c.LineStatementPrefix,
 		LineCommentPrefix:   c.LineCommentPrefix,
 		KnownFilter:         c.KnownFilter,
+		DebugUndefined:      c.DebugUndefined,
 	}
 }

@@ -361,6 +361,9 @@ func (e *Evaluator) evalName(node *nodes.Name) *Value {
 	if !ok && e.Config.StrictUndefined {
 		return AsValue(errors.Errorf(`Unable to evaluate name "%s"`, node.Name.Val))
 	}
+	if !ok && e.Config.DebugUndefined {
+		return AsValue(DebugUndefined{Name: node.Name.Val})
+	}
 	return ToValue(val)
 }
 

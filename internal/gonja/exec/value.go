@@ -1332,3 +1332,9 @@ func CaseInsensitive(data sort.Interface) sort.Interface {
 	}
 	return data
 }
+
+// DebugUndefined is an unknown name under Config.DebugUndefined: it
+// renders as the tag that named it (a homing addition).
+type DebugUndefined struct{ Name string }
+
+func (u DebugUndefined) String() string { return "{{ " + u.Name + " }}" }

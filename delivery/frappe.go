@@ -1,0 +1,329 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/homingdev/homing/internal/gonja/exec"
+)
+
+// CompatFrappe selects Frappe's wire behaviour for a webhook (Spec.Compat).
+const CompatFrappe = "frappe"
+
+// frappeHelpers are the frappe.utils functions a Frappe template or
+// condition may call, reachable as frappe.utils.X and utils.X
+// (frappe/integrations/doctype/webhook/webhook.py, get_context:
+// {"doc": doc, "utils": get_safe_globals().get("frappe").get("utils")}).
+// They need no database. Dates are the server's UTC clock: Frappe uses the
+// site's time zone (System Settings), which Homing does not know.
+var frappeHelpers = []string{"nowdate", "now", "getdate", "add_days", "date_diff", "format_date", "format_datetime", "fmt_money", "format_value", "flt", "cint", "cstr"}
+
+// frappeDatabaseHelpers read Frappe's database, which Homing cannot reach.
+var frappeDatabaseHelpers = regexp.MustCompile(`\bfrappe\s*\.\s*(db|get_doc|get_cached_doc|get_list|get_all|get_value|get_single_value|get_cached_value|call|session|get_meta|render_template|get_hooks|local)\b`)
+
+// frappeNames are the frappe.X and utils.X names a template uses.
+var frappeNames = regexp.MustCompile(`\b(frappe\s*\.\s*utils|frappe|utils)\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)`)
+
+// refuseDatabaseHelpers refuses, at creation, a Frappe template or
+// condition calling what needs Frappe's database or an unknown helper,
+// which Frappe would have run and Homing would render as None.
+func refuseDatabaseHelpers(src string) error {
+	if m := frappeDatabaseHelpers.FindStringSubmatch(src); m != nil {
+		return unbuildable("template: frappe.%s reads Frappe's database, which Homing cannot reach (it has only the event's document): put the value into the document Frappe publishes, or compute it in Frappe", m[1])
+	}
+	for _, m := range frappeNames.FindAllStringSubmatch(src, -1) {
+		if strings.ReplaceAll(m[1], " ", "") == "frappe" && m[2] == "utils" {
+			continue
+		}
+		if !slices.Contains(frappeHelpers, m[2]) {
+			return unbuildable("template: %s.%s is not one of the frappe.utils helpers Homing has (%s)", strings.ReplaceAll(m[1], " ", ""), m[2], strings.Join(frappeHelpers, ", "))
+		}
+	}
+	return nil
+}
+
+// frappeUtils is the utils namespace of Frappe templates.
+func frappeUtils() map[string]any {
+	return map[string]any{
+		"nowdate": func(...*exec.Value) (any, error) { return time.Now().UTC().Format("2006-01-02"), nil },
+		"now":     func(...*exec.Value) (any, error) { return time.Now().UTC().Format("2006-01-02 15:04:05.000000"), nil },
+		"getdate": func(args ...*exec.Value) (any, error) {
+			d, err := getdate(args...)
+			if err != nil {
+				return nil, err
+			}
+			return d.Format("2006-01-02"), nil
+		},
+		"add_days": func(args ...*exec.Value) (any, error) {
+			if len(args) != 2 {
+				return nil, fmt.Errorf("add_days(date, days) takes 2 arguments")
+			}
+			d, err := getdate(args[0])
+			if err != nil {
+				return nil, err
+			}
+			return d.AddDate(0, 0, int(cint(args[1]))).Format("2006-01-02"), nil
+		},
+		"date_diff": func(args ...*exec.Value) (any, error) {
+			if len(args) != 2 {
+				return nil, fmt.Errorf("date_diff(end, start) takes 2 arguments")
+			}
+			a, err := getdate(args[0])
+			if err != nil {
+				return nil, err
+			}
+			b, err := getdate(args[1])
+			if err != nil {
+				return nil, err
+			}
+			return int(a.Sub(b).Hours() / 24), nil
+		},
+		"format_date": func(args ...*exec.Value) (any, error) {
+			d, err := getdate(firstArg(args))
+			if err != nil {
+				return nil, err
+			}
+			layout := "dd-mm-yyyy" // Frappe's default date_format
+			if len(args) > 1 && !args[1].IsNil() {
+				layout = args[1].String()
+			}
+			return formatFrappeDate(d, layout), nil
+		},
+		"format_datetime": func(args ...*exec.Value) (any, error) {
+			t, err := getdatetime(firstArg(args))
+			if err != nil {
+				return nil, err
+			}
+			layout := "dd-mm-yyyy HH:mm:ss"
+			if len(args) > 1 && !args[1].IsNil() {
+				layout = args[1].String()
+			}
+			return formatFrappeDate(t, layout), nil
+		},
+		"fmt_money": func(args ...*exec.Value) (any, error) {
+			precision := 2
+			if len(args) > 1 && !args[1].IsNil() {
+				precision = int(cint(args[1]))
+			}
+			s := groupThousands(flt(firstArg(args)), min(max(precision, 0), 9))
+			if len(args) > 2 && !args[2].IsNil() && args[2].String() != "" {
+				s = args[2].String() + " " + s
+			}
+			return s, nil
+		},
+		"format_value": func(args ...*exec.Value) (any, error) { return cstr(firstArg(args)), nil },
+		"flt":          func(args ...*exec.Value) (any, error) { return flt(firstArg(args)), nil },
+		"cint":         func(args ...*exec.Value) (any, error) { return cint(firstArg(args)), nil },
+		"cstr":         func(args ...*exec.Value) (any, error) { return cstr(firstArg(args)), nil },
+	}
+}
+
+func firstArg(args []*exec.Value) *exec.Value {
+	if len(args) == 0 {
+		return exec.AsValue(nil)
+	}
+	return args[0]
+}
+
+// frappeFilters are the filters Frappe's Jinja adds (frappe/utils/jinja.py,
+// set_filters: json = frappe.as_json, len, int = cint, str = cstr, flt),
+// and cint and cstr under their own names.
+var frappeFilters = sync.OnceValue(func() map[string]exec.FilterFunction {
+	return map[string]exec.FilterFunction{
+		"json": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+			// frappe.as_json: indent 1, sorted keys (Go maps are sorted).
+			b, err := json.MarshalIndent(in.Interface(), "", " ")
+			if err != nil {
+				return exec.AsValue(fmt.Errorf("json: %w", err))
+			}
+			return exec.AsValue(string(b))
+		},
+		"len": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(in.Len()) },
+		// set_filters maps "str" to cstr and "int" to cint.
+		"str":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cstr(in)) },
+		"int":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cint(in)) },
+		"flt":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(flt(in)) },
+		"cint": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cint(in)) },
+		"cstr": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cstr(in)) },
+	}
+})
+
+// frappeEnv is the environment of Frappe templates.
+var frappeEnv = sync.OnceValue(func() *exec.Environment {
+	utils := frappeUtils()
+	return buildEnv(frappeFilters(), map[string]any{"utils": utils, "frappe": map[string]any{"utils": utils}})
+})
+
+// flt is frappe.utils.flt without precision: a float, 0.0 for what is no
+// number.
+func flt(v *exec.Value) float64 {
+	switch {
+	case v == nil || v.IsNil():
+		return 0
+	case v.IsFloat():
+		return v.Float()
+	case v.IsInteger():
+		return float64(v.Integer())
+	case v.IsBool():
+		if v.Bool() {
+			return 1
+		}
+		return 0
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(v.String()), ",", ""), 64)
+	if err != nil || math.IsNaN(f) {
+		return 0
+	}
+	return f
+}
+
+// cint is frappe.utils.cint: int(flt(v)).
+func cint(v *exec.Value) int64 {
+	if v != nil && v.IsInteger() {
+		return int64(v.Integer())
+	}
+	return int64(flt(v))
+}
+
+// cstr is frappe.utils.cstr: "" for None, else str(v).
+func cstr(v *exec.Value) string {
+	if v == nil || v.IsNil() {
+		return ""
+	}
+	return pyText(v)
+}
+
+func getdate(args ...*exec.Value) (time.Time, error) {
+	t, err := getdatetime(args...)
+	if err != nil {
+		return t, err
+	}
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), nil
+}
+
+func getdatetime(args ...*exec.Value) (time.Time, error) {
+	if len(args) == 0 || args[0].IsNil() {
+		return time.Now().UTC(), nil
+	}
+	s := strings.TrimSpace(args[0].String())
+	for _, layout := range []string{"2006-01-02 15:04:05.999999", "2006-01-02 15:04:05", "2006-01-02T15:04:05.999999Z07:00", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is not a date (YYYY-MM-DD)", s)
+}
+
+// formatFrappeDate writes t in a Frappe date format (dd, mm, yyyy, yy,
+// HH, mm after HH, ss).
+func formatFrappeDate(t time.Time, layout string) string {
+	r := strings.NewReplacer("yyyy", "2006", "yy", "06", "dd", "02", "HH", "15", "ss", "05")
+	out := r.Replace(layout)
+	// mm is the month in the date part and minutes after an hour.
+	if i := strings.Index(out, "15"); i >= 0 {
+		out = strings.ReplaceAll(out[:i], "mm", "01") + strings.ReplaceAll(out[i:], "mm", "04")
+	} else {
+		out = strings.ReplaceAll(out, "mm", "01")
+	}
+	return t.Format(out)
+}
+
+// groupThousands writes f with precision decimals and "," between
+// thousands: Frappe's default number format "#,###.##".
+func groupThousands(f float64, precision int) string {
+	s := strconv.FormatFloat(math.Abs(f), 'f', precision, 64)
+	whole, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	if f < 0 {
+		b.WriteByte('-')
+	}
+	for i, c := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if frac != "" {
+		b.WriteByte('.')
+		b.WriteString(frac)
+	}
+	return b.String()
+}
+
+// buildFrappe builds a compat frappe body as enqueue_webhook does
+// (frappe/integrations/doctype/webhook/webhook.py, get_webhook_data): the
+// data rows as {key: doc.get(fieldname)} in row order, else the template
+// rendered, parsed (json.loads) and written again, else {}; always as
+// json.dumps(data, default=str). The structure changes nothing in the bytes
+// (Frappe's "Form URL-Encoded" sends the same JSON text): the Content-Type
+// is whatever the webhook's header rows say, none otherwise, as requests
+// sends a str body without one.
+func buildFrappe(spec Spec, doc map[string]any) ([]byte, error) {
+	var data any = pyObject{}
+	switch {
+	case len(spec.Fields) > 0:
+		obj := pyObject{}
+		index := map[string]int{}
+		for _, f := range spec.Fields {
+			name, key, err := f.resolve()
+			if err != nil {
+				return nil, err
+			}
+			if i, ok := index[key]; ok {
+				obj[i].value = doc[name]
+				continue
+			}
+			index[key] = len(obj)
+			obj = append(obj, pyPair{key, doc[name]})
+		}
+		data = obj
+	case strings.TrimSpace(spec.Template) != "":
+		maxBytes := spec.MaxBytes
+		if maxBytes <= 0 {
+			maxBytes = MaxRenderedBytes
+		}
+		text, err := renderFrappeTemplate(spec.Template, doc, maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkJSON(text); err != nil {
+			return nil, err
+		}
+		if data, err = pyLoads(text); err != nil {
+			return nil, err
+		}
+	}
+	body, err := pyDumps(data)
+	if err != nil {
+		return nil, err
+	}
+	if spec.MaxBytes > 0 && len(body) > spec.MaxBytes {
+		return nil, &unbuildableError{err: overLimit("body is larger than the size limit of %d bytes (delivery.max_payload_bytes)", spec.MaxBytes)}
+	}
+	return body, nil
+}
+
+// ValidateFrappeTemplate parses src as a Frappe template.
+func ValidateFrappeTemplate(src string) (err error) {
+	defer recoverInto(&err)
+	_, err = parseTemplateAs(src, true)
+	return err
+}
+
+// renderFrappeTemplate renders src as Frappe's Jinja would, under the
+// same limits as every template (MaxRenderTime, in this goroutine;
+// MaxRenderSteps; RenderMemoryFactor × maxBytes of values).
+func renderFrappeTemplate(src string, doc map[string]any, maxBytes int) (body []byte, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), MaxRenderTime)
+	defer cancel()
+	defer recoverInto(&err)
+	return render(ctx, src, doc, maxBytes, MaxRenderTime, renderMode{text: true, keepFloats: true, frappe: true})
+}

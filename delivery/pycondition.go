@@ -1,0 +1,730 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/homingdev/homing/internal/gonja/exec"
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+)
+
+// Condition languages (models.Webhook.ConditionLanguage).
+const (
+	LanguageExpr   = "expr"
+	LanguagePython = "python"
+)
+
+// MaxPythonConditionBytes is how many bytes of strings and lists the
+// operators of one Python condition may build in all (each value at most
+// MaxConditionValueBytes). A condition has no loops, so its steps are
+// bounded by its size; this bounds what `+` and `*` make of big fields.
+const MaxPythonConditionBytes = 8 * MaxConditionValueBytes
+
+// Frappe conditions are Python evaluated by frappe.safe_eval
+// (frappe/utils/safe_exec.py, safe_eval) with eval_locals = {doc, utils}
+// (frappe/integrations/doctype/webhook/webhook.py, get_context) and the
+// frappe.utils data helpers also at top level (safe_exec.py, add_data_utils).
+// Homing parses them with go.starlark.net (Starlark's expressions are
+// Python's syntax), refuses at compile time everything outside the subset
+// Frappe conditions use, and rewrites every comparison and arithmetic
+// operator into a call of pyOp, which has Python's semantics where
+// Starlark's differ (False == 0, True + 1).
+
+// pyFunctions are the names a Python condition may call or read.
+var pyFunctions = []string{"len", "int", "float", "str", "nowdate", "now", "getdate", "add_days", "date_diff", "flt", "cint", "cstr"}
+
+// pyMethods are the methods a Python condition may call.
+var pyMethods = []string{"get", "startswith", "endswith", "lower", "upper", "strip", "lstrip", "rstrip"}
+
+var pyNames = append([]string{"doc", "True", "False", "None", "frappe", "utils"}, pyFunctions...)
+
+const pyOpName = "__homing_op"
+
+var pyFileOptions = &syntax.FileOptions{}
+
+// pyCondition is a compiled Python condition: the checked source, parsed
+// again for every evaluation (Starlark's resolver mutates the tree, so one
+// tree cannot serve concurrent evaluations; parsing a condition takes a
+// few microseconds).
+type pyCondition struct {
+	src string
+}
+
+// compilePython checks src against the subset and reports the first
+// construct outside it by name.
+func compilePython(src string) (*pyCondition, error) {
+	text := pyIsToEquals(src)
+	if _, err := parsePython(text); err != nil {
+		return nil, err
+	}
+	return &pyCondition{src: text}, nil
+}
+
+// parsePython parses and rewrites text, or says what it cannot take.
+func parsePython(text string) (syntax.Expr, error) {
+	e, err := pyFileOptions.ParseExpr("condition", strings.TrimSpace(text), 0)
+	if err != nil {
+		return nil, describePythonSyntax(text, err)
+	}
+	return rewritePython(e)
+}
+
+// describePythonSyntax names the statement or construct a parse error
+// comes from: conditions are one expression.
+func describePythonSyntax(text string, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "does not associate with") {
+		return unbuildable("condition: chained comparisons (a < b < c) are not supported: write a < b and b < c")
+	}
+	if f, ferr := pyFileOptions.Parse("condition", text, 0); ferr == nil && len(f.Stmts) > 0 {
+		switch f.Stmts[0].(type) {
+		case *syntax.AssignStmt:
+			return unbuildable("condition: an assignment is not a condition; write one expression")
+		case *syntax.DefStmt:
+			return unbuildable("condition: def is not allowed; write one expression")
+		case *syntax.ForStmt, *syntax.WhileStmt:
+			return unbuildable("condition: loops are not allowed; write one expression")
+		case *syntax.IfStmt:
+			return unbuildable("condition: an if statement is not allowed; use x if c else y")
+		case *syntax.LoadStmt:
+			return unbuildable("condition: load is not allowed")
+		}
+	}
+	if strings.Contains(text, "import ") {
+		return unbuildable("condition: import is not allowed")
+	}
+	return unbuildable("condition: not Python the subset understands: %s", msg)
+}
+
+// rewritePython checks e and returns it with every operator Python and
+// Starlark disagree on turned into a call of pyOp.
+func rewritePython(e syntax.Expr) (syntax.Expr, error) {
+	switch x := e.(type) {
+	case *syntax.Ident:
+		if !slices.Contains(pyNames, x.Name) {
+			return nil, unbuildable("condition: unknown name %q (a condition reads doc, True, False, None and calls %s)", x.Name, strings.Join(pyFunctions, ", "))
+		}
+		return x, nil
+	case *syntax.Literal:
+		if x.Token == syntax.BYTES {
+			return nil, unbuildable("condition: bytes literals are not allowed")
+		}
+		return x, nil
+	case *syntax.ParenExpr:
+		inner, err := rewritePython(x.X)
+		if err != nil {
+			return nil, err
+		}
+		x.X = inner
+		return x, nil
+	case *syntax.UnaryExpr:
+		if x.Op != syntax.NOT && x.Op != syntax.MINUS && x.Op != syntax.PLUS {
+			return nil, unbuildable("condition: the operator %s is not allowed", x.Op)
+		}
+		inner, err := rewritePython(x.X)
+		if err != nil {
+			return nil, err
+		}
+		x.X = inner
+		return x, nil
+	case *syntax.BinaryExpr:
+		left, err := rewritePython(x.X)
+		if err != nil {
+			return nil, err
+		}
+		right, err := rewritePython(x.Y)
+		if err != nil {
+			return nil, err
+		}
+		switch x.Op {
+		case syntax.AND, syntax.OR:
+			x.X, x.Y = left, right
+			return x, nil
+		case syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE, syntax.IN, syntax.NOT_IN,
+			syntax.PLUS, syntax.MINUS, syntax.STAR, syntax.SLASH, syntax.SLASHSLASH, syntax.PERCENT:
+			op := &syntax.Literal{Token: syntax.STRING, Value: x.Op.String(), Raw: fmt.Sprintf("%q", x.Op.String())}
+			return &syntax.CallExpr{Fn: &syntax.Ident{Name: pyOpName}, Args: []syntax.Expr{op, left, right}}, nil
+		}
+		return nil, unbuildable("condition: the operator %s is not allowed", x.Op)
+	case *syntax.CondExpr:
+		var err error
+		if x.Cond, err = rewritePython(x.Cond); err != nil {
+			return nil, err
+		}
+		if x.True, err = rewritePython(x.True); err != nil {
+			return nil, err
+		}
+		if x.False, err = rewritePython(x.False); err != nil {
+			return nil, err
+		}
+		return x, nil
+	case *syntax.DotExpr:
+		inner, err := rewritePython(x.X)
+		if err != nil {
+			return nil, err
+		}
+		x.X = inner
+		if id, ok := inner.(*syntax.Ident); ok && (id.Name == "utils") && !slices.Contains(pyFunctions, x.Name.Name) {
+			return nil, unbuildable("condition: utils.%s is not one of the helpers Homing has (%s)", x.Name.Name, strings.Join(pyFunctions[4:], ", "))
+		}
+		if id, ok := inner.(*syntax.Ident); ok && id.Name == "frappe" && x.Name.Name != "utils" {
+			return nil, unbuildable("condition: frappe.%s is not available: Homing has only the event's document and the frappe.utils helpers; Frappe's database cannot be read", x.Name.Name)
+		}
+		if d, ok := inner.(*syntax.DotExpr); ok && d.Name.Name == "utils" && !slices.Contains(pyFunctions, x.Name.Name) {
+			return nil, unbuildable("condition: frappe.utils.%s is not one of the helpers Homing has (%s)", x.Name.Name, strings.Join(pyFunctions[4:], ", "))
+		}
+		return x, nil
+	case *syntax.CallExpr:
+		if _, isDot := x.Fn.(*syntax.DotExpr); isDot {
+			// frappe.db.X and friends are named before the method is.
+			if _, err := rewritePython(x.Fn); err != nil {
+				return nil, err
+			}
+		}
+		switch fn := x.Fn.(type) {
+		case *syntax.Ident:
+			if !slices.Contains(pyFunctions, fn.Name) {
+				return nil, unbuildable("condition: unknown function %q (a condition may call %s)", fn.Name, strings.Join(pyFunctions, ", "))
+			}
+		case *syntax.DotExpr:
+			if _, isNamespace := namespaceOf(fn); !isNamespace && !slices.Contains(pyMethods, fn.Name.Name) {
+				return nil, unbuildable("condition: the method .%s() is not allowed (a condition may call %s)", fn.Name.Name, strings.Join(pyMethods, ", "))
+			}
+		default:
+			return nil, unbuildable("condition: only named functions and methods can be called")
+		}
+		callee, err := rewritePython(x.Fn)
+		if err != nil {
+			return nil, err
+		}
+		x.Fn = callee
+		for i, a := range x.Args {
+			if b, ok := a.(*syntax.BinaryExpr); ok && b.Op == syntax.EQ {
+				return nil, unbuildable("condition: keyword arguments are not allowed")
+			}
+			if u, ok := a.(*syntax.UnaryExpr); ok && (u.Op == syntax.STAR || u.Op == syntax.STARSTAR) {
+				return nil, unbuildable("condition: *args and **kwargs are not allowed")
+			}
+			if x.Args[i], err = rewritePython(a); err != nil {
+				return nil, err
+			}
+		}
+		return x, nil
+	case *syntax.IndexExpr:
+		var err error
+		if x.X, err = rewritePython(x.X); err != nil {
+			return nil, err
+		}
+		if x.Y, err = rewritePython(x.Y); err != nil {
+			return nil, err
+		}
+		return x, nil
+	case *syntax.SliceExpr:
+		var err error
+		if x.X, err = rewritePython(x.X); err != nil {
+			return nil, err
+		}
+		for _, p := range []*syntax.Expr{&x.Lo, &x.Hi, &x.Step} {
+			if *p != nil {
+				if *p, err = rewritePython(*p); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return x, nil
+	case *syntax.TupleExpr:
+		for i, item := range x.List {
+			var err error
+			if x.List[i], err = rewritePython(item); err != nil {
+				return nil, err
+			}
+		}
+		return x, nil
+	case *syntax.ListExpr:
+		for i, item := range x.List {
+			var err error
+			if x.List[i], err = rewritePython(item); err != nil {
+				return nil, err
+			}
+		}
+		return x, nil
+	case *syntax.LambdaExpr:
+		return nil, unbuildable("condition: lambda is not allowed")
+	case *syntax.Comprehension:
+		return nil, unbuildable("condition: comprehensions are not allowed")
+	case *syntax.DictExpr:
+		return nil, unbuildable("condition: dict literals are not allowed")
+	}
+	return nil, unbuildable("condition: %T is not allowed", e)
+}
+
+// namespaceOf reports whether a call's callee is utils.X or frappe.utils.X.
+func namespaceOf(fn *syntax.DotExpr) (string, bool) {
+	switch x := fn.X.(type) {
+	case *syntax.Ident:
+		return x.Name, x.Name == "utils"
+	case *syntax.DotExpr:
+		id, ok := x.X.(*syntax.Ident)
+		return "frappe.utils", ok && id.Name == "frappe" && x.Name.Name == "utils"
+	}
+	return "", false
+}
+
+// pyIsToEquals turns Python's `is not` and `is` (outside strings) into
+// != and ==, which Starlark lacks; for None, True and False, the only
+// operands Frappe conditions use them with, they mean the same.
+func pyIsToEquals(src string) string {
+	var b strings.Builder
+	var quote byte
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if quote != 0 {
+			b.WriteByte(c)
+			if c == '\\' && i+1 < len(src) {
+				i++
+				b.WriteByte(src[i])
+			} else if c == quote {
+				quote = 0
+			}
+			continue
+		}
+		if c == '"' || c == '\'' {
+			quote = c
+			b.WriteByte(c)
+			continue
+		}
+		wordStart := i == 0 || !isWordByte(src[i-1])
+		if wordStart && strings.HasPrefix(src[i:], "is") && (i+2 == len(src) || !isWordByte(src[i+2])) {
+			rest := strings.TrimLeft(src[i+2:], " \t")
+			if strings.HasPrefix(rest, "not") && (len(rest) == 3 || !isWordByte(rest[3])) {
+				b.WriteString("!=")
+				i = len(src) - len(rest) + 2
+				continue
+			}
+			b.WriteString("==")
+			i++
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// match evaluates the condition for doc within MaxConditionTime,
+// MaxConditionSteps and MaxPythonConditionBytes; the evaluation runs in
+// the caller's goroutine and a timeout cancels its thread, so it stops.
+func (c *pyCondition) match(doc map[string]any) (bool, error) {
+	e, err := parsePython(c.src)
+	if err != nil {
+		return false, err
+	}
+	thread := &starlark.Thread{Name: "condition"}
+	thread.SetMaxExecutionSteps(MaxConditionSteps)
+	budget := &pyBudget{left: MaxPythonConditionBytes}
+	thread.SetLocal("homing:budget", budget)
+	ctx, cancel := context.WithTimeout(context.Background(), MaxConditionTime)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { thread.Cancel("time limit") })
+	defer stop()
+	env := pyEnv()
+	env["doc"] = &pyDoc{m: doc}
+	v, err := starlark.EvalExprOptions(pyFileOptions, thread, e, env)
+	if budget.err != nil {
+		return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, budget.err)}
+	}
+	if err != nil {
+		msg := err.Error()
+		var evalErr *starlark.EvalError
+		if errors.As(err, &evalErr) {
+			msg = evalErr.Msg
+		}
+		switch {
+		case strings.Contains(msg, "too many steps"):
+			return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, overLimit("evaluation needs more than the limit of %d steps", MaxConditionSteps))}
+		case ctx.Err() != nil:
+			return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, overLimit("evaluation took longer than the time limit of %s", MaxConditionTime))}
+		}
+		return false, unbuildable("condition %q: %s", c.src, strings.ReplaceAll(msg, pyOpName, "operator"))
+	}
+	return bool(v.Truth()), nil
+}
+
+// pyBudget counts the bytes operators build.
+type pyBudget struct {
+	left int
+	err  error
+}
+
+func (b *pyBudget) charge(n int) error {
+	if b.err != nil {
+		return b.err
+	}
+	if n > MaxConditionValueBytes {
+		b.err = overLimit("a value of %d bytes would be larger than the limit of %d", n, MaxConditionValueBytes)
+		return b.err
+	}
+	if n > b.left {
+		b.err = overLimit("the condition would build more than the memory limit of %d bytes", MaxPythonConditionBytes)
+		return b.err
+	}
+	b.left -= n
+	return nil
+}
+
+// pyEnv is a fresh environment of the helpers, without doc.
+func pyEnv() starlark.StringDict {
+	utils := starlark.StringDict{}
+	for _, name := range pyFunctions[4:] {
+		utils[name] = starlark.NewBuiltin(name, pyHelper)
+	}
+	env := starlark.StringDict{
+		"utils":   &starlarkstruct.Module{Name: "utils", Members: utils},
+		"frappe":  &starlarkstruct.Module{Name: "frappe", Members: starlark.StringDict{"utils": &starlarkstruct.Module{Name: "frappe.utils", Members: utils}}},
+		pyOpName:  starlark.NewBuiltin(pyOpName, pyOp),
+		"len":     starlark.Universe["len"],
+		"int":     starlark.Universe["int"],
+		"float":   starlark.Universe["float"],
+		"str":     starlark.Universe["str"],
+		"True":    starlark.True,
+		"False":   starlark.False,
+		"None":    starlark.None,
+		"nowdate": utils["nowdate"],
+	}
+	for name, fn := range utils {
+		env[name] = fn
+	}
+	return env
+}
+
+// pyOp applies a comparison or arithmetic operator with Python's
+// semantics: bool is an int (False == 0, True + 1 == 2), `in` compares
+// with ==, and strings or lists built are charged to the budget.
+func pyOp(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	if len(args) != 3 {
+		return nil, errors.New("internal: operator takes 3 arguments")
+	}
+	opName, _ := starlark.AsString(args[0])
+	op := tokenOf(opName)
+	x, y := args[1], args[2]
+	switch op {
+	case syntax.IN, syntax.NOT_IN:
+		in, err := pyIn(x, y)
+		if err != nil {
+			return nil, err
+		}
+		return starlark.Bool(in == (op == syntax.IN)), nil
+	case syntax.EQL, syntax.NEQ:
+		eq, err := pyEqual(x, y)
+		if err != nil {
+			return nil, err
+		}
+		return starlark.Bool(eq == (op == syntax.EQL)), nil
+	case syntax.LT, syntax.GT, syntax.LE, syntax.GE:
+		x, y = pyNumeric(x, y)
+		ok, err := starlark.Compare(op, x, y)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s %s: %s", x.Type(), opName, y.Type(), "cannot be compared")
+		}
+		return starlark.Bool(ok), nil
+	}
+	x, y = pyNumeric(x, y)
+	if op == syntax.STAR {
+		if n, ok := sizeOfRepeat(x, y); ok {
+			if err := thread.Local("homing:budget").(*pyBudget).charge(n); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if op == syntax.PLUS {
+		if n := sizeOf(x) + sizeOf(y); n > 0 {
+			if err := thread.Local("homing:budget").(*pyBudget).charge(n); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return starlark.Binary(op, x, y)
+}
+
+func tokenOf(s string) syntax.Token {
+	for t := syntax.ILLEGAL; t <= syntax.WHILE; t++ {
+		if t.String() == s {
+			return t
+		}
+	}
+	return syntax.ILLEGAL
+}
+
+// sizeOf is the size of a string or list, 0 for other values.
+func sizeOf(v starlark.Value) int {
+	switch x := v.(type) {
+	case starlark.String:
+		return len(x)
+	case *starlark.List:
+		return x.Len() * 8
+	case starlark.Tuple:
+		return len(x) * 8
+	}
+	return 0
+}
+
+// sizeOfRepeat is the size of s * n before it is built.
+func sizeOfRepeat(x, y starlark.Value) (int, bool) {
+	seq, n := x, y
+	if sizeOf(seq) == 0 {
+		seq, n = y, x
+	}
+	count, err := starlark.AsInt32(n)
+	if err != nil || sizeOf(seq) == 0 {
+		return 0, false
+	}
+	if count <= 0 {
+		return 0, true
+	}
+	size := float64(sizeOf(seq)) * float64(count)
+	if size > math.MaxInt32 {
+		return math.MaxInt32, true
+	}
+	return int(size), true
+}
+
+// pyNumeric turns a bool beside a number (or two bools) into an int, as
+// Python's bool is an int.
+func pyNumeric(x, y starlark.Value) (starlark.Value, starlark.Value) {
+	isNum := func(v starlark.Value) bool {
+		switch v.(type) {
+		case starlark.Int, starlark.Float, starlark.Bool:
+			return true
+		}
+		return false
+	}
+	if !isNum(x) || !isNum(y) {
+		return x, y
+	}
+	toInt := func(v starlark.Value) starlark.Value {
+		if b, ok := v.(starlark.Bool); ok {
+			if b {
+				return starlark.MakeInt(1)
+			}
+			return starlark.MakeInt(0)
+		}
+		return v
+	}
+	return toInt(x), toInt(y)
+}
+
+// pyEqual is Python's ==: numbers (bools included) by value, other values
+// of different types never equal.
+func pyEqual(x, y starlark.Value) (bool, error) {
+	x, y = pyNumeric(x, y)
+	if x.Type() != y.Type() {
+		_, xn := x.(starlark.Int)
+		_, xf := x.(starlark.Float)
+		_, yn := y.(starlark.Int)
+		_, yf := y.(starlark.Float)
+		if !((xn || xf) && (yn || yf)) {
+			return false, nil
+		}
+	}
+	if _, isDoc := x.(*pyDoc); isDoc {
+		return x == y, nil
+	}
+	return starlark.Equal(x, y)
+}
+
+// pyIn is Python's `in`: a substring, a key of a document, or an item
+// equal (pyEqual) to one of a list's.
+func pyIn(x, y starlark.Value) (bool, error) {
+	switch c := y.(type) {
+	case starlark.String:
+		s, ok := x.(starlark.String)
+		if !ok {
+			return false, fmt.Errorf("'in <string>' requires string as left operand, not %s", x.Type())
+		}
+		return strings.Contains(string(c), string(s)), nil
+	case *pyDoc:
+		k, ok := x.(starlark.String)
+		if !ok {
+			return false, nil
+		}
+		_, found := c.m[string(k)]
+		return found, nil
+	case starlark.Iterable:
+		it := c.Iterate()
+		defer it.Done()
+		var item starlark.Value
+		for it.Next(&item) {
+			if eq, err := pyEqual(x, item); err != nil || eq {
+				return eq, err
+			}
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("argument of type %s is not iterable", y.Type())
+}
+
+// pyHelper runs a frappe.utils helper with the template helpers' code.
+func pyHelper(_ *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if len(kwargs) > 0 {
+		return nil, fmt.Errorf("%s: keyword arguments are not supported", fn.Name())
+	}
+	in := make([]any, len(args))
+	for i, a := range args {
+		in[i] = fromStarlark(a)
+	}
+	out, err := callHelper(fn.Name(), in...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fn.Name(), err)
+	}
+	return toStarlark(out), nil
+}
+
+// pyDoc is the document as Frappe's _dict: attributes and keys read its
+// fields, a missing one reads None, and doc.get(k, default) works.
+type pyDoc struct{ m map[string]any }
+
+var (
+	_ starlark.HasAttrs = (*pyDoc)(nil)
+	_ starlark.Mapping  = (*pyDoc)(nil)
+	_ starlark.Sequence = (*pyDoc)(nil)
+)
+
+func (d *pyDoc) String() string        { return fmt.Sprintf("<document of %d fields>", len(d.m)) }
+func (d *pyDoc) Type() string          { return "document" }
+func (d *pyDoc) Freeze()               {}
+func (d *pyDoc) Truth() starlark.Bool  { return len(d.m) > 0 }
+func (d *pyDoc) Hash() (uint32, error) { return 0, errors.New("a document cannot be a key") }
+func (d *pyDoc) Len() int              { return len(d.m) }
+
+func (d *pyDoc) Iterate() starlark.Iterator {
+	keys := make([]string, 0, len(d.m))
+	for k := range d.m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	items := make([]starlark.Value, len(keys))
+	for i, k := range keys {
+		items[i] = starlark.String(k)
+	}
+	return starlark.NewList(items).Iterate()
+}
+
+func (d *pyDoc) Attr(name string) (starlark.Value, error) {
+	if name == "get" {
+		return starlark.NewBuiltin("get", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var key string
+			var def starlark.Value = starlark.None
+			if err := starlark.UnpackPositionalArgs("get", args, kwargs, 1, &key, &def); err != nil {
+				return nil, err
+			}
+			if v, ok := d.m[key]; ok {
+				return toStarlark(v), nil
+			}
+			return def, nil
+		}), nil
+	}
+	return toStarlark(d.m[name]), nil
+}
+
+func (d *pyDoc) AttrNames() []string {
+	names := []string{"get"}
+	for k := range d.m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (d *pyDoc) Get(k starlark.Value) (starlark.Value, bool, error) {
+	s, ok := k.(starlark.String)
+	if !ok {
+		return nil, false, fmt.Errorf("document keys are strings, not %s", k.Type())
+	}
+	v, found := d.m[string(s)]
+	if !found {
+		return nil, false, fmt.Errorf("KeyError: %q", string(s))
+	}
+	return toStarlark(v), true, nil
+}
+
+// toStarlark wraps a document value.
+func toStarlark(v any) starlark.Value {
+	switch x := v.(type) {
+	case nil:
+		return starlark.None
+	case bool:
+		return starlark.Bool(x)
+	case string:
+		return starlark.String(x)
+	case int:
+		return starlark.MakeInt(x)
+	case int64:
+		return starlark.MakeInt64(x)
+	case float64:
+		return starlark.Float(x)
+	case float32:
+		return starlark.Float(x)
+	case map[string]any:
+		return &pyDoc{m: x}
+	case []any:
+		items := make([]starlark.Value, len(x))
+		for i, item := range x {
+			items[i] = toStarlark(item)
+		}
+		l := starlark.NewList(items)
+		l.Freeze()
+		return l
+	}
+	n, err := normalizeValue(v, 0)
+	if err == nil {
+		switch n.(type) {
+		case int, float64, string:
+			return toStarlark(n)
+		}
+	}
+	return starlark.String(fmt.Sprint(v))
+}
+
+// fromStarlark unwraps a value for the helpers.
+func fromStarlark(v starlark.Value) any {
+	switch x := v.(type) {
+	case starlark.NoneType:
+		return nil
+	case starlark.Bool:
+		return bool(x)
+	case starlark.String:
+		return string(x)
+	case starlark.Int:
+		if n, ok := x.Int64(); ok {
+			return n
+		}
+		return x.String()
+	case starlark.Float:
+		return float64(x)
+	}
+	return v.String()
+}
+
+// callHelper runs the frappe.utils helper name (frappeUtils) on plain
+// values.
+func callHelper(name string, args ...any) (any, error) {
+	fn, ok := frappeUtils()[name].(func(...*exec.Value) (any, error))
+	if !ok {
+		return nil, fmt.Errorf("no helper %q", name)
+	}
+	in := make([]*exec.Value, len(args))
+	for i, a := range args {
+		in[i] = exec.AsValue(a)
+	}
+	return fn(in...)
+}

@@ -1,0 +1,210 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/webhook"
+)
+
+const corpus = "../webhook/testdata/frappe"
+
+// frappeExpectation is one entry of expected.json, worked out by
+// expected.py from Frappe's own code.
+type frappeExpectation struct {
+	Webhook string            `json:"webhook"`
+	Doc     string            `json:"doc"`
+	Sent    bool              `json:"sent"`
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+type gotRequest struct {
+	method, uri string
+	header      http.Header
+	body        string
+}
+
+// The Frappe corpus: every webhook of webhooks.json (bench export-fixtures
+// shape) is imported with secrets.json, every document of docs.json is
+// published, and what a real receiver gets must be exactly what Frappe's
+// enqueue_webhook sends (expected.json): method, URL, body bytes, the
+// header rows, the Content-Type or its absence, and the
+// X-Frappe-Webhook-Signature (computed by python3 with Frappe's
+// get_webhook_headers, so the signatures verify with Frappe's check).
+func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
+	t.Parallel()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(corpus, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var expected []frappeExpectation
+	if err := json.Unmarshal(read("expected.json"), &expected); err != nil {
+		t.Fatal(err)
+	}
+	var docs []struct {
+		Webhook string          `json:"webhook"`
+		Doc     json.RawMessage `json:"doc"`
+	}
+	if err := json.Unmarshal(read("docs.json"), &docs); err != nil {
+		t.Fatal(err)
+	}
+	var secrets map[string]string
+	if err := json.Unmarshal(read("secrets.json"), &secrets); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			got := make(chan gotRequest, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				got <- gotRequest{r.Method, r.URL.RequestURI(), r.Header.Clone(), string(b)}
+			}))
+			t.Cleanup(srv.Close)
+			key, err := secretbox.GenerateKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			box, err := secretbox.New(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UTC().Truncate(time.Second)
+			clk := clock.NewStub(now)
+			svc := webhook.New(db, box, clk, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
+			ctx := context.Background()
+			export := strings.ReplaceAll(string(read("webhooks.json")), "http://RECEIVER", srv.URL)
+			hooks, _, err := webhook.ParseFrappeExport([]byte(export))
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := svc.ImportFrappe(ctx, hooks, secrets, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			report := map[string]webhook.ImportResult{}
+			for _, r := range results {
+				report[r.Name] = r
+			}
+			if r := report["secret-missing"]; r.Status != webhook.ImportCreated || r.Enabled || len(r.NeedsHuman) != 1 || !strings.Contains(r.NeedsHuman[0], "no secret") {
+				t.Errorf("secret-missing: %+v, want imported disabled with a note about the secret", r)
+			}
+			if r := report["needs-database"]; r.Status != webhook.ImportNotImported || len(r.NeedsHuman) == 0 || !strings.Contains(strings.Join(r.NeedsHuman, " "), "Frappe's database") {
+				t.Errorf("needs-database: %+v, want not imported, saying it reads Frappe's database", r)
+			}
+			if r := report["customer-form"]; r.Status != webhook.ImportCreated || !r.Enabled || len(r.Adapted) == 0 {
+				t.Errorf("customer-form: %+v, want imported and the form quirk noted", r)
+			}
+
+			// A second import of the same names replaces them, reported as
+			// updated, and creates nothing; without --secrets the secrets
+			// given before stay. A dry run stores nothing.
+			before, _ := svc.List(ctx)
+			for _, dry := range []bool{true, false} {
+				again, err := svc.ImportFrappe(ctx, hooks, nil, dry)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range again {
+					if r.Name != "needs-database" && r.Status != webhook.ImportUpdated {
+						t.Errorf("second import (dry run %v) of %s: %+v, want updated", dry, r.Name, r)
+					}
+				}
+			}
+			after, _ := svc.List(ctx)
+			if len(after) != len(before) || len(after) != len(hooks)-1 {
+				t.Errorf("%d webhooks after a second import, %d before; want %d", len(after), len(before), len(hooks)-1)
+			}
+			if w, err := svc.Get(ctx, "so-submitted"); err != nil || w.Secret == "" || !w.Enabled || w.Compat != models.CompatFrappe ||
+				w.ConditionLanguage != models.ConditionPython || w.FollowRedirects != 10 || w.SignatureScheme != "frappe" {
+				t.Errorf("so-submitted after a second import without secrets: %+v %v", w, err)
+			}
+
+			d := New(db, delivery.NewSender(delivery.SenderConfig{UserAgent: "Homing"}), box, Config{Clock: clk})
+			for i, c := range docs {
+				want := expected[i]
+				doc, err := event.DecodeDoc(c.Doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := svc.Get(ctx, c.Webhook)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pending, err := d.FanOut(ctx, Event{ID: "ev-" + want.Doc, DocType: w.DocType, Event: w.DocEvent, Doc: doc})
+				if err != nil {
+					t.Fatalf("%s: fan-out: %v", want.Doc, err)
+				}
+				if !want.Sent {
+					if len(pending) != 0 {
+						t.Errorf("%s/%s: Frappe's condition is false, but %d deliveries were made", want.Webhook, want.Doc, len(pending))
+					}
+					continue
+				}
+				if len(pending) != 1 {
+					var rows []models.Delivery
+					db.Where("event_id = ?", "ev-"+want.Doc).Find(&rows)
+					t.Fatalf("%s/%s: %d pending deliveries (%+v), want 1", want.Webhook, want.Doc, len(pending), rows)
+				}
+				out, err := d.Attempt(ctx, pending[0].ID, First)
+				if err != nil || out.Status != models.StatusDelivered {
+					t.Fatalf("%s/%s: attempt %+v %v", want.Webhook, want.Doc, out, err)
+				}
+				g := <-got
+				checkFrappeRequest(t, srv.URL, want, g)
+			}
+		})
+	}
+}
+
+func checkFrappeRequest(t *testing.T, base string, want frappeExpectation, g gotRequest) {
+	t.Helper()
+	what := want.Webhook + "/" + want.Doc
+	if g.method != want.Method {
+		t.Errorf("%s: method %s, want %s", what, g.method, want.Method)
+	}
+	u, err := url.Parse(strings.ReplaceAll(want.URL, "http://RECEIVER", base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.uri != u.RequestURI() {
+		t.Errorf("%s: URL %s, want %s", what, g.uri, u.RequestURI())
+	}
+	if g.body != want.Body {
+		t.Errorf("%s: body\n got %s\nwant %s", what, g.body, want.Body)
+	}
+	for k, v := range want.Headers {
+		if got := g.header.Values(k); !slices.Equal(got, []string{v}) {
+			t.Errorf("%s: header %s = %q, want %q", what, k, got, v)
+		}
+	}
+	if _, ok := want.Headers["Content-Type"]; !ok && g.header.Get("Content-Type") != "" {
+		t.Errorf("%s: Content-Type %q, but Frappe sends none without a header row", what, g.header.Get("Content-Type"))
+	}
+	if _, ok := want.Headers["X-Frappe-Webhook-Signature"]; !ok && g.header.Get("X-Frappe-Webhook-Signature") != "" {
+		t.Errorf("%s: a signature was sent, but Frappe sends none without enable_security", what)
+	}
+}
