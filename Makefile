@@ -12,7 +12,7 @@ PKG ?= ./...
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-short bench lint fmt release clean
+.PHONY: help build run test test-short cover bench lint fmt release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -29,6 +29,11 @@ test: ## start (or install) PostgreSQL and Redis, then go vet and go test -race
 	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
 	go vet $(PKG)
 	go test -race -count=1 -timeout 20m $(PKG)
+	scripts/cover.sh
+
+cover: ## the hot path's coverage (dispatch, event, outbox) and every function of it no test reaches
+	scripts/services.sh
+	scripts/cover.sh
 
 test-short: ## the same with -short (skips the slow end-to-end tests)
 	scripts/services.sh
@@ -44,7 +49,7 @@ BENCH_FLAGS ?=
 bench: ## the harness on real PostgreSQL and Redis (table + bench/results.json; BENCH_FLAGS=-quick), then go test -bench
 	scripts/services.sh
 	go run ./tests/bench $(BENCH_FLAGS)
-	go test -run '^$$' -bench . -benchmem $(PKG)
+	HOMING_BENCH_CONSOLE_ROWS=1000000 go test -run '^$$' -bench . -benchmem $(PKG)
 
 lint: ## go vet, gofmt and staticcheck (vet and gofmt only when staticcheck cannot be fetched)
 	go vet $(PKG)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/recovery"
@@ -23,38 +22,15 @@ func deliveryFilter(r *http.Request) (inspect.Filter, error) {
 	if err != nil {
 		return inspect.Filter{}, err
 	}
-	f := inspect.Filter{Webhook: q["webhook"], EventID: q["event_id"], DocType: q["doc_type"], DocName: q["doc_name"],
-		Cursor: q["cursor"], Limit: defaultPageSize}
-	if f.DocName != "" && f.DocType == "" {
-		return f, invalidRequest("doc_name", "doc_name %q needs doc_type too: a document name is unique only within its doctype", f.DocName)
+	f, err := inspect.ParseFilter(q)
+	var pe *inspect.ParamError
+	if errors.As(err, &pe) {
+		return f, invalidRequest(pe.Param, "%s", pe.Message)
 	}
-	for _, b := range []struct {
-		name string
-		t    *time.Time
-	}{{"since", &f.Since}, {"until", &f.Until}} {
-		v, ok := q[b.name]
-		if !ok {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return f, invalidRequest(b.name, "%s %q is not an RFC 3339 time such as 2026-12-03T15:04:05Z", b.name, v)
-		}
-		*b.t = t
+	if err != nil {
+		return f, err
 	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-		return f, invalidRequest("until", "until %s is not after since %s", q["until"], q["since"])
-	}
-	if s, ok := q["status"]; ok {
-		for _, st := range inspect.Statuses {
-			if strings.EqualFold(s, st) {
-				f.Status = st
-			}
-		}
-		if f.Status == "" {
-			return f, invalidRequest("status", "status %q is not one of %s", s, strings.Join(inspect.Statuses, ", "))
-		}
-	}
+	f.Limit = defaultPageSize
 	if l, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > maxPageSize {

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -38,8 +38,8 @@ type Error struct {
 	// parameter or a header), when there is one.
 	Field string `json:"field,omitempty"`
 	// EventID and Failures are set on delivery_failed.
-	EventID  string                    `json:"event_id,omitempty"`
-	Failures []dispatch.WebhookFailure `json:"failures,omitempty"`
+	EventID  string                 `json:"event_id,omitempty"`
+	Failures []event.WebhookFailure `json:"failures,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -76,8 +76,8 @@ func apiError(err error) *Error {
 	var (
 		ae  *Error
 		mbe *http.MaxBytesError
-		efe *dispatch.FieldError
-		se  *dispatch.SyncError
+		efe *event.FieldError
+		se  *event.SyncError
 		wfe *webhook.FieldError
 	)
 	switch {

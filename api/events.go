@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
 )
@@ -32,7 +33,7 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	ev, err := dispatch.Prepare(dispatch.Event{ID: req.ID, DocType: req.DocType, DocName: req.DocName, Event: req.Event}, req.Doc, s.cfg.MaxPayloadBytes)
+	ev, err := event.Prepare(dispatch.Event{ID: req.ID, DocType: req.DocType, DocName: req.DocName, Event: req.Event}, req.Doc, s.cfg.MaxPayloadBytes)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/tasks"
 )
 
 const orderEvent = `{"id": "so-1-submit", "doc_type": "Sales Order", "doc_name": "SO-1", "event": "on_submit", "doc": {"name": "SO-1", "grand_total": 1500}}`
@@ -39,7 +40,7 @@ func TestPublishIsIdempotent(t *testing.T) {
 	if len(rows) != 1 || rows[0].EventID != "so-1-submit" {
 		t.Fatalf("outbox = %+v, want one row for so-1-submit", rows)
 	}
-	ev, err := tasks.DecodeEvent([]byte(rows[0].Payload))
+	ev, err := event.Decode([]byte(rows[0].Payload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +183,8 @@ func TestPublishRefusesBadRequests(t *testing.T) {
 func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
-	ok := newReceiver(t, http.StatusOK)
-	down := newReceiver(t, http.StatusServiceUnavailable)
+	ok := testreceiver.Answering(t, http.StatusOK)
+	down := testreceiver.Answering(t, http.StatusServiceUnavailable)
 	s.expect(http.StatusCreated, "POST", "/v1/webhooks", s.admin, fmt.Sprintf(`{"name": "approvals", "doctype": "Leave Application", "event": "workflow_transition", "url": %q}`, ok.URL))
 	publish := func(id string) string {
 		return fmt.Sprintf(`{"id": %q, "doc_type": "Leave Application", "doc_name": "LA-1", "event": "workflow_transition", "doc": {"name": "LA-1", "workflow_state": "Approved"}}`, id)
@@ -192,11 +193,11 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 	if got := r.object(t); got["event_id"] != "wf-1" {
 		t.Errorf("200 body = %s", r.body)
 	}
-	if got := ok.got(); len(got) != 1 || compact(t, string(got[0])) != `{"name":"LA-1","workflow_state":"Approved"}` {
+	if got := ok.Bodies(); len(got) != 1 || compact(t, string(got[0])) != `{"name":"LA-1","workflow_state":"Approved"}` {
 		t.Fatalf("receiver got %q when the 200 came back, want the document once", got)
 	}
 	s.expect(http.StatusOK, "POST", "/v1/events", s.publish, publish("wf-1"))
-	if n := len(ok.got()); n != 1 {
+	if n := len(ok.Bodies()); n != 1 {
 		t.Errorf("receiver got %d requests after a repeated publish, want still 1", n)
 	}
 	if rows := s.outboxRows(); len(rows) != 0 {
@@ -213,7 +214,7 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 			t.Errorf("message %q does not name the webhook", e.Message)
 		}
 	}
-	if n, m := len(ok.got()), len(down.got()); n != 2 || m != 1 {
+	if n, m := len(ok.Bodies()), len(down.Bodies()); n != 2 || m != 1 {
 		t.Errorf("receivers got %d and %d requests, want 2 (wf-1, wf-2) and 1 (wf-2 once)", n, m)
 	}
 	var d models.Delivery
@@ -234,7 +235,7 @@ func TestPublishDefaultsDocName(t *testing.T) {
 		t.Fatalf("outbox has %d rows, want 2", len(rows))
 	}
 	for i, want := range []string{"N-7", "given"} {
-		ev, err := tasks.DecodeEvent([]byte(rows[i].Payload))
+		ev, err := event.Decode([]byte(rows[i].Payload))
 		if err != nil || ev.DocName != want {
 			t.Errorf("queued event %s: doc_name %q, %v; want %q", rows[i].EventID, ev.DocName, err, want)
 		}

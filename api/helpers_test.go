@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -192,36 +191,6 @@ func (s *server) refused(status int, code, field, method, path, tok, body string
 }
 
 func keys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
-
-// receiver records the requests it gets and answers with its status.
-type receiver struct {
-	*httptest.Server
-	mu     sync.Mutex
-	bodies [][]byte
-	ids    []string
-	status int
-}
-
-func newReceiver(t *testing.T, status int) *receiver {
-	rc := &receiver{status: status}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		rc.mu.Lock()
-		rc.bodies = append(rc.bodies, b)
-		rc.ids = append(rc.ids, r.Header.Get("webhook-id"))
-		code := rc.status
-		rc.mu.Unlock()
-		w.WriteHeader(code)
-	}))
-	t.Cleanup(rc.Close)
-	return rc
-}
-
-func (rc *receiver) got() [][]byte {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return slices.Clone(rc.bodies)
-}
 
 // compact re-encodes a JSON text without spaces, for comparisons.
 func compact(t *testing.T, s string) string {

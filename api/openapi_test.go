@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/webhook"
 )
@@ -143,7 +143,7 @@ func TestSchemasMatchTheJSON(t *testing.T) {
 	for name, fields := range map[string][]string{
 		"Error":          structFields(reflect.TypeFor[errorBody]()),
 		"ErrorDetail":    structFields(reflect.TypeFor[Error]()),
-		"WebhookFailure": structFields(reflect.TypeFor[dispatch.WebhookFailure]()),
+		"WebhookFailure": structFields(reflect.TypeFor[event.WebhookFailure]()),
 		"EventRequest":   structFields(reflect.TypeFor[eventRequest]()),
 		"EventAccepted":  structFields(reflect.TypeFor[eventResponse]()),
 		"Webhook":        structFields(reflect.TypeFor[webhook.View]()),

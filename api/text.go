@@ -9,12 +9,12 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 )
 
 // badText says why s cannot be stored as PostgreSQL text, or "" when it
 // can: such input would otherwise fail deep inside a statement as a 500.
-func badText(s string) string { return dispatch.BadText(s) }
+func badText(s string) string { return event.BadText(s) }
 
 // checkRequestText refuses, with a 422 naming the part at fault, a request
 // whose path, query or Idempotency-Key holds NUL or invalid UTF-8. The body
@@ -65,7 +65,7 @@ func checkBodyText(b []byte) error {
 		if !utf8.Valid(raw) {
 			return invalidRequest(k, "%s is not valid UTF-8; send it encoded as UTF-8", k)
 		}
-		if dispatch.JSONHasNUL(raw) {
+		if event.JSONHasNUL(raw) {
 			return invalidRequest(k, "%s contains a NUL character (\\u0000), which cannot be stored; remove it", k)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/homingdev/homing/client"
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/delivery"
@@ -121,17 +122,29 @@ func SenderConfig(cfg config.Delivery, now func() time.Time) delivery.SenderConf
 // PostgreSQL's NOTIFY on commit, and polling every outbox.poll_interval
 // (only polling on SQLite).
 func (a *App) Relay(client *asynq.Client) *outbox.Relay {
+	return outbox.NewRelay(a.DB, client, a.relayConfig())
+}
+
+// DrainingRelay is Relay for homing serve: its Stop queues what is left in
+// the outbox.
+func (a *App) DrainingRelay(client *asynq.Client) *outbox.Relay {
+	cfg := a.relayConfig()
+	cfg.DrainOnStop = true
+	return outbox.NewRelay(a.DB, client, cfg)
+}
+
+func (a *App) relayConfig() outbox.RelayConfig {
 	listen := ""
 	if store.DialectOf(a.DB) == store.Postgres {
 		listen = a.Config.Database.URL
 	}
-	return outbox.NewRelay(a.DB, client, outbox.RelayConfig{
+	return outbox.RelayConfig{
 		PollInterval: a.Config.Outbox.PollInterval,
 		RecoverAfter: a.Config.Outbox.RecoverAfter,
 		ListenURL:    listen,
 		Logger:       a.Log,
 		Clock:        a.Clock,
-	})
+	}
 }
 
 // Close releases the database pool and idle connections.
@@ -149,34 +162,18 @@ func (a *App) Close() error {
 // Password and TLS for Sentinel and Cluster come from redis.url's userinfo
 // and scheme.
 func RedisConn(r config.Redis) (asynq.RedisConnOpt, error) {
-	base, err := RedisOpt(r.URL)
-	if err != nil {
-		return nil, err
-	}
-	one, _ := base.(asynq.RedisClientOpt)
-	if (r.Sentinel.Master == "") != (len(r.Sentinel.Addrs) == 0) {
-		return nil, fmt.Errorf("redis.sentinel: set both redis.sentinel.master and redis.sentinel.addrs, or neither")
-	}
-	if r.Sentinel.Master != "" && len(r.Cluster.Addrs) > 0 {
-		return nil, fmt.Errorf("redis.cluster.addrs: cannot be combined with redis.sentinel; choose one")
-	}
-	switch {
-	case r.Sentinel.Master != "":
-		return redisconn.Sentinel{
-			Master: r.Sentinel.Master, SentinelAddrs: r.Sentinel.Addrs,
-			Username: one.Username, Password: one.Password, DB: one.DB, TLSConfig: one.TLSConfig,
-		}, nil
-	case len(r.Cluster.Addrs) > 0:
-		return redisconn.Cluster{Addrs: r.Cluster.Addrs, Username: one.Username, Password: one.Password, TLSConfig: one.TLSConfig}, nil
-	}
-	return base, nil
+	return redisconn.Settings{URL: r.URL, SentinelMaster: r.Sentinel.Master, SentinelAddrs: r.Sentinel.Addrs, ClusterAddrs: r.Cluster.Addrs}.Opt()
 }
 
-// RedisOpt parses redis.url into asynq's connection options.
-func RedisOpt(rawURL string) (asynq.RedisConnOpt, error) {
-	opt, err := asynq.ParseRedisURI(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("redis.url: %w", err)
+// ClientConfig is a publisher's configuration (package client) taken from
+// Homing's: Redis and the payload limit. workflow_transition events need
+// Transitions too (transition.New(transition.FromConfig(c))).
+func ClientConfig(c config.Config) client.Config {
+	return client.Config{
+		RedisURL:            c.Redis.URL,
+		RedisSentinelMaster: c.Redis.Sentinel.Master,
+		RedisSentinelAddrs:  c.Redis.Sentinel.Addrs,
+		RedisClusterAddrs:   c.Redis.Cluster.Addrs,
+		MaxPayloadBytes:     c.Delivery.MaxPayloadBytes,
 	}
-	return opt, nil
 }

@@ -13,9 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/transition"
 )
 
 type enqueueFlags struct {
@@ -76,10 +78,10 @@ func (e *env) readDoc(v string) (map[string]any, error) {
 	if !utf8.Valid(b) {
 		return nil, usagef("--doc: the document is not valid UTF-8; convert it to UTF-8 (e.g. with iconv)")
 	}
-	if dispatch.JSONHasNUL(b) {
+	if event.JSONHasNUL(b) {
 		return nil, usagef("--doc: the document contains a NUL character (\\u0000), which cannot be stored; remove it")
 	}
-	doc, err := dispatch.DecodeDoc(b)
+	doc, err := event.DecodeDoc(b)
 	if err != nil {
 		return nil, usagef("--doc: %v", err)
 	}
@@ -96,12 +98,20 @@ func (e *env) enqueue(cmd *cobra.Command, f *enqueueFlags, doc map[string]any) e
 		return err
 	}
 	routeRedisLogs(log, slog.LevelDebug)
-	cc := client.FromConfig(cfg)
+	cc := app.ClientConfig(cfg)
 	cc.Logger = log
-	if f.event != models.EventWorkflowTransition {
-		// Ordinary events need only Redis; do not open (or create) a
-		// database the worker will read instead.
-		cc.DatabaseURL = ""
+	if f.event == models.EventWorkflowTransition {
+		// Only a transition needs the engine and the database; ordinary
+		// events need only Redis, and must not open (or create) a database
+		// the worker will read instead.
+		tc := transition.FromConfig(cfg)
+		tc.Logger = log
+		tr, err := transition.New(tc)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tr.Close() }()
+		cc.Transitions = tr
 	}
 	c, err := client.New(cc)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/cli"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/tasks"
 )
@@ -78,11 +79,11 @@ func TestEnqueueQueuesTheEvent(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out) != 1 || out["event_id"] != "evt-1" {
 		t.Fatalf(`stdout = %q, want {"event_id": "evt-1"}`, r.stdout)
 	}
-	info, err := inspector.GetTaskInfo(tasks.DefaultQueue, tasks.EventTaskID("evt-1"))
+	info, err := inspector.GetTaskInfo(tasks.DefaultQueue, event.TaskID("evt-1"))
 	if err != nil {
 		t.Fatalf("the event task is not in Redis: %v", err)
 	}
-	var p tasks.EventPayload
+	var p event.Payload
 	if err := json.Unmarshal(info.Payload, &p); err != nil || p.DocType != "Sales Order" || p.DocName != "SO-1" ||
 		p.Event != "on_submit" || string(p.Doc) != `{"grand_total":1500,"name":"SO-1"}` {
 		t.Errorf("queued payload = %s", info.Payload)
@@ -94,7 +95,7 @@ func TestEnqueueQueuesTheEvent(t *testing.T) {
 	if r.code != 0 || r.stderr != "" || uuid.Validate(id) != nil {
 		t.Fatalf("enqueue without --event-id: %s", r)
 	}
-	if _, err := inspector.GetTaskInfo(tasks.DefaultQueue, tasks.EventTaskID(id)); err != nil {
+	if _, err := inspector.GetTaskInfo(tasks.DefaultQueue, event.TaskID(id)); err != nil {
 		t.Errorf("event %s is not in Redis: %v", id, err)
 	}
 	// The same event ID again is accepted and queued once.

@@ -47,7 +47,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 				return fmt.Errorf("monitor.auth: %w", err)
 			}
 			srv := monitor.NewServer(addr, redis, !readWrite, auth, log)
-			if err := srv.Start(); err != nil {
+			if err := srv.Start(ctx); err != nil {
 				return fmt.Errorf("--addr %s: %w", addr, err)
 			}
 			log.Info("monitor started", "addr", srv.Addr(), "read_only", !readWrite, "auth", auth != config.MonitorAuth{})

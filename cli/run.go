@@ -14,8 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdev/homing/app"
-	"github.com/homingdev/homing/scheduler"
-	"github.com/homingdev/homing/worker"
+	"github.com/homingdev/homing/process"
 )
 
 // untilSignalled is the context a long-running command runs in: it ends on
@@ -80,23 +79,24 @@ func newWorkerCmd(e *env) *cobra.Command {
 				if err := pingRedis(ctx, a.Redis); err != nil {
 					return err
 				}
-				w := worker.New(a)
-				if err := w.Start(); err != nil {
-					return err
+				r, w := process.Worker(a)
+				r.Stopping = func() {
+					stop() // a second signal now ends the process at once
+					log.Info("worker stopping: finishing in-flight deliveries", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
 				}
-				routeRedisLogs(log, slog.LevelWarn)
-				started := append([]any{"concurrency", cfg.Worker.Concurrency, "queues", cfg.Worker.Queues}, sqliteFile(cfg)...)
-				if addr := w.MetricsAddr(); addr != "" {
-					started = append(started, "metrics_addr", addr)
+				err := r.Run(ctx, func() {
+					routeRedisLogs(log, slog.LevelWarn)
+					started := append([]any{"concurrency", cfg.Worker.Concurrency, "queues", cfg.Worker.Queues}, sqliteFile(cfg)...)
+					if addr := w.MetricsAddr(); addr != "" {
+						started = append(started, "metrics_addr", addr)
+					}
+					log.Info("worker started", started...)
+					warnAtStart(ctx, a, workerQueues(a))
+				})
+				if err == nil {
+					log.Info("worker stopped")
 				}
-				log.Info("worker started", started...)
-				warnAtStart(ctx, a, workerQueues(a))
-				<-ctx.Done()
-				stop() // a second signal now ends the process at once
-				log.Info("worker stopping: finishing in-flight deliveries", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
-				w.Stop()
-				log.Info("worker stopped")
-				return nil
+				return err
 			})
 		}),
 	}
@@ -115,29 +115,20 @@ func newSchedulerCmd(e *env) *cobra.Command {
 				if err := pingRedis(ctx, a.Redis); err != nil {
 					return err
 				}
-				s, err := scheduler.New(a.Redis, cfg.Sweeper.Interval, log)
+				r, err := process.Scheduler(a)
 				if err != nil {
 					return err
 				}
-				queue := asynq.NewClient(a.Redis)
-				defer func() { _ = queue.Close() }()
-				relay := a.Relay(queue)
-				if err := relay.Start(ctx); err != nil {
-					return err
+				r.Stopping = stop
+				err = r.Run(ctx, func() {
+					routeRedisLogs(log, slog.LevelWarn)
+					log.Info("scheduler started", "sweep_interval", cfg.Sweeper.Interval.String(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
+					warnAtStart(ctx, a, nil)
+				})
+				if err == nil {
+					log.Info("scheduler stopped")
 				}
-				if err := s.Start(); err != nil {
-					relay.Stop()
-					return err
-				}
-				routeRedisLogs(log, slog.LevelWarn)
-				log.Info("scheduler started", "sweep_interval", cfg.Sweeper.Interval.String(), "outbox_poll_interval", cfg.Outbox.PollInterval.String())
-				warnAtStart(ctx, a, nil)
-				<-ctx.Done()
-				stop()
-				relay.Stop()
-				s.Stop()
-				log.Info("scheduler stopped")
-				return nil
+				return err
 			})
 		}),
 	}

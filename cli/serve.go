@@ -2,15 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
-	"github.com/hibiken/asynq"
 	"github.com/spf13/cobra"
 
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
-	"github.com/homingdev/homing/internal/httpserve"
+	"github.com/homingdev/homing/console"
+	"github.com/homingdev/homing/process"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/token"
 )
@@ -20,7 +22,8 @@ func newServeCmd(e *env) *cobra.Command {
 		Use:   "serve",
 		Short: "Serve the HTTP API on api.addr and relay the outbox, until signalled",
 		Long: "serve answers the HTTP API (POST /v1/events, /v1/webhooks, /v1/deliveries; the document\n" +
-			"is at /v1/openapi.json) on api.addr. Requests need a bearer token: homing token create.\n" +
+			"is at /v1/openapi.json) and the delivery console (/console/) on api.addr. Requests need a\n" +
+			"bearer token: homing token create.\n" +
 			"It runs an outbox relay too, so published events reach the queue within milliseconds\n" +
 			"without waiting on the scheduler's. On SIGINT or SIGTERM it stops accepting and finishes\n" +
 			"requests in flight within worker.shutdown_timeout.",
@@ -34,39 +37,43 @@ func newServeCmd(e *env) *cobra.Command {
 				if err := pingRedis(ctx, a.Redis); err != nil {
 					log.Warn("events are accepted into the outbox and relayed once Redis answers", "error", err.Error())
 				}
-				queue := asynq.NewClient(a.Redis)
-				defer func() { _ = queue.Close() }()
-				relay := a.Relay(queue)
-				if err := relay.Start(ctx); err != nil {
-					return err
-				}
-				defer relay.Stop()
 				tokens := token.New(a.DB, a.Clock, log)
-				srv := httpserve.New("api", cfg.API.Addr, api.New(apiConfig(a, tokens)), log)
-				if err := srv.Start(); err != nil {
-					return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, err)
+				r, srv := process.Serve(a, httpHandler(a, tokens))
+				r.Stopping = func() {
+					stop() // a second signal now ends the process at once
+					log.Info("api stopping: finishing requests in flight", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
 				}
-				routeRedisLogs(log, slog.LevelWarn)
-				log.Info("api started", append([]any{"addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String()}, sqliteFile(cfg)...)...)
-				warnWithoutTokens(ctx, tokens, log)
-				warnAtStart(ctx, a, nil)
-				<-ctx.Done()
-				stop() // a second signal now ends the process at once
-				log.Info("api stopping: finishing requests in flight", "shutdown_timeout", cfg.Worker.ShutdownTimeout.String())
-				sctx, cancel := context.WithTimeout(context.Background(), cfg.Worker.ShutdownTimeout)
-				defer cancel()
-				err := srv.Stop(sctx)
-				// The relay stops after the last request, so what they published
-				// is queued now rather than at the next scheduler's poll.
-				relay.Stop()
-				if _, derr := relay.Drain(sctx); derr != nil {
-					log.Warn("outbox not drained at stop; the scheduler's relay will queue the rest", "error", derr.Error())
+				err := r.Run(ctx, func() {
+					routeRedisLogs(log, slog.LevelWarn)
+					log.Info("api started", append([]any{"addr", srv.Addr(), "outbox_poll_interval", cfg.Outbox.PollInterval.String()}, sqliteFile(cfg)...)...)
+					warnWithoutTokens(ctx, tokens, log)
+					warnAtStart(ctx, a, nil)
+				})
+				if se := (*app.StartError)(nil); errors.As(err, &se) && se.Part == "api" {
+					return fmt.Errorf("api.addr %q: %w (choose a free port with api.addr or HOMING_API_ADDR)", cfg.API.Addr, se.Err)
 				}
-				log.Info("api stopped")
+				if err == nil {
+					log.Info("api stopped")
+				}
 				return err
 			})
 		}),
 	}
+}
+
+// httpHandler is what `homing serve` and `homing dev` answer on their API
+// address: the console under /console/, the API everywhere else, both on
+// the same services.
+func httpHandler(a *app.App, tokens *token.Service) http.Handler {
+	cfg := apiConfig(a, tokens)
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix, console.New(console.Config{
+		DB: cfg.DB, Webhooks: cfg.Webhooks, Recovery: cfg.Recovery, Tokens: tokens,
+		AsynqmonURL: a.Config.API.AsynqmonURL, DisableAfter: a.Config.Health.DisableAfter,
+		Clock: a.Clock, Logger: a.Log,
+	}))
+	mux.Handle("/", api.New(cfg))
+	return mux
 }
 
 // apiConfig wires the API to a's services: the same webhook service, recovery

@@ -402,7 +402,7 @@ func (e *env) updateWebhook(cmd *cobra.Command, name string, f *webhookFlags, se
 func newWebhookEnableCmd(e *env, enabled bool) *cobra.Command {
 	verb, short := "enable", "Enable a webhook"
 	if !enabled {
-		verb, short = "disable", "Disable a webhook; its pending retries become Exhausted when due"
+		verb, short = "disable", "Disable a webhook; its pending retries become Exhausted at once"
 	}
 	return &cobra.Command{
 		Use:   verb + " NAME",

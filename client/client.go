@@ -1,7 +1,13 @@
 // Package client publishes document events to Homing from any Go service.
 // Ordinary events need only Redis: Publish enqueues one asynq task carrying
-// the document snapshot. workflow_transition events are delivered
-// synchronously in the caller and need the database too.
+// the document snapshot; PublishTx writes it into Homing's outbox inside the
+// caller's own transaction. workflow_transition events are delivered
+// synchronously, which needs Homing's engine: give Config.Transitions either
+// ViaServe (through homing serve's HTTP API; this package stays small) or
+// transition.New (the engine in this process).
+//
+// The package imports asynq, go-redis and GORM (for PublishTx's *gorm.DB)
+// and nothing of the engine: client_deps_test.go holds the list.
 package client
 
 import (
@@ -14,30 +20,24 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/homingdev/homing/app"
-	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/delivery"
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
-	"github.com/homingdev/homing/retry"
-	"github.com/homingdev/homing/secretbox"
-	"github.com/homingdev/homing/store"
-	"github.com/homingdev/homing/tasks"
+	"github.com/homingdev/homing/redisconn"
 
 	"gorm.io/gorm"
 )
 
 // ErrInvalidEvent marks an event Homing refuses; the message says what to fix.
-var ErrInvalidEvent = dispatch.ErrInvalidEvent
+var ErrInvalidEvent = event.ErrInvalidEvent
 
-// ErrNeedsDatabase is returned for a workflow_transition event on a client
-// built without a database URL.
-var ErrNeedsDatabase = errors.New("workflow_transition events are delivered synchronously and need the database: set database.url")
+// ErrNeedsTransitions is returned for a workflow_transition event on a
+// client built without Config.Transitions.
+var ErrNeedsTransitions = errors.New("workflow_transition events are delivered synchronously by Homing's engine: set client.Config.Transitions to client.ViaServe{…} (through homing serve) or transition.New(…) (the engine in this process)")
 
 // SyncError is returned by Publish when a workflow_transition event could not
 // be delivered to one or more webhooks; it names each of them.
-type SyncError = dispatch.SyncError
+type SyncError = event.SyncError
 
 // Event is one document event. ID is the caller's idempotency key: publishing
 // the same ID twice never yields two deliveries to one webhook. An empty ID
@@ -51,49 +51,37 @@ type Event struct {
 	Doc     map[string]any
 }
 
+// Transitions delivers workflow_transition events now, one attempt per
+// matching webhook, and returns a *SyncError naming each webhook that
+// failed: ViaServe, or *transition.Deliverer.
+type Transitions interface {
+	DeliverNow(ctx context.Context, ev event.Event) error
+}
+
 // Config is what a publisher needs.
 type Config struct {
 	// RedisURL is where the worker's queues live (redis://host:port/db).
 	RedisURL string
-	// RedisSentinel and RedisCluster, when set, take precedence over
-	// RedisURL's host (its password, database and TLS scheme still apply),
-	// as redis.sentinel.* and redis.cluster.addrs do for the workers.
-	RedisSentinel config.RedisSentinel
-	RedisCluster  config.RedisCluster
-	// DatabaseURL is needed only to publish workflow_transition events.
-	DatabaseURL string
-	// SecretsKey opens webhook secrets to sign synchronous deliveries.
-	SecretsKey string
+	// RedisSentinelMaster with RedisSentinelAddrs, or RedisClusterAddrs,
+	// take precedence over RedisURL's host (its password, database and TLS
+	// scheme still apply), as redis.sentinel.* and redis.cluster.addrs do
+	// for the workers.
+	RedisSentinelMaster string
+	RedisSentinelAddrs  []string
+	RedisClusterAddrs   []string
 	// MaxPayloadBytes refuses larger documents (default 1 MiB).
 	MaxPayloadBytes int
-	// Delivery holds the synchronous path's network guard settings
-	// (delivery.allow_private_networks, delivery.allowed_networks); the zero
-	// value refuses private and loopback receivers.
-	Delivery config.Delivery
-	Logger   *slog.Logger
-}
-
-// FromConfig takes a publisher's settings from Homing's configuration.
-func FromConfig(c config.Config) Config {
-	return Config{
-		RedisURL:        c.Redis.URL,
-		RedisSentinel:   c.Redis.Sentinel,
-		RedisCluster:    c.Redis.Cluster,
-		DatabaseURL:     c.Database.URL,
-		SecretsKey:      c.Secrets.Key,
-		MaxPayloadBytes: c.Delivery.MaxPayloadBytes,
-		Delivery:        c.Delivery,
-	}
+	// Transitions delivers workflow_transition events; without it they are
+	// refused with ErrNeedsTransitions.
+	Transitions Transitions
+	Logger      *slog.Logger
 }
 
 // Client publishes events. It is safe for concurrent use; make one per
 // process and Close it on shutdown.
 type Client struct {
-	cfg    Config
-	queue  *asynq.Client
-	db     *gorm.DB
-	sender *delivery.Sender
-	disp   *dispatch.Dispatcher
+	cfg   Config
+	queue *asynq.Client
 }
 
 // New connects a publisher.
@@ -104,36 +92,16 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	opt, err := app.RedisConn(config.Redis{URL: cfg.RedisURL, Sentinel: cfg.RedisSentinel, Cluster: cfg.RedisCluster})
+	opt, err := redisconn.Settings{URL: cfg.RedisURL, SentinelMaster: cfg.RedisSentinelMaster, SentinelAddrs: cfg.RedisSentinelAddrs, ClusterAddrs: cfg.RedisClusterAddrs}.Opt()
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, queue: asynq.NewClient(opt)}
-	if cfg.DatabaseURL != "" {
-		box, err := secretbox.New(cfg.SecretsKey)
-		if err != nil {
-			_ = c.queue.Close()
-			return nil, err
-		}
-		c.db, err = store.Open(cfg.DatabaseURL)
-		if err != nil {
-			_ = c.queue.Close()
-			return nil, err
-		}
-		c.sender = delivery.NewSender(app.SenderConfig(cfg.Delivery, nil))
-		c.disp = dispatch.New(c.db, c.sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger})
-	}
-	return c, nil
+	return &Client{cfg: cfg, queue: asynq.NewClient(opt)}, nil
 }
 
-// Close releases the Redis and database connections.
+// Close releases the Redis connections. It does not close Config.Transitions.
 func (c *Client) Close() error {
-	err := c.queue.Close()
-	if c.db != nil {
-		c.sender.Close()
-		err = errors.Join(err, store.Close(c.db))
-	}
-	return err
+	return c.queue.Close()
 }
 
 // Publish hands ev to Homing and returns its event ID. For ordinary events it
@@ -151,22 +119,21 @@ func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
 		return "", err
 	}
 	if dev.Event == models.EventWorkflowTransition {
-		if c.disp == nil {
-			return dev.ID, ErrNeedsDatabase
+		if c.cfg.Transitions == nil {
+			return dev.ID, ErrNeedsTransitions
 		}
 		// Give the document the shape the worker would see after decoding it
 		// from Redis, so the synchronous path renders exactly what the
 		// queued path would.
-		if dev.Doc, err = dispatch.DecodeDoc(doc); err != nil {
+		if dev.Doc, err = event.DecodeDoc(doc); err != nil {
 			return "", fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 		}
-		_, err := c.disp.DeliverNow(ctx, dev)
-		return dev.ID, err
+		return dev.ID, c.cfg.Transitions.DeliverNow(ctx, dev)
 	}
 	// The worker decodes the document from these bytes; encoding it once
 	// here is all a queued event needs (and a third of Publish's time was
 	// decoding and re-encoding it).
-	task, err := tasks.NewEventTaskJSON(dev, doc)
+	task, err := event.NewTaskJSON(dev, doc)
 	if err != nil {
 		return "", err
 	}
@@ -227,18 +194,18 @@ func publishTx(ctx context.Context, tx *gorm.DB, ev Event, maxPayloadBytes int) 
 
 // prepare fills the ID, checks the event and the document's size, and
 // returns the document encoded as JSON, the form a queued event carries.
-func (c *Client) prepare(ev Event) (dispatch.Event, []byte, error) {
+func (c *Client) prepare(ev Event) (event.Event, []byte, error) {
 	return prepare(ev, c.cfg.MaxPayloadBytes)
 }
 
-func prepare(ev Event, maxPayloadBytes int) (dispatch.Event, []byte, error) {
+func prepare(ev Event, maxPayloadBytes int) (event.Event, []byte, error) {
 	if ev.Doc == nil {
-		return dispatch.Event{}, nil, &dispatch.FieldError{Field: "doc", Message: "doc is missing (give the document as a JSON object)"}
+		return event.Event{}, nil, &event.FieldError{Field: "doc", Message: "doc is missing (give the document as a JSON object)"}
 	}
 	b, err := json.Marshal(ev.Doc)
 	if err != nil {
-		return dispatch.Event{}, nil, &dispatch.FieldError{Field: "doc", Message: fmt.Sprintf("doc cannot be encoded as JSON: %v", err)}
+		return event.Event{}, nil, &event.FieldError{Field: "doc", Message: fmt.Sprintf("doc cannot be encoded as JSON: %v", err)}
 	}
-	dev, err := dispatch.PrepareEncoded(dispatch.Event{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: ev.Doc}, b, maxPayloadBytes)
+	dev, err := event.PrepareEncoded(event.Event{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: ev.Doc}, b, maxPayloadBytes)
 	return dev, b, err
 }

@@ -48,6 +48,9 @@ type API struct {
 	// 413 before they are read. It must leave room for a document of
 	// delivery.max_payload_bytes inside its JSON envelope.
 	MaxBodyBytes int
+	// AsynqmonURL (api.asynqmon_url) is where operators reach asynqmon; when
+	// set, the console links a delivery to its task there.
+	AsynqmonURL string
 }
 
 // Outbox paces the relay that moves committed outbox events into asynq.
@@ -250,6 +253,7 @@ func fields() []field {
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
+		{"api.asynqmon_url", "", into(parseString, func(c *Config) *string { return &c.API.AsynqmonURL })},
 		// Durable intake and operator defaults (issue 16).
 		{"outbox.recover_after", "5m", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.RecoverAfter })},
 		{"monitor.auth", "", into(parseString, func(c *Config) *string { return &c.Monitor.Auth })},

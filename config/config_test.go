@@ -282,6 +282,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"outbox.poll_interval":       {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
 		"api.addr":                   {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
 		"api.max_body_bytes":         {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
+		"api.asynqmon_url":           {"http://127.0.0.1:8080", func(c *Config) { c.API.AsynqmonURL = "http://127.0.0.1:8080" }},
 		"outbox.recover_after":       {"30s", func(c *Config) { c.Outbox.RecoverAfter = 30 * time.Second }},
 		"monitor.auth":               {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
 	}

@@ -13,12 +13,10 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/scheduler"
-	"github.com/homingdev/homing/worker"
+	"github.com/homingdev/homing/process"
 )
 
 // FastSchedule is the compressed schedule of --fast: the whole retry story in
@@ -36,9 +34,10 @@ type Options struct {
 	// OnReady, when set, is called with the embedded Redis URL once every
 	// part is running (tests use it instead of parsing the banner).
 	OnReady func(redisURL string)
-	// Extra, when set, starts more services (the monitor UI) on the running
-	// dev Redis and returns their stop function.
-	Extra func(a *app.App) (stop func(), err error)
+	// Extra, when set, gives more parts (the monitor UI, the HTTP API) to
+	// run on the dev Redis and database, started after the core and
+	// stopped before it.
+	Extra func(a *app.App) ([]process.Named, error)
 }
 
 // Run starts everything and blocks until ctx is done, then stops it all.
@@ -76,34 +75,23 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 		return err
 	}
 	defer a.Close()
-	w := worker.New(a)
-	if err := w.Start(); err != nil {
-		return err
+	var extra []process.Named
+	if opts.Extra != nil {
+		if extra, err = opts.Extra(a); err != nil {
+			return err
+		}
 	}
-	defer w.Stop()
-	s, err := scheduler.New(a.Redis, cfg.Sweeper.Interval, log)
+	r, err := process.Dev(a, extra...)
 	if err != nil {
 		return err
 	}
-	if err := s.Start(); err != nil {
-		return err
-	}
-	defer s.Stop()
-	queue := asynq.NewClient(a.Redis)
-	defer func() { _ = queue.Close() }()
-	relay := a.Relay(queue)
-	if err := relay.Start(ctx); err != nil {
-		return err
-	}
-	defer relay.Stop()
-	if opts.Extra != nil {
-		stop, err := opts.Extra(a)
-		if err != nil {
-			return err
+	return r.Run(ctx, func() {
+		for _, e := range extra {
+			if e.Banner != nil {
+				fmt.Fprint(opts.Out, e.Banner())
+			}
 		}
-		defer stop()
-	}
-	fmt.Fprintf(opts.Out, `
+		fmt.Fprintf(opts.Out, `
   Homing dev mode
   ===============
   embedded Redis : %s
@@ -116,11 +104,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
            Use a real Redis (make run) for anything that matters.
 
 `, mr.Addr(), OtherShells(cfg), cfg.Database.URL, cfg.Retry.Schedule, cfg.Sweeper.Interval)
-	if opts.OnReady != nil {
-		opts.OnReady(redisURL)
-	}
-	<-ctx.Done()
-	return nil
+		if opts.OnReady != nil {
+			opts.OnReady(redisURL)
+		}
+	})
 }
 
 // OtherShells is the export line another shell runs to use this dev

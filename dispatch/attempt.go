@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/logging"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
 	"github.com/homingdev/homing/webhook"
@@ -450,20 +451,12 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	return out, nil
 }
 
-// logAttempt writes the busiest log line, one per attempt, for a fraction
-// of slog.Info's cost: typed attributes (no boxing into any) and no caller
-// lookup (runtime.Callers, for a source that Homing's handlers never print,
-// was a third of it).
+// logAttempt writes the busiest log line, one per attempt.
 func (d *Dispatcher) logAttempt(ctx context.Context, row models.Delivery, out Outcome, res delivery.Result, now time.Time) {
-	h := d.log.Handler()
-	if !h.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	r := slog.NewRecord(now, slog.LevelInfo, "delivery attempt", 0)
-	r.AddAttrs(slog.String("delivery", row.ID), slog.String("webhook", row.WebhookName), slog.String("event_id", row.EventID),
+	logging.NoCaller(ctx, d.log, slog.LevelInfo, now, "delivery attempt",
+		slog.String("delivery", row.ID), slog.String("webhook", row.WebhookName), slog.String("event_id", row.EventID),
 		slog.Int("attempt", row.Attempts), slog.String("status", out.Status), slog.String("class", string(res.Class)),
 		slog.Int("status_code", res.StatusCode), slog.Int64("duration_ms", res.Duration.Milliseconds()), slog.String("error", out.Reason))
-	_ = h.Handle(ctx, r)
 }
 
 // signal is what res tells of its webhook's health, whatever the clock

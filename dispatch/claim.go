@@ -14,28 +14,21 @@ import (
 	"github.com/homingdev/homing/signing"
 )
 
-// Claimed is a delivery whose first attempt the caller owns: FanOutInline
-// inserted its row already claimed, so no other task can send it. Hand it to
-// AttemptClaimed.
-type Claimed struct {
+// claimed is a delivery whose first attempt this fan-out owns: fanOut
+// inserted its row already claimed, so no other task can send it.
+type claimed struct {
 	row     models.Delivery
 	hook    models.Webhook
 	secrets []signing.Secret
 	at      time.Time
 }
 
-// ID is the claimed delivery's ID.
-func (c *Claimed) ID() string { return c.row.ID }
-
-// WebhookName names the claimed delivery's webhook.
-func (c *Claimed) WebhookName() string { return c.row.WebhookName }
-
 // claimAtInsert turns a planned Failed row into one claimed for its first
 // attempt, as Attempt's claim would leave it: one attempt counted and
 // next_retry moved past the attempt's timeout (the lease). It reports nil,
 // leaving the row as planned, when the webhook's secret cannot be opened:
 // that row's webhook:deliver task then fails the way it always has.
-func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now time.Time) *Claimed {
+func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now time.Time) *claimed {
 	secrets, err := d.secrets(&w, now)
 	if err != nil {
 		return nil
@@ -43,20 +36,8 @@ func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now t
 	lease := now.Add(w.Timeout() + claimMargin)
 	row.Attempts = 1
 	row.NextRetry = &lease
-	return &Claimed{row: *row, hook: w, secrets: secrets, at: now}
+	return &claimed{row: *row, hook: w, secrets: secrets, at: now}
 }
-
-// AttemptClaimed makes the first attempt of a delivery FanOutInline claimed:
-// send → record, as Attempt does after its claim.
-func (d *Dispatcher) AttemptClaimed(ctx context.Context, c *Claimed) (Outcome, error) {
-	return d.send(ctx, c.row, First, &c.hook, c.secrets, c.at)
-}
-
-// ReleaseClaimed gives back a claim FanOutInline made when the caller cannot
-// make the attempt after all (it failed to queue the event's other
-// deliveries and will be run again): the row is due again, unattempted, so
-// the re-run hands it out as Pending.
-func (d *Dispatcher) ReleaseClaimed(c *Claimed) error { return d.release(c.row, d.now()) }
 
 // claimColumns is what an attempt needs of the delivery and its webhook, in
 // the order scanClaim reads them, and the due time the claim replaced.

@@ -36,23 +36,61 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 	return pending, err
 }
 
-// FanOutInline is FanOut for the worker running the event's task on queue:
-// one delivery whose webhook is served by that same queue is inserted
-// already claimed for its first attempt, and handed back to be sent in the
-// caller with AttemptClaimed instead of through a webhook:deliver task. The
-// others are returned as Pending, as by FanOut.
+// Inline is how the worker running an event's task takes part in its
+// fan-out (HandleEvent).
+type Inline struct {
+	// Queue is the queue the event's task runs on. One delivery whose
+	// webhook uses it is sent by HandleEvent itself, instead of through a
+	// webhook:deliver task of its own: one task per event instead of two in
+	// the common one-webhook case. "" sends none inline.
+	Queue string
+	// Committed, when set, is told once the event's deliveries are
+	// committed (the durable intake lets the event go).
+	Committed func(ctx context.Context)
+	// Enqueue queues the first attempt of a delivery not sent here. A
+	// task that is already queued is not an error.
+	Enqueue func(ctx context.Context, p Pending) error
+}
+
+// HandleEvent is the worker's path for an ordinary event: fan out → queue
+// the first attempts of the other deliveries → make one first attempt here.
+// It owns the claim of the delivery it sends: when queueing the others
+// fails, it gives the claim back and returns the error, and the task's
+// re-run hands that row out again as Pending.
 //
-// What can happen twice? Nothing more than before. The row is written
-// Failed, with next_retry set to the claim's lease, in the same INSERT that
-// claims it, before any request: a crash from then on leaves it for the
-// sweeper once the lease ends, exactly like a crash after Attempt's claim.
-// Only the fan-out whose INSERT created the row owns the claim (the rows
-// carry IDs fresh to this call, so a re-run or a racing fan-out of the same
-// event finds someone else's row, attempted, and sends nothing). A webhook
-// on another queue is never inlined, so webhook.queue still keeps slow
-// receivers apart, and workflow_transition keeps its synchronous path.
-func (d *Dispatcher) FanOutInline(ctx context.Context, ev Event, queue string) ([]Pending, *Claimed, error) {
-	return d.fanOut(ctx, ev, queue)
+// What can happen twice? Nothing more than with a task per delivery. The
+// inline row is written Failed, with next_retry set to the claim's lease,
+// in the same INSERT that claims it, before any request: a crash from then
+// on leaves it for the sweeper once the lease ends, exactly like a crash
+// after Attempt's claim. Only the fan-out whose INSERT created the row owns
+// the claim (the rows carry IDs fresh to this call, so a re-run or a racing
+// fan-out of the same event finds someone else's row, attempted, and sends
+// nothing). A webhook on another queue is never inlined, so webhook.queue
+// still keeps slow receivers apart, and workflow_transition keeps its
+// synchronous path (DeliverNow).
+func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error {
+	pending, inline, err := d.fanOut(ctx, ev, in.Queue)
+	if err != nil {
+		return fmt.Errorf("fan out event %s: %w", ev.ID, err)
+	}
+	if in.Committed != nil {
+		in.Committed(ctx)
+	}
+	for _, p := range pending {
+		if err := in.Enqueue(ctx, p); err != nil {
+			err = fmt.Errorf("enqueue first attempt of delivery %s: %w", p.ID, err)
+			if inline != nil {
+				// Due again and unattempted: the re-run queues it.
+				err = errors.Join(err, d.release(inline.row, d.now()))
+			}
+			return err
+		}
+	}
+	if inline == nil {
+		return nil
+	}
+	_, err = d.send(ctx, inline.row, First, &inline.hook, inline.secrets, inline.at)
+	return err
 }
 
 // errStaleHooks means rows were planned from cached webhooks that have
@@ -62,15 +100,15 @@ var errStaleHooks = errors.New("webhooks changed since they were cached")
 // fanOut is FanOut, inlining one delivery on queue when queue is not empty.
 // It plans from the cached webhooks first and, when those turn out stale or
 // take nothing, once more from a fresh read.
-func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pending, *Claimed, error) {
+func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pending, *claimed, error) {
 	if err := ev.Validate(); err != nil {
 		return nil, nil, err
 	}
-	pending, claimed, err := d.fanOutOnce(ctx, ev, queue, true)
+	pending, inline, err := d.fanOutOnce(ctx, ev, queue, true)
 	if errors.Is(err, errStaleHooks) {
-		pending, claimed, err = d.fanOutOnce(ctx, ev, queue, false)
+		pending, inline, err = d.fanOutOnce(ctx, ev, queue, false)
 	}
-	return pending, claimed, err
+	return pending, inline, err
 }
 
 // fanOutOnce plans and writes the event's rows from the webhooks matching
@@ -78,7 +116,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 // through the INSERT's check, so when it plans no row at all (every
 // condition false) the result is errStaleHooks, to be confirmed by a fresh
 // read.
-func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, useCache bool) ([]Pending, *Claimed, error) {
+func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, useCache bool) ([]Pending, *claimed, error) {
 	hooks, version, cached, err := d.matching(ctx, ev, useCache)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load webhooks: %w", err)
@@ -93,7 +131,7 @@ func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, use
 	rows := make([]models.Delivery, 0, len(hooks))
 	queues := make(map[string]string, len(hooks))
 	ids := make([]string, 0, len(hooks))
-	var claimed *Claimed
+	var inline *claimed
 	for _, w := range hooks {
 		row, ok := d.plan(w, ev)
 		if !ok {
@@ -105,8 +143,8 @@ func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, use
 			// task is lost, the sweeper picks the row up here.
 			next := now.Add(d.schedule.Delay(1))
 			row.NextRetry = &next
-			if claimed == nil && queue != "" && w.Queue == queue {
-				claimed = d.claimAtInsert(&row, w, now)
+			if inline == nil && queue != "" && w.Queue == queue {
+				inline = d.claimAtInsert(&row, w, now)
 			}
 		}
 		rows = append(rows, row)
@@ -134,14 +172,14 @@ func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, use
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(rows))
 		for _, r := range rows {
-			if claimed != nil && r.ID == claimed.row.ID {
+			if inline != nil && r.ID == inline.row.ID {
 				continue
 			}
 			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
 				pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
 			}
 		}
-		return pending, claimed, nil
+		return pending, inline, nil
 	}
 	// Some rows existed already (an earlier or a concurrent fan-out of the
 	// same event): read back what exists now, ours or theirs. Served by
@@ -156,7 +194,7 @@ func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, use
 	ownClaim := false
 	pending := make([]Pending, 0, len(existing))
 	for _, r := range existing {
-		if claimed != nil && r.ID == claimed.row.ID {
+		if inline != nil && r.ID == inline.row.ID {
 			ownClaim = true // we inserted it, so the claim is ours
 			continue
 		}
@@ -169,9 +207,9 @@ func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, use
 		pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
 	}
 	if !ownClaim {
-		claimed = nil
+		inline = nil
 	}
-	return pending, claimed, nil
+	return pending, inline, nil
 }
 
 // isSyncPending reports whether id is a synchronous row this fan-out created

@@ -16,6 +16,7 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
@@ -145,7 +146,7 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 			d := New(db, delivery.NewSender(delivery.SenderConfig{UserAgent: "Homing"}), box, Config{Clock: clk})
 			for i, c := range docs {
 				want := expected[i]
-				doc, err := DecodeDoc(c.Doc)
+				doc, err := event.DecodeDoc(c.Doc)
 				if err != nil {
 					t.Fatal(err)
 				}

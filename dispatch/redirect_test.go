@@ -14,6 +14,7 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 )
@@ -163,7 +164,7 @@ func TestCompatFrappeSendsFrappesBytes(t *testing.T) {
 			t.Cleanup(sender.Close)
 			d := New(db, sender, nil, Config{Clock: clock.NewStub(now)})
 			ctx := context.Background()
-			doc, err := DecodeDoc([]byte(`{"name": "SO-0001", "grand_total": 1500.0, "customer": "Caf\u00e9 Nord"}`))
+			doc, err := event.DecodeDoc([]byte(`{"name": "SO-0001", "grand_total": 1500.0, "customer": "Caf\u00e9 Nord"}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +214,7 @@ func TestFanOutEvaluatesPythonConditions(t *testing.T) {
 				}
 			}
 			d := New(db, delivery.NewSender(delivery.SenderConfig{}), nil, Config{Clock: clock.NewStub(now)})
-			doc, _ := DecodeDoc([]byte(`{"name": "SINV-1", "customer": "C", "is_return": 0, "base_total": 12000.0}`))
+			doc, _ := event.DecodeDoc([]byte(`{"name": "SINV-1", "customer": "C", "is_return": 0, "base_total": 12000.0}`))
 			pending, err := d.FanOut(context.Background(), Event{ID: "ev1", DocType: "Sales Invoice", Event: "on_submit", Doc: doc})
 			if err != nil || len(pending) != 1 || pending[0].WebhookName != "yes" {
 				t.Fatalf("fan-out: %+v %v; want one delivery, for the webhook whose Python condition holds", pending, err)

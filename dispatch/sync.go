@@ -4,42 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
 )
 
-// WebhookFailure is one webhook a synchronous delivery could not reach.
-type WebhookFailure struct {
-	Webhook    string `json:"webhook"`
-	DeliveryID string `json:"delivery_id"`
-	Error      string `json:"error"`
-}
-
-// SyncError reports every webhook a workflow_transition event failed to
-// reach. Those deliveries are Exhausted: the transition is told now, and
-// nothing retries them later.
-type SyncError struct {
-	EventID  string
-	Failures []WebhookFailure
-}
-
-func (e *SyncError) Error() string {
-	parts := make([]string, len(e.Failures))
-	for i, f := range e.Failures {
-		parts[i] = fmt.Sprintf("webhook %q: %s", f.Webhook, f.Error)
-	}
-	return fmt.Sprintf("event %s was not delivered to %d webhook(s): %s", e.EventID, len(e.Failures), strings.Join(parts, "; "))
-}
-
 // DeliverNow is workflow_transition's path: fan out, then one attempt per
 // matching webhook in the caller, recorded as Delivered or Exhausted (never
-// Failed). It returns a *SyncError naming each webhook that failed.
+// Failed). It returns an *event.SyncError naming each webhook that failed.
 // Publishing the same event ID again sends nothing new, and reports the
 // webhooks whose earlier delivery of it failed.
 func (d *Dispatcher) DeliverNow(ctx context.Context, ev Event) ([]Outcome, error) {
 	if ev.Event != models.EventWorkflowTransition {
-		return nil, fmt.Errorf("%w: only %s events are delivered synchronously, got %q", ErrInvalidEvent, models.EventWorkflowTransition, ev.Event)
+		return nil, fmt.Errorf("%w: only %s events are delivered synchronously, got %q", event.ErrInvalidEvent, models.EventWorkflowTransition, ev.Event)
 	}
 	pending, err := d.FanOut(ctx, ev)
 	if err != nil {
@@ -62,10 +39,10 @@ func (d *Dispatcher) DeliverNow(ctx context.Context, ev Event) ([]Outcome, error
 		Find(&rows).Error; err != nil {
 		return outcomes, fmt.Errorf("read deliveries of event %s: %w", ev.ID, err)
 	}
-	serr := &SyncError{EventID: ev.ID}
+	serr := &event.SyncError{EventID: ev.ID}
 	for _, r := range rows {
 		if r.Status != models.StatusDelivered {
-			serr.Failures = append(serr.Failures, WebhookFailure{Webhook: r.WebhookName, DeliveryID: r.ID, Error: r.LastError})
+			serr.Failures = append(serr.Failures, event.WebhookFailure{Webhook: r.WebhookName, DeliveryID: r.ID, Error: r.LastError})
 		}
 	}
 	if len(serr.Failures) > 0 {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -57,6 +58,9 @@ type Attempt struct {
 	Method     string    `json:"method"`
 	URL        string    `json:"url"`
 	Class      string    `json:"class"`
+	// Response is the first KiB of the receiver's answer; only the console
+	// shows it.
+	Response string `json:"-"`
 }
 
 // Detail is a delivery as `homing delivery show --json` prints it.
@@ -251,7 +255,7 @@ func Show(ctx context.Context, db *gorm.DB, id string) (Detail, error) {
 	history := make([]Attempt, len(attempts))
 	for i, a := range attempts {
 		history[i] = Attempt{Attempt: a.Attempt, At: a.At.UTC(), StatusCode: a.StatusCode, DurationMS: a.DurationMS,
-			Error: a.Error, Method: a.Method, URL: a.URL, Class: a.Class}
+			Error: a.Error, Method: a.Method, URL: a.URL, Class: a.Class, Response: firstKiB(a.Response)}
 	}
 	// Rows written before credential headers were sealed may hold one.
 	headers := webhook.MaskedHeaders(row.Headers)
@@ -286,4 +290,16 @@ func signatureHeaders(sent map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// firstKiB cuts s to at most 1,024 bytes, at a rune boundary.
+func firstKiB(s string) string {
+	if len(s) <= 1024 {
+		return s
+	}
+	s = s[:1024]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
 }

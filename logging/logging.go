@@ -1,5 +1,6 @@
 // Package logging builds Homing's *slog.Logger from configuration and adapts
-// it, once, to asynq's Logger interface.
+// it, once, to asynq's Logger interface; NoCaller is the hot path's cheaper
+// way to write one record.
 package logging
 
 import (

@@ -84,7 +84,7 @@ func New(opts Options) *Metrics {
 		log: opts.Logger,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_deliveries_total",
-			Help: "Deliveries moved to a status: Delivered and Exhausted are final, Failed means a retry is scheduled.",
+			Help: "Deliveries the worker moved to a status: Delivered and Exhausted are final, Failed means a retry is scheduled. Retries exhausted by disabling or deleting their webhook are not counted here.",
 		}, []string{"webhook", "status"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_attempts_total",

@@ -13,7 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/monitor"
 	"github.com/homingdev/homing/tasks"
@@ -92,10 +92,8 @@ func TestFormatPayload(t *testing.T) {
 func queued(t *testing.T) (asynq.RedisClientOpt, *asynq.TaskInfo) {
 	t.Helper()
 	opt, _ := testenv.Redis(t)
-	task, err := tasks.NewEventTask(dispatch.Event{
-		ID: "ev-monitor", DocType: "Sales Order", DocName: "SO-1", Event: "on_submit",
-		Doc: map[string]any{"name": "SO-1", "api_token": "tok-s3cr3t"},
-	})
+	task, err := event.NewTaskJSON(event.Event{ID: "ev-monitor", DocType: "Sales Order", DocName: "SO-1", Event: "on_submit"},
+		[]byte(`{"name": "SO-1", "api_token": "tok-s3cr3t"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +109,7 @@ func queued(t *testing.T) (asynq.RedisClientOpt, *asynq.TaskInfo) {
 func start(t *testing.T, opt asynq.RedisConnOpt, readOnly bool) string {
 	t.Helper()
 	srv := monitor.NewServer("127.0.0.1:0", opt, readOnly, config.MonitorAuth{}, nil)
-	if err := srv.Start(); err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

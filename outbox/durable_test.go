@@ -45,7 +45,7 @@ func TestEventsSurviveTheLossOfRedisData(t *testing.T) {
 
 	// A producer republishes one of the lost IDs: it is queued again now,
 	// not answered "already published".
-	got, err := outbox.Add(ctx, s.app.DB, event(ids[7]), stub.Now())
+	got, err := outbox.Add(ctx, s.app.DB, sampleEvent(ids[7]), stub.Now())
 	if err != nil || got != outbox.Requeued {
 		t.Fatalf("republish of an event never fanned out = %v, %v; want Requeued", got, err)
 	}
@@ -64,14 +64,14 @@ func TestEventsSurviveTheLossOfRedisData(t *testing.T) {
 	for _, id := range ids {
 		s.assertOncePerWebhook(t, id)
 	}
-	if n := s.recv.total(); n != 2*events {
+	if n := s.recv.Count(); n != 2*events {
 		t.Fatalf("the receiver got %d requests, want %d", n, 2*events)
 	}
 	if rows := outboxRows(t, s.app.DB); len(rows) != 0 {
 		t.Fatalf("%d rows left in the outbox after every event was fanned out", len(rows))
 	}
 	// Once fanned out, a republish is the original: nothing is queued.
-	got, err = outbox.Add(ctx, s.app.DB, event(ids[0]), stub.Now())
+	got, err = outbox.Add(ctx, s.app.DB, sampleEvent(ids[0]), stub.Now())
 	if err != nil || got != outbox.Repeated {
 		t.Fatalf("republish of a fanned-out event = %v, %v; want Repeated", got, err)
 	}

@@ -3,11 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +14,9 @@ import (
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/client"
 	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/tasks"
@@ -26,50 +24,12 @@ import (
 	"github.com/homingdev/homing/worker"
 )
 
-// receiver counts what a real HTTP endpoint got, by webhook-id.
-type receiver struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got map[string]int
-}
-
-func newReceiver(t *testing.T) *receiver {
-	t.Helper()
-	r := &receiver{got: map[string]int{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		_, _ = io.Copy(io.Discard, req.Body)
-		r.mu.Lock()
-		r.got[req.Header.Get("webhook-id")]++
-		r.mu.Unlock()
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-func (r *receiver) received() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.got))
-	for k, v := range r.got {
-		out[k] = v
-	}
-	return out
-}
-
-func (r *receiver) total() int {
-	n := 0
-	for _, v := range r.received() {
-		n += v
-	}
-	return n
-}
-
 // system is a real worker on PostgreSQL and a private Redis DB, with two
 // webhooks on Sales Order on_submit pointing at one receiver.
 type system struct {
 	app  *app.App
 	cfg  config.Config
-	recv *receiver
+	recv *testreceiver.Receiver
 	insp *asynq.Inspector
 	// rdb is the system's own Redis DB index, which a test may flush.
 	rdb *redis.Client
@@ -94,10 +54,10 @@ func newSystem(t *testing.T) *system {
 		_ = insp.Close()
 		_ = a.Close()
 	})
-	s := &system{app: a, cfg: cfg, recv: newReceiver(t), insp: insp, rdb: rdb}
+	s := &system{app: a, cfg: cfg, recv: testreceiver.New(t), insp: insp, rdb: rdb}
 	hooks := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{MaxRetries: 3, Timeout: 2 * time.Second}, a.Log)
 	for _, name := range []string{"erp", "crm"} {
-		url := s.recv.srv.URL + "/" + name
+		url := s.recv.URL + "/" + name
 		in := webhook.Input{Name: &name, DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: &url}
 		if _, err := hooks.Create(context.Background(), in); err != nil {
 			t.Fatal(err)
@@ -111,10 +71,10 @@ func ptr[T any](v T) *T { return &v }
 func (s *system) startWorker(t *testing.T) {
 	t.Helper()
 	w := worker.New(s.app)
-	if err := w.Start(); err != nil {
+	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
 }
 
 // idle reports whether the default queue has nothing pending or running.
@@ -134,7 +94,7 @@ func (s *system) idle(t *testing.T) bool {
 // Delivered and the worker has nothing left to do.
 func (s *system) waitDelivered(t *testing.T, eventID string) {
 	t.Helper()
-	wait(t, "event "+eventID+" delivered to both webhooks", func() bool {
+	testenv.Eventually(t, "event "+eventID+" delivered to both webhooks", func() bool {
 		rows := s.deliveries(t, eventID)
 		for _, d := range rows {
 			if d.Status != models.StatusDelivered {
@@ -158,17 +118,6 @@ func (s *system) processed(t *testing.T) int {
 	return info.Processed
 }
 
-func wait(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling an external effect with a deadline
-	}
-}
-
 func (s *system) deliveries(t *testing.T, eventID string) []models.Delivery {
 	t.Helper()
 	var rows []models.Delivery
@@ -186,7 +135,7 @@ func (s *system) assertOncePerWebhook(t *testing.T, eventID string) {
 	if len(rows) != 2 {
 		t.Fatalf("event %s has %d deliveries, want one per webhook (2)", eventID, len(rows))
 	}
-	got := s.recv.received()
+	got := s.recv.CountBy("webhook-id")
 	for _, d := range rows {
 		if d.Status != models.StatusDelivered || got[d.ID] != 1 {
 			t.Errorf("delivery %s to %s: status %s, received %d times; want Delivered, once", d.ID, d.WebhookName, d.Status, got[d.ID])
@@ -233,7 +182,7 @@ func TestPublishTxDeliversIfAndOnlyIfCommitted(t *testing.T) {
 	if rows := s.deliveries(t, "so-1-rolled-back"); len(rows) != 0 {
 		t.Fatalf("the rolled-back event has %d deliveries", len(rows))
 	}
-	if n := s.recv.total(); n != 2 {
+	if n := s.recv.Count(); n != 2 {
 		t.Fatalf("the receiver got %d requests, want 2", n)
 	}
 }
@@ -260,21 +209,21 @@ func TestRelayKilledAfterTheEventRan(t *testing.T) {
 		t.Fatalf("dying relay = %v", err)
 	}
 	s.waitDelivered(t, "so-2")
-	wait(t, "the fan-out to release the outbox row", func() bool { return len(outboxRows(t, s.app.DB)) == 0 })
+	testenv.Eventually(t, "the fan-out to release the outbox row", func() bool { return len(outboxRows(t, s.app.DB)) == 0 })
 	if n, err := s.app.Relay(queue).RunOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("next relay = %d, %v; want nothing, the event was fanned out", n, err)
 	}
 	before := s.processed(t)
-	payload, err := tasks.EncodeEvent(event("so-2"))
+	payload, err := event.Encode(sampleEvent("so-2"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queue.Enqueue(tasks.OutboxEventTask("so-2", payload)); err != nil {
+	if _, err := queue.Enqueue(event.OutboxTask("so-2", payload)); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, "the second run of the event task", func() bool { return s.processed(t) > before && s.idle(t) })
+	testenv.Eventually(t, "the second run of the event task", func() bool { return s.processed(t) > before && s.idle(t) })
 	s.assertOncePerWebhook(t, "so-2")
-	if n := s.recv.total(); n != 2 {
+	if n := s.recv.Count(); n != 2 {
 		t.Fatalf("the receiver got %d requests, want 2", n)
 	}
 }

@@ -23,9 +23,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/tasks"
 )
 
 // Channel is the PostgreSQL notification channel the outbox trigger
@@ -55,15 +54,15 @@ const (
 // caller should answer with the original; if it is still waiting in the
 // outbox, it is marked to be queued again (Requeued), so that a producer
 // republishing after a Redis failure gets its event delivered. ev must be
-// valid (dispatch.Event.Validate); now is the time recorded with it.
+// valid (event.Event.Validate); now is the time recorded with it.
 //
 // Add never aborts the caller's transaction on a repeated ID: the
 // idempotency record is written with ON CONFLICT DO NOTHING.
-func Add(ctx context.Context, tx *gorm.DB, ev dispatch.Event, now time.Time) (Outcome, error) {
+func Add(ctx context.Context, tx *gorm.DB, ev event.Event, now time.Time) (Outcome, error) {
 	if err := ev.Validate(); err != nil {
 		return Repeated, err
 	}
-	payload, err := tasks.EncodeEvent(ev)
+	payload, err := event.Encode(ev)
 	if err != nil {
 		return Repeated, err
 	}

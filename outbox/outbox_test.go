@@ -9,16 +9,16 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
-	"github.com/homingdev/homing/tasks"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
-func event(id string) dispatch.Event {
+func sampleEvent(id string) dispatch.Event {
 	return dispatch.Event{ID: id, DocType: "Sales Order", DocName: "SO-1", Event: "on_submit", Doc: map[string]any{"name": "SO-1", "grand_total": int64(1500)}}
 }
 
@@ -52,7 +52,7 @@ func TestAddFollowsTheTransaction(t *testing.T) {
 			ctx := context.Background()
 			rollback := errors.New("business write failed")
 			err := db.Transaction(func(tx *gorm.DB) error {
-				if got, err := outbox.Add(ctx, tx, event("ev-rolled-back"), t0); err != nil || got != outbox.Added {
+				if got, err := outbox.Add(ctx, tx, sampleEvent("ev-rolled-back"), t0); err != nil || got != outbox.Added {
 					t.Fatalf("Add in a transaction = %v, %v", got, err)
 				}
 				return rollback
@@ -65,14 +65,14 @@ func TestAddFollowsTheTransaction(t *testing.T) {
 			}
 
 			err = db.Transaction(func(tx *gorm.DB) error {
-				got, err := outbox.Add(ctx, tx, event("ev-1"), t0)
+				got, err := outbox.Add(ctx, tx, sampleEvent("ev-1"), t0)
 				if err != nil || got != outbox.Added {
 					t.Fatalf("Add = %v, %v", got, err)
 				}
 				// A repeat in the same transaction is recognised and does not
 				// abort it; the event is not fanned out yet, so it is
 				// (still) to be queued.
-				got, err = outbox.Add(ctx, tx, event("ev-1"), t0)
+				got, err = outbox.Add(ctx, tx, sampleEvent("ev-1"), t0)
 				if err != nil || got != outbox.Requeued {
 					t.Fatalf("second Add of ev-1 = %v, %v; want Requeued, nil", got, err)
 				}
@@ -81,7 +81,7 @@ func TestAddFollowsTheTransaction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := outbox.Add(ctx, db, event("ev-1"), t0)
+			got, err := outbox.Add(ctx, db, sampleEvent("ev-1"), t0)
 			if err != nil || got != outbox.Requeued {
 				t.Fatalf("Add of ev-1 after commit, before its fan-out = %v, %v; want Requeued, nil", got, err)
 			}
@@ -89,7 +89,7 @@ func TestAddFollowsTheTransaction(t *testing.T) {
 			if len(rows) != 1 || rows[0].EventID != "ev-1" || !rows[0].CreatedAt.Equal(t0) {
 				t.Fatalf("outbox rows = %+v, want one for ev-1 at %s", rows, t0)
 			}
-			ev, err := tasks.DecodeEvent([]byte(rows[0].Payload))
+			ev, err := event.Decode([]byte(rows[0].Payload))
 			if err != nil {
 				t.Fatalf("stored payload does not decode as a webhook:event task: %v", err)
 			}
@@ -103,10 +103,10 @@ func TestAddFollowsTheTransaction(t *testing.T) {
 func TestAddRefusesAnInvalidEvent(t *testing.T) {
 	t.Parallel()
 	db := testenv.SQLite(t)
-	ev := event("ev-bad")
+	ev := sampleEvent("ev-bad")
 	ev.Event = "on_explode"
 	_, err := outbox.Add(context.Background(), db, ev, t0)
-	if !errors.Is(err, dispatch.ErrInvalidEvent) {
+	if !errors.Is(err, event.ErrInvalidEvent) {
 		t.Fatalf("Add of an unknown event = %v, want ErrInvalidEvent", err)
 	}
 	if rows := outboxRows(t, db); len(rows) != 0 {
@@ -125,7 +125,7 @@ func TestStatsShowTheOutboxBacklog(t *testing.T) {
 		t.Fatalf("stats of an empty outbox: %d pending, oldest %v, %v", st.OutboxPending, st.OutboxOldest, err)
 	}
 	for i, id := range []string{"ev-1", "ev-2", "ev-3"} {
-		if _, err := outbox.Add(ctx, db, event(id), t0.Add(time.Duration(i)*time.Minute)); err != nil {
+		if _, err := outbox.Add(ctx, db, sampleEvent(id), t0.Add(time.Duration(i)*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}

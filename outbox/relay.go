@@ -14,9 +14,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/store"
-	"github.com/homingdev/homing/tasks"
 )
 
 // Defaults of RelayConfig.
@@ -42,8 +41,12 @@ type RelayConfig struct {
 	// ListenURL is the PostgreSQL URL the relay LISTENs on for the outbox
 	// trigger's notifications; empty (SQLite) means polling only.
 	ListenURL string
-	Logger    *slog.Logger
-	Clock     clock.Clock
+	// DrainOnStop makes Stop queue what is left in the outbox before it
+	// returns (homing serve: what its last requests published is queued now,
+	// not at another relay's next poll).
+	DrainOnStop bool
+	Logger      *slog.Logger
+	Clock       clock.Clock
 }
 
 // Relay moves committed outbox rows into asynq as webhook:event tasks with
@@ -137,7 +140,7 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 		added = added[:0]
 		var rows []models.OutboxEvent
 		q := where(tx.Select("id", "event_id", "payload", "created_at")).Limit(r.cfg.BatchSize)
-		if store.DialectOf(tx) == store.Postgres {
+		if tx.Dialector.Name() == "postgres" { // SQLite has no row locks: it serialises writers
 			// Another relay's batch is skipped, not waited for.
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
@@ -146,7 +149,7 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 		}
 		done := make([]int64, 0, len(rows))
 		for _, row := range rows {
-			_, err := r.client.EnqueueContext(ctx, tasks.OutboxEventTask(row.EventID, []byte(row.Payload)))
+			_, err := r.client.EnqueueContext(ctx, event.OutboxTask(row.EventID, []byte(row.Payload)))
 			switch {
 			case err == nil:
 				added = append(added, row)
@@ -222,17 +225,30 @@ func (r *Relay) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the relay and waits for a batch in progress to finish.
-func (r *Relay) Stop() {
+// Stop stops the relay and waits, up to ctx, for a batch in progress to
+// finish. With RelayConfig.DrainOnStop it then moves what is left in the
+// outbox into Redis, within ctx too.
+func (r *Relay) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	cancel, done := r.cancel, r.done
 	r.cancel = nil
 	r.mu.Unlock()
 	if cancel == nil {
-		return
+		return nil
 	}
 	cancel()
-	<-done
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("stop outbox relay: %w", ctx.Err())
+	}
+	if !r.cfg.DrainOnStop {
+		return nil
+	}
+	if _, err := r.Drain(ctx); err != nil {
+		r.cfg.Logger.Warn("outbox not drained at stop; another relay (the scheduler's) will queue the rest", "error", err.Error())
+	}
+	return nil
 }
 
 func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/store"
@@ -109,11 +110,11 @@ func TestRelayMovesCommittedEvents(t *testing.T) {
 				t.Fatalf("%d tasks queued, want %d", len(got), len(ids))
 			}
 			for _, id := range ids {
-				info, ok := got[tasks.EventTaskID(id)]
+				info, ok := got[event.TaskID(id)]
 				if !ok {
-					t.Fatalf("no task %s", tasks.EventTaskID(id))
+					t.Fatalf("no task %s", event.TaskID(id))
 				}
-				ev, err := tasks.DecodeEvent(info.Payload)
+				ev, err := event.Decode(info.Payload)
 				if err != nil || ev.ID != id || ev.Doc["name"] != "SO-1" {
 					t.Fatalf("task %s payload decodes to %+v, %v", info.ID, ev, err)
 				}
@@ -272,7 +273,7 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	if err := relay.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(relay.Stop)
+	t.Cleanup(func() { _ = relay.Stop(context.Background()) })
 	pid := listenerPID(t, db)
 	for i := range 3 {
 		publishTx(t, db, fmt.Sprintf("ev-%d", i))
@@ -286,8 +287,8 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	}
 	publishTx(t, db, "ev-after-reconnect")
 	waitPending(t, q, 4, "an event committed after the LISTEN connection came back")
-	relay.Stop()
-	relay.Stop() // a second Stop is harmless
+	_ = relay.Stop(context.Background())
+	_ = relay.Stop(context.Background()) // a second Stop is harmless
 }
 
 // TestRelayPollsOnSQLite: without NOTIFY, the poll finds committed events.
@@ -299,7 +300,7 @@ func TestRelayPollsOnSQLite(t *testing.T) {
 	if err := relay.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(relay.Stop)
+	t.Cleanup(func() { _ = relay.Stop(context.Background()) })
 	if err := relay.Start(context.Background()); err == nil {
 		t.Fatal("a second Start succeeded")
 	}

@@ -11,10 +11,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/groupcommit"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/tasks"
 )
 
 // Writer adds events to the outbox for homing serve: concurrent requests
@@ -59,11 +58,11 @@ func NewWriter(db *gorm.DB) *Writer {
 // joins one. A repeated ID whose event differs from the one first accepted
 // (compared by the SHA-256 of the encoded event, so whitespace in doc does
 // not count but a changed value or key order does) is a Conflict.
-func (w *Writer) AddJSON(ctx context.Context, ev dispatch.Event, doc json.RawMessage, now time.Time) (Outcome, error) {
+func (w *Writer) AddJSON(ctx context.Context, ev event.Event, doc json.RawMessage, now time.Time) (Outcome, error) {
 	if err := ev.Validate(); err != nil {
 		return Repeated, err
 	}
-	payload, err := tasks.EncodeEventJSON(ev, doc)
+	payload, err := event.EncodeJSON(ev, doc)
 	if err != nil {
 		return Repeated, err
 	}

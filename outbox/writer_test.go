@@ -7,11 +7,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/outbox"
-	"github.com/homingdev/homing/tasks"
 )
 
 // TestWriterGroupsConcurrentAdds: many concurrent adds, some repeating one
@@ -34,7 +33,7 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 			)
 			for i := range ids * repeats {
 				wg.Go(func() {
-					got, err := w.AddJSON(context.Background(), event(fmt.Sprintf("ev-%03d", i%ids)), []byte(`{"name": "SO-1", "grand_total": 1500}`), t0)
+					got, err := w.AddJSON(context.Background(), sampleEvent(fmt.Sprintf("ev-%03d", i%ids)), []byte(`{"name": "SO-1", "grand_total": 1500}`), t0)
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
@@ -44,7 +43,7 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 				})
 			}
 			wg.Go(func() {
-				bad := event("ev-bad")
+				bad := sampleEvent("ev-bad")
 				bad.DocName = "SO\x00-1"
 				_, err := w.AddJSON(context.Background(), bad, []byte(`{}`), t0)
 				mu.Lock()
@@ -55,14 +54,14 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 			if counts[outbox.Added] != ids || counts[outbox.Requeued] != ids*(repeats-1) || counts[outbox.Repeated] != 0 {
 				t.Errorf("outcomes %v, want %d Added and %d Requeued", counts, ids, ids*(repeats-1))
 			}
-			if !errors.Is(invalid, dispatch.ErrInvalidEvent) {
+			if !errors.Is(invalid, event.ErrInvalidEvent) {
 				t.Errorf("an event with a NUL: %v, want ErrInvalidEvent", invalid)
 			}
 			rows := outboxRows(t, db)
 			if len(rows) != ids {
 				t.Fatalf("%d outbox rows, want %d", len(rows), ids)
 			}
-			if ev, err := tasks.DecodeEvent([]byte(rows[0].Payload)); err != nil || ev.ID != rows[0].EventID || ev.Doc["grand_total"] != int64(1500) {
+			if ev, err := event.Decode([]byte(rows[0].Payload)); err != nil || ev.ID != rows[0].EventID || ev.Doc["grand_total"] != int64(1500) {
 				t.Errorf("stored payload decodes to %+v, %v", ev, err)
 			}
 			// Once fanned out, a repeat is the original; before, it is queued again.
@@ -83,7 +82,7 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 				{"ev-001", same, outbox.Repeated}, {"ev-002", same, outbox.Requeued}, {"ev-new", other, outbox.Added},
 				{"ev-003", other, outbox.Conflict}, {"ev-001", other, outbox.Conflict},
 			} {
-				if got, err := w.AddJSON(context.Background(), event(tc.id), tc.doc, t0); err != nil || got != tc.want {
+				if got, err := w.AddJSON(context.Background(), sampleEvent(tc.id), tc.doc, t0); err != nil || got != tc.want {
 					t.Errorf("AddJSON(%s, %s) = %v, %v; want %v", tc.id, tc.doc, got, err, tc.want)
 				}
 			}

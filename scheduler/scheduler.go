@@ -4,6 +4,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -37,7 +38,7 @@ func New(redis asynq.RedisConnOpt, interval time.Duration, log *slog.Logger) (*S
 }
 
 // Start begins enqueuing in the background.
-func (s *Scheduler) Start() error {
+func (s *Scheduler) Start(context.Context) error {
 	if err := s.s.Start(); err != nil {
 		return fmt.Errorf("start scheduler: %w", err)
 	}
@@ -45,4 +46,7 @@ func (s *Scheduler) Start() error {
 }
 
 // Stop stops enqueuing.
-func (s *Scheduler) Stop() { s.s.Shutdown() }
+func (s *Scheduler) Stop(context.Context) error {
+	s.s.Shutdown()
+	return nil
+}

@@ -17,6 +17,10 @@ if ! command -v redis-cli >/dev/null || [ "$(redis-cli -u "$redis_url" ping 2>/d
 fi
 
 bin/homing migrate
+if [ "${HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS:-false}" != true ]; then
+  echo "run: webhooks to a local receiver (127.0.0.1, 10.x, 192.168.x) are refused; to allow them run" >&2
+  echo "run:   HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true make run   (it must be set where the worker runs)" >&2
+fi
 bin/scheduler & sched=$!
 bin/worker & work=$!
 interrupted=

@@ -368,10 +368,13 @@ func (s *Sweeper) step(ctx context.Context, st *step) (Result, map[string]bool, 
 		mu.Unlock()
 		if stop {
 			// Stop at the first failure, as a sequential step would; the
-			// rows not tried are handed back below.
+			// rows not tried are handed back below. The enqueuers still
+			// append to failed until wg.Wait.
+			mu.Lock()
 			for _, r := range rows[i:] {
 				failed = append(failed, r.ID)
 			}
+			mu.Unlock()
 			break
 		}
 		touched[r.Queue] = true

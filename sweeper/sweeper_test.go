@@ -364,3 +364,37 @@ func TestLostRetryTaskIsQueuedAgainAfterTheLease(t *testing.T) {
 		})
 	}
 }
+
+// When Redis refuses the enqueues, a step stops, hands every row it took
+// back (none stays marked queued), and the next sweep, with Redis back,
+// queues them all. (Under -race this also covers the step's enqueuers and
+// its own loop recording failures at the same time.)
+func TestFailedEnqueuesHandTheirRowsBack(t *testing.T) {
+	t.Parallel()
+	b := newBed(t, testenv.Postgres, sweeper.Config{BatchSize: 200})
+	b.webhook("A", 0)
+	ids := b.due("A", 200, t0.Add(-time.Minute))
+	down := asynq.NewClient(asynq.RedisClientOpt{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = down.Close() })
+	broken := sweeper.New(b.db, down, b.insp, sweeper.Config{BatchSize: 200, Clock: b.clock, NewTask: tasks.NewRetryTask, TaskID: tasks.RetryTaskID})
+	res, err := broken.RunOnce(context.Background())
+	if err == nil {
+		t.Fatalf("a sweep with Redis down returned %+v and no error", res)
+	}
+	if got := b.queued(); len(got) != 0 {
+		t.Fatalf("%d retries queued with Redis down", len(got))
+	}
+	var marked int64
+	if err := b.db.Model(&models.Delivery{}).Where("queued_at IS NOT NULL").Count(&marked).Error; err != nil {
+		t.Fatal(err)
+	}
+	if marked != 0 {
+		t.Fatalf("%d rows stay marked queued after the failed step; each must be handed back", marked)
+	}
+	if res := b.step(); res.Enqueued != len(ids) {
+		t.Fatalf("the next sweep queued %d, want all %d", res.Enqueued, len(ids))
+	}
+	if got := b.queued(); len(got) != len(ids) {
+		t.Fatalf("%d retries in asynq, want %d", len(got), len(ids))
+	}
+}

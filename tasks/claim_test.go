@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/webhook"
 )
@@ -25,8 +26,8 @@ func TestRacingFirstAttemptsSendOnce(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, b)
-			recv := newReceiver(t)
-			h.createWebhook("orders", recv.srv.URL, nil)
+			recv := testreceiver.New(t)
+			h.createWebhook("orders", recv.URL, nil)
 			ctx := context.Background()
 			pending, err := h.app.Dispatcher.FanOut(ctx, dispatchEvent("ev-race"))
 			if err != nil || len(pending) != 1 {
@@ -53,8 +54,8 @@ func TestRacingFirstAttemptsSendOnce(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if sent != 1 || notClaimed != 5 || recv.count() != 1 {
-				t.Fatalf("%d attempts sent, %d not claimed, receiver got %d; want 1, 5, 1", sent, notClaimed, recv.count())
+			if sent != 1 || notClaimed != 5 || recv.Count() != 1 {
+				t.Fatalf("%d attempts sent, %d not claimed, receiver got %d; want 1, 5, 1", sent, notClaimed, recv.Count())
 			}
 		})
 	}
@@ -69,8 +70,8 @@ func TestUnopenableSecretLeavesTheRowAsItWas(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, b)
-			recv := newReceiver(t)
-			h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.Secret = ptr("s3cret") })
+			recv := testreceiver.New(t)
+			h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.Secret = ptr("s3cret") })
 			ctx := context.Background()
 			pending, err := h.app.Dispatcher.FanOut(ctx, dispatchEvent("ev-key"))
 			if err != nil || len(pending) != 1 {
@@ -99,8 +100,8 @@ func TestUnopenableSecretLeavesTheRowAsItWas(t *testing.T) {
 						after.Status, after.Attempts, after.NextRetry)
 				}
 			}
-			if recv.count() != 0 {
-				t.Fatalf("receiver got %d requests", recv.count())
+			if recv.Count() != 0 {
+				t.Fatalf("receiver got %d requests", recv.Count())
 			}
 		})
 	}

@@ -74,9 +74,10 @@ func isBadInput(e *pgconn.PgError) bool {
 	return e.Code == "22021" || e.Code == "22P05"
 }
 
-// permanent marks err, a fan-out failure, asynq.SkipRetry when retrying
-// cannot help (the database refuses the event's text), so the task is
-// archived at once with the reason instead of failing 25 times.
+// permanent marks err, an event task's failure, asynq.SkipRetry when
+// retrying cannot help (the database refuses the event's text), so the task
+// is archived at once with the reason instead of failing 25 times. nil
+// stays nil.
 func permanent(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && isBadInput(pgErr) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 )
 
 // TestABadEventPayloadIsArchivedAtOnce: a webhook:event task whose event
@@ -59,7 +60,7 @@ func TestFailureReason(t *testing.T) {
 		t.Errorf("a deadlock is not retried: %v", err)
 	}
 	for taskID, want := range map[string][2]string{
-		EventTaskID("e1"):   {"event_id", "e1"},
+		event.TaskID("e1"):  {"event_id", "e1"},
 		DeliverTaskID("d1"): {"delivery_id", "d1"},
 		RetryTaskID("d2"):   {"delivery_id", "d2"},
 		"random-uuid":       {"", ""},

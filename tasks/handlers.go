@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/retention"
 	"github.com/homingdev/homing/sweeper"
 )
@@ -42,19 +43,14 @@ func (h *Handlers) logger() *slog.Logger {
 	return h.Logger
 }
 
-// HandleEvent fans an event out: decode → create records → enqueue first
-// attempts → make one first attempt here. A crash between the records and
-// the enqueues is healed by asynq's re-run: fan-out returns the unattempted
-// records again, and the first-attempt TaskIDs keep the enqueues from
-// doubling.
-//
-// One delivery whose webhook uses this task's own queue is claimed as it is
-// inserted and sent here, after the others are queued, instead of through
-// a webhook:deliver task of its own: one task per event instead of two in
-// the common one-webhook case (see dispatch.FanOutInline for why nothing
-// can happen twice). Webhooks on other queues always get their own task.
+// HandleEvent decodes an event and hands it to the dispatcher: fan out →
+// queue first attempts → make one first attempt here (dispatch.HandleEvent
+// owns the claim and says why nothing can happen twice). A crash between
+// the records and the enqueues is healed by asynq's re-run: fan-out returns
+// the unattempted records again, and the first-attempt TaskIDs keep the
+// enqueues from doubling.
 func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
-	ev, err := DecodeEvent(t.Payload())
+	ev, err := event.Decode(t.Payload())
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
@@ -62,7 +58,7 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 		// Published through a path that could not deliver synchronously:
 		// still one attempt, never a retry.
 		_, err := h.Dispatcher.DeliverNow(ctx, ev)
-		var serr *dispatch.SyncError
+		var serr *event.SyncError
 		if errors.As(err, &serr) {
 			h.logger().Warn("workflow_transition delivery failed", "event_id", ev.ID, "error", err.Error())
 			return nil
@@ -73,27 +69,21 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	if !ok {
 		queue = DefaultQueue
 	}
-	pending, inline, err := h.Dispatcher.FanOutInline(ctx, ev, queue)
-	if err != nil {
-		return fmt.Errorf("fan out event %s: %w", ev.ID, permanent(err))
+	return permanent(h.Dispatcher.HandleEvent(ctx, ev, dispatch.Inline{
+		Queue:     queue,
+		Committed: func(ctx context.Context) { h.fannedOut(ctx, t, ev.ID) },
+		Enqueue:   h.enqueueFirst,
+	}))
+}
+
+// enqueueFirst queues a delivery's first attempt; one already queued is
+// left as it is.
+func (h *Handlers) enqueueFirst(ctx context.Context, p dispatch.Pending) error {
+	_, err := h.Client.EnqueueContext(ctx, NewDeliverTask(p.ID, p.WebhookName, p.Queue))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return err
 	}
-	h.fannedOut(ctx, t, ev.ID) // durable intake: the deliveries are committed
-	for _, p := range pending {
-		_, err := h.Client.EnqueueContext(ctx, NewDeliverTask(p.ID, p.WebhookName, p.Queue))
-		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			err = fmt.Errorf("enqueue first attempt of delivery %s: %w", p.ID, err)
-			if inline != nil {
-				// The re-run finds the claimed row unattempted and queues it.
-				err = errors.Join(err, h.Dispatcher.ReleaseClaimed(inline))
-			}
-			return err
-		}
-	}
-	if inline == nil {
-		return nil
-	}
-	_, err = h.Dispatcher.AttemptClaimed(ctx, inline)
-	return err
+	return nil
 }
 
 // HandleDeliver runs a delivery's first attempt.

@@ -8,8 +8,6 @@ import (
 	"encoding/base64"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -25,102 +23,10 @@ import (
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/transition"
 	"github.com/homingdev/homing/webhook"
 	"github.com/homingdev/homing/worker"
 )
-
-// received is one request as the receiver saw it.
-type received struct {
-	Method string
-	Path   string
-	Header http.Header
-	Body   []byte
-}
-
-// receiver is a real HTTP endpoint whose answer the test controls.
-type receiver struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	reqs    []received
-	status  int
-	header  http.Header   // added to every response
-	block   chan struct{} // when non-nil, requests wait for it to close
-	arrived chan struct{} // signalled on every request
-}
-
-func newReceiver(t *testing.T) *receiver {
-	t.Helper()
-	r := &receiver{status: http.StatusOK, arrived: make(chan struct{}, 10000)}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.reqs = append(r.reqs, received{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
-		status, block := r.status, r.block
-		for k, v := range r.header {
-			w.Header()[k] = v
-		}
-		r.mu.Unlock()
-		r.arrived <- struct{}{}
-		if block != nil {
-			select {
-			case <-block:
-			case <-req.Context().Done():
-				return
-			}
-		}
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(`{"ok":true}`))
-	}))
-	t.Cleanup(func() {
-		r.mu.Lock()
-		if r.block != nil {
-			select {
-			case <-r.block:
-			default:
-				close(r.block)
-			}
-		}
-		r.mu.Unlock()
-		r.srv.Close()
-	})
-	return r
-}
-
-func (r *receiver) setStatus(code int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.status = code
-}
-
-// hold makes requests hang until the returned func is called.
-func (r *receiver) hold() (release func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ch := make(chan struct{})
-	r.block = ch
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.mu.Lock()
-			r.block = nil
-			r.mu.Unlock()
-			close(ch)
-		})
-	}
-}
-
-func (r *receiver) requests() []received {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]received(nil), r.reqs...)
-}
-
-func (r *receiver) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.reqs)
-}
 
 // harness is a real worker (asynq server on a private Redis DB) on a real
 // database, with the clock stubbed so the schedule runs in milliseconds.
@@ -190,17 +96,24 @@ func newHarness(t *testing.T, b backend) *harness {
 		t.Fatalf("open app: %v", err)
 	}
 	w := worker.New(a)
-	if err := w.Start(); err != nil {
+	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	pub, err := client.New(client.FromConfig(cfg))
+	tr, err := transition.New(transition.FromConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := app.ClientConfig(cfg)
+	cc.Transitions = tr
+	pub, err := client.New(cc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	insp := asynq.NewInspector(redisOpt)
 	t.Cleanup(func() {
-		w.Stop()
+		_ = w.Stop(context.Background())
 		_ = pub.Close()
+		_ = tr.Close()
 		_ = insp.Close()
 		_ = a.Close()
 	})
@@ -254,18 +167,6 @@ func salesOrder(id string) client.Event {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling an external effect with a deadline
-	}
-}
-
 // deliveries reads the event's delivery rows.
 func (h *harness) deliveries(eventID string) []models.Delivery {
 	h.t.Helper()
@@ -290,7 +191,7 @@ func (h *harness) delivery(eventID string) models.Delivery {
 func (h *harness) waitAttempts(eventID string, n int) models.Delivery {
 	h.t.Helper()
 	var d models.Delivery
-	eventually(h.t, "attempt to be recorded", func() bool {
+	testenv.Eventually(h.t, "attempt to be recorded", func() bool {
 		// History first: it is written in the same transaction as the
 		// outcome, so once it shows n attempts the row read after is final.
 		var c int64

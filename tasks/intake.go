@@ -4,19 +4,8 @@ import (
 	"context"
 
 	"github.com/hibiken/asynq"
+	"github.com/homingdev/homing/event"
 )
-
-// OutboxHeader marks a webhook:event task queued by the outbox relay: its
-// event is recorded in PostgreSQL until the fan-out tells Handlers.Intake
-// that the deliveries are committed. Tasks from client.Publish carry no
-// header and cost no statement.
-const OutboxHeader = "homing-outbox"
-
-// OutboxEventTask is EventTask for an event the outbox holds.
-func OutboxEventTask(eventID string, payload []byte) *asynq.Task {
-	return asynq.NewTaskWithHeaders(TypeEvent, payload, map[string]string{OutboxHeader: "1"},
-		asynq.TaskID(EventTaskID(eventID)), asynq.Queue(DefaultQueue), asynq.MaxRetry(MaxRetry), asynq.Timeout(eventTimeout))
-}
 
 // Intake is the durable record of accepted events (outbox.Completer): told
 // once an event's fan-out has committed, it lets the event go.
@@ -29,7 +18,7 @@ type Intake interface {
 // queues the event again after outbox.recover_after, and the repeated
 // fan-out creates nothing and releases it then.
 func (h *Handlers) fannedOut(ctx context.Context, t *asynq.Task, eventID string) {
-	if h.Intake == nil || t.Headers()[OutboxHeader] == "" {
+	if h.Intake == nil || t.Headers()[event.OutboxHeader] == "" {
 		return
 	}
 	if err := h.Intake.FannedOut(ctx, eventID); err != nil {

@@ -15,6 +15,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
 	"github.com/homingdev/homing/webhook"
@@ -28,8 +31,8 @@ func TestHappyPath(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, b)
-			recv := newReceiver(t)
-			h.createWebhook("orders", recv.srv.URL+"/hook", func(in *webhook.Input) {
+			recv := testreceiver.New(t)
+			h.createWebhook("orders", recv.URL+"/hook", func(in *webhook.Input) {
 				in.Template = ptr(`{"name": "{{ doc.name }}", "total": {{ doc.grand_total }}}`)
 				in.Headers = ptr([]string{"X-Tenant: acme"})
 			})
@@ -38,7 +41,7 @@ func TestHappyPath(t *testing.T) {
 			if d.Status != models.StatusDelivered || d.NextRetry != nil {
 				t.Fatalf("status %s next_retry %v, want Delivered and none", d.Status, d.NextRetry)
 			}
-			reqs := recv.requests()
+			reqs := recv.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("receiver got %d requests, want 1", len(reqs))
 			}
@@ -75,10 +78,10 @@ func TestOutageThenRecoveryReplaysFrozenPayloadAndSignsEveryAttempt(t *testing.T
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, b)
-			recv := newReceiver(t)
-			recv.setStatus(http.StatusServiceUnavailable)
+			recv := testreceiver.New(t)
+			recv.SetStatus(http.StatusServiceUnavailable)
 			const secret = "frappe-style-secret"
-			h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) {
+			h.createWebhook("orders", recv.URL, func(in *webhook.Input) {
 				in.Template = ptr(`{"name": "{{ doc.name }}"}`)
 				in.Secret = ptr(secret)
 			})
@@ -105,7 +108,7 @@ func TestOutageThenRecoveryReplaysFrozenPayloadAndSignsEveryAttempt(t *testing.T
 			if d.Status != models.StatusFailed {
 				t.Fatalf("after second 503: %s", d.Status)
 			}
-			recv.setStatus(http.StatusOK)
+			recv.SetStatus(http.StatusOK)
 			if n := h.sweep(30 * time.Minute); n != 1 {
 				t.Fatalf("second retry enqueued %d, want 1", n)
 			}
@@ -113,7 +116,7 @@ func TestOutageThenRecoveryReplaysFrozenPayloadAndSignsEveryAttempt(t *testing.T
 			if d.Status != models.StatusDelivered || d.NextRetry != nil {
 				t.Fatalf("after recovery: %s, next %v", d.Status, d.NextRetry)
 			}
-			reqs := recv.requests()
+			reqs := recv.Requests()
 			if len(reqs) != 3 {
 				t.Fatalf("receiver got %d requests, want 3", len(reqs))
 			}
@@ -146,9 +149,9 @@ func TestExhaustAfterMaxRetriesFollowsTheSchedule(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, b)
-			recv := newReceiver(t)
-			recv.setStatus(http.StatusInternalServerError)
-			h.createWebhook("orders", recv.srv.URL, nil)
+			recv := testreceiver.New(t)
+			recv.SetStatus(http.StatusInternalServerError)
+			h.createWebhook("orders", recv.URL, nil)
 			start := h.clock.Now()
 			id := h.publish(salesOrder("ev-exhaust"))
 			d := h.waitAttempts(id, 1)
@@ -177,8 +180,8 @@ func TestExhaustAfterMaxRetriesFollowsTheSchedule(t *testing.T) {
 			if n := h.sweep(24 * time.Hour); n != 0 {
 				t.Fatalf("exhausted delivery swept again (%d)", n)
 			}
-			if recv.count() != 4 {
-				t.Fatalf("receiver got %d requests, want 4", recv.count())
+			if recv.Count() != 4 {
+				t.Fatalf("receiver got %d requests, want 4", recv.Count())
 			}
 		})
 	}
@@ -187,9 +190,9 @@ func TestExhaustAfterMaxRetriesFollowsTheSchedule(t *testing.T) {
 func TestMaxRetriesZeroIsOneFinalAttempt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusBadGateway)
-	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.MaxRetries = ptr(0) })
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusBadGateway)
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.MaxRetries = ptr(0) })
 	id := h.publish(salesOrder("ev-zero"))
 	d := h.waitAttempts(id, 1)
 	if d.Status != models.StatusExhausted || d.NextRetry != nil || d.MaxRetries != 0 {
@@ -203,41 +206,44 @@ func TestMaxRetriesZeroIsOneFinalAttempt(t *testing.T) {
 func TestDisabledDuringRetriesIsExhaustedWithoutARequest(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusServiceUnavailable)
-	h.createWebhook("orders", recv.srv.URL, nil)
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusServiceUnavailable)
+	h.createWebhook("orders", recv.URL, nil)
 	id := h.publish(salesOrder("ev-disabled"))
 	h.waitAttempts(id, 1)
 	if _, err := h.hooks.SetEnabled(context.Background(), "orders", false, ""); err != nil {
 		t.Fatal(err)
 	}
-	recv.setStatus(http.StatusOK)
-	if n := h.sweep(5 * time.Minute); n != 1 {
-		t.Fatalf("swept %d", n)
-	}
-	eventually(t, "exhausted", func() bool { return h.delivery(id).Status == models.StatusExhausted })
+	// Exhausted by the disable itself, not when the retry next comes due.
 	d := h.delivery(id)
+	if d.Status != models.StatusExhausted {
+		t.Fatalf("status %s right after disable, want Exhausted", d.Status)
+	}
+	recv.SetStatus(http.StatusOK)
+	if n := h.sweep(5 * time.Minute); n != 0 {
+		t.Fatalf("swept %d, want nothing due", n)
+	}
 	if d.LastError != "webhook disabled" || d.Attempts != 1 || d.NextRetry != nil {
 		t.Fatalf("got error %q attempts %d next %v", d.LastError, d.Attempts, d.NextRetry)
 	}
-	if recv.count() != 1 {
-		t.Fatalf("receiver got %d requests after disable, want only the first", recv.count())
+	if recv.Count() != 1 {
+		t.Fatalf("receiver got %d requests after disable, want only the first", recv.Count())
 	}
 }
 
 func TestDeletedWebhookExhaustsItsRetries(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, sqlite)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusServiceUnavailable)
-	h.createWebhook("orders", recv.srv.URL, nil)
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusServiceUnavailable)
+	h.createWebhook("orders", recv.URL, nil)
 	id := h.publish(salesOrder("ev-deleted"))
 	h.waitAttempts(id, 1)
 	if err := h.hooks.Delete(context.Background(), "orders"); err != nil {
 		t.Fatal(err)
 	}
 	h.sweep(5 * time.Minute)
-	eventually(t, "exhausted", func() bool { return h.delivery(id).Status == models.StatusExhausted })
+	testenv.Eventually(t, "exhausted", func() bool { return h.delivery(id).Status == models.StatusExhausted })
 	if d := h.delivery(id); d.LastError != "webhook deleted" {
 		t.Fatalf("last_error %q", d.LastError)
 	}
@@ -246,10 +252,10 @@ func TestDeletedWebhookExhaustsItsRetries(t *testing.T) {
 func TestHangingReceiverTimesOutThenBacksOff(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	release := recv.hold()
+	recv := testreceiver.New(t)
+	release := recv.Hold()
 	defer release()
-	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.Timeout = ptr(200 * time.Millisecond) })
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.Timeout = ptr(200 * time.Millisecond) })
 	id := h.publish(salesOrder("ev-hang"))
 	d := h.waitAttempts(id, 1)
 	if d.Status != models.StatusFailed || !strings.Contains(d.LastError, "timed out") {
@@ -262,8 +268,8 @@ func TestHangingReceiverTimesOutThenBacksOff(t *testing.T) {
 	if n := h.sweep(4 * time.Minute); n != 0 {
 		t.Fatalf("swept %d before due", n)
 	}
-	if recv.count() != 1 {
-		t.Fatalf("receiver got %d requests, want 1", recv.count())
+	if recv.Count() != 1 {
+		t.Fatalf("receiver got %d requests, want 1", recv.Count())
 	}
 	var hist []models.Attempt
 	h.db.Where("delivery_id = ?", d.ID).Find(&hist)
@@ -275,51 +281,51 @@ func TestHangingReceiverTimesOutThenBacksOff(t *testing.T) {
 func TestUnbuildableRequestIsExhaustedWithoutARequest(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	h.createWebhook("missing-field", recv.srv.URL, func(in *webhook.Input) {
+	recv := testreceiver.New(t)
+	h.createWebhook("missing-field", recv.URL, func(in *webhook.Input) {
 		in.Template = ptr(`{"x": "{{ doc.no_such_field }}"}`)
 	})
-	h.createWebhook("not-json", recv.srv.URL, func(in *webhook.Input) {
+	h.createWebhook("not-json", recv.URL, func(in *webhook.Input) {
 		in.Template = ptr(`{"name": "{{ doc.name }}",}`) // a trailing comma: not JSON for any document
 	})
 	id := h.publish(salesOrder("ev-unbuildable"))
-	eventually(t, "two deliveries", func() bool { return len(h.deliveries(id)) == 2 })
+	testenv.Eventually(t, "two deliveries", func() bool { return len(h.deliveries(id)) == 2 })
 	for _, d := range h.deliveries(id) {
 		if d.Status != models.StatusExhausted || d.Attempts != 0 || !strings.Contains(d.LastError, "cannot build request") {
 			t.Errorf("%s: %s attempts %d error %q", d.WebhookName, d.Status, d.Attempts, d.LastError)
 		}
 	}
-	if recv.count() != 0 {
-		t.Fatalf("receiver got %d requests for unbuildable deliveries", recv.count())
+	if recv.Count() != 0 {
+		t.Fatalf("receiver got %d requests for unbuildable deliveries", recv.Count())
 	}
 }
 
 func TestConditionFalseCreatesNoDelivery(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, sqlite)
-	recv := newReceiver(t)
-	h.createWebhook("big", recv.srv.URL, func(in *webhook.Input) { in.Condition = ptr(`doc.grand_total > 10000`) })
-	h.createWebhook("paid", recv.srv.URL, func(in *webhook.Input) {
+	recv := testreceiver.New(t)
+	h.createWebhook("big", recv.URL, func(in *webhook.Input) { in.Condition = ptr(`doc.grand_total > 10000`) })
+	h.createWebhook("paid", recv.URL, func(in *webhook.Input) {
 		in.Condition = ptr(`doc.status == "Paid" && doc.grand_total > 100`)
 	})
 	id := h.publish(salesOrder("ev-cond"))
-	eventually(t, "delivered", func() bool {
+	testenv.Eventually(t, "delivered", func() bool {
 		rows := h.deliveries(id)
 		return len(rows) == 1 && rows[0].Status == models.StatusDelivered
 	})
 	if rows := h.deliveries(id); rows[0].WebhookName != "paid" {
 		t.Fatalf("delivered to %s", rows[0].WebhookName)
 	}
-	if recv.count() != 1 {
-		t.Fatalf("receiver got %d", recv.count())
+	if recv.Count() != 1 {
+		t.Fatalf("receiver got %d", recv.Count())
 	}
 }
 
 func TestDuplicateEventIDDeliversOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	h.createWebhook("orders", recv.srv.URL, nil)
+	recv := testreceiver.New(t)
+	h.createWebhook("orders", recv.URL, nil)
 	h.publish(salesOrder("ev-dup"))
 	h.waitAttempts("ev-dup", 1)
 	// Again after the first fan-out completed, and twice at once.
@@ -334,9 +340,9 @@ func TestDuplicateEventIDDeliversOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	eventually(t, "queues drained", func() bool { return queueEmpty(t, h) })
-	if recv.count() != 1 || len(h.deliveries("ev-dup")) != 1 {
-		t.Fatalf("receiver got %d requests, %d rows; want 1 and 1", recv.count(), len(h.deliveries("ev-dup")))
+	testenv.Eventually(t, "queues drained", func() bool { return queueEmpty(t, h) })
+	if recv.Count() != 1 || len(h.deliveries("ev-dup")) != 1 {
+		t.Fatalf("receiver got %d requests, %d rows; want 1 and 1", recv.Count(), len(h.deliveries("ev-dup")))
 	}
 }
 
@@ -352,9 +358,9 @@ func queueEmpty(t *testing.T, h *harness) bool {
 func TestSweepReturnsBeforeAnyRetryIsSent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusServiceUnavailable)
-	h.createWebhook("orders", recv.srv.URL, nil)
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusServiceUnavailable)
+	h.createWebhook("orders", recv.URL, nil)
 	// Fewer failures than make the webhook failing, whose retries would go
 	// out one probe at a time.
 	const n = models.FailingAfter - 1
@@ -362,9 +368,9 @@ func TestSweepReturnsBeforeAnyRetryIsSent(t *testing.T) {
 		id := h.publish(salesOrder(fmt.Sprintf("ev-block-%d", i)))
 		h.waitAttempts(id, 1)
 	}
-	release := recv.hold()
+	release := recv.Hold()
 	defer release()
-	before := recv.count()
+	before := recv.Count()
 	if got := h.sweep(5 * time.Minute); got != n {
 		t.Fatalf("sweep enqueued %d, want %d", got, n)
 	}
@@ -378,32 +384,32 @@ func TestSweepReturnsBeforeAnyRetryIsSent(t *testing.T) {
 	// Every retry reaches the receiver before any answer: the first 503
 	// would make the webhook failing and hold back the retries not yet
 	// claimed.
-	eventually(t, "retries in flight", func() bool { return recv.count() == before+n })
+	testenv.Eventually(t, "retries in flight", func() bool { return recv.Count() == before+n })
 	release()
-	eventually(t, "retries recorded", func() bool {
+	testenv.Eventually(t, "retries recorded", func() bool {
 		var c int64
 		h.db.Model(&models.Attempt{}).Count(&c)
 		return c == 2*n
 	})
-	if recv.count() != before+n {
-		t.Fatalf("receiver got %d retries, want %d", recv.count()-before, n)
+	if recv.Count() != before+n {
+		t.Fatalf("receiver got %d retries, want %d", recv.Count()-before, n)
 	}
 }
 
 func TestTwoConcurrentSweepsWithSlowReceiverDeliverEachOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusServiceUnavailable)
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusServiceUnavailable)
 	// A timeout longer than the sweeps below take on a loaded machine: a held
 	// retry that timed out would be rescheduled, not delivered.
-	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.Timeout = ptr(time.Minute) })
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.Timeout = ptr(time.Minute) })
 	const n = 100
 	// Seed 100 due Failed rows through the real fan-out and first attempt.
 	for i := 0; i < n; i++ {
 		h.publish(salesOrder(fmt.Sprintf("ev-two-%03d", i)))
 	}
-	eventually(t, "first attempts recorded", func() bool {
+	testenv.Eventually(t, "first attempts recorded", func() bool {
 		var c int64
 		h.db.Model(&models.Attempt{}).Count(&c)
 		return c == n
@@ -413,8 +419,8 @@ func TestTwoConcurrentSweepsWithSlowReceiverDeliverEachOnce(t *testing.T) {
 	if err := h.db.Exec("UPDATE webhook_health SET failures = 0, failing_since = NULL").Error; err != nil {
 		t.Fatal(err)
 	}
-	recv.setStatus(http.StatusOK)
-	release := recv.hold() // slow receiver: retries hang while we sweep again
+	recv.SetStatus(http.StatusOK)
+	release := recv.Hold() // slow receiver: retries hang while we sweep again
 	h.clock.Advance(5 * time.Minute)
 	var wg sync.WaitGroup
 	for s := 0; s < 2; s++ {
@@ -430,14 +436,14 @@ func TestTwoConcurrentSweepsWithSlowReceiverDeliverEachOnce(t *testing.T) {
 	}
 	wg.Wait()
 	release()
-	eventually(t, "all delivered", func() bool {
+	testenv.Eventually(t, "all delivered", func() bool {
 		var c int64
 		h.db.Model(&models.Delivery{}).Where("status = ?", models.StatusDelivered).Count(&c)
 		return c == n
 	})
-	eventually(t, "queues drained", func() bool { return queueEmpty(t, h) })
+	testenv.Eventually(t, "queues drained", func() bool { return queueEmpty(t, h) })
 	counts := map[string]int{}
-	for _, r := range recv.requests() {
+	for _, r := range recv.Requests() {
 		counts[r.Header.Get("Webhook-Id")]++
 	}
 	if len(counts) != n {
@@ -453,9 +459,9 @@ func TestTwoConcurrentSweepsWithSlowReceiverDeliverEachOnce(t *testing.T) {
 func TestArchivedRetryTaskDoesNotBlockItsDelivery(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusServiceUnavailable)
-	hook := h.createWebhook("orders", recv.srv.URL, nil)
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusServiceUnavailable)
+	hook := h.createWebhook("orders", recv.URL, nil)
 	id := h.publish(salesOrder("ev-archived"))
 	d := h.waitAttempts(id, 1)
 	// A dead retry task holding the TaskID: plant one scheduled far ahead (so
@@ -472,7 +478,7 @@ func TestArchivedRetryTaskDoesNotBlockItsDelivery(t *testing.T) {
 	if _, err := ac.Enqueue(tasks.NewRetryTask(d.ID, "orders", hook.Queue)); !errors.Is(err, asynq.ErrTaskIDConflict) {
 		t.Fatalf("an archived task should hold its TaskID, got %v", err)
 	}
-	recv.setStatus(http.StatusOK)
+	recv.SetStatus(http.StatusOK)
 	h.clock.Advance(5 * time.Minute)
 	res, err := h.worker.Sweeper.RunOnce(context.Background())
 	if err != nil {
@@ -482,18 +488,18 @@ func TestArchivedRetryTaskDoesNotBlockItsDelivery(t *testing.T) {
 		t.Fatalf("sweep result %+v, want the dead task replaced", res)
 	}
 	d = h.waitAttempts(id, 2)
-	if d.Status != models.StatusDelivered || recv.count() != 2 {
-		t.Fatalf("after the revived retry: %s, receiver got %d", d.Status, recv.count())
+	if d.Status != models.StatusDelivered || recv.Count() != 2 {
+		t.Fatalf("after the revived retry: %s, receiver got %d", d.Status, recv.Count())
 	}
 }
 
 func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	ok := newReceiver(t)
-	bad := newReceiver(t)
-	bad.setStatus(http.StatusInternalServerError)
-	for name, url := range map[string]string{"approvals-ok": ok.srv.URL, "approvals-bad": bad.srv.URL} {
+	ok := testreceiver.New(t)
+	bad := testreceiver.New(t)
+	bad.SetStatus(http.StatusInternalServerError)
+	for name, url := range map[string]string{"approvals-ok": ok.URL, "approvals-bad": bad.URL} {
 		h.createWebhook(name, url, func(in *webhook.Input) { in.Event = ptr("workflow_transition") })
 	}
 	ev := client.Event{ID: "ev-wf", DocType: "Sales Order", DocName: "SO-1", Event: "workflow_transition", Doc: map[string]any{"name": "SO-1"}}
@@ -506,8 +512,8 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 		t.Fatalf("failures %+v", serr.Failures)
 	}
 	// Delivered when Publish returned: no worker involved.
-	if ok.count() != 1 || bad.count() != 1 {
-		t.Fatalf("receivers got %d and %d, want 1 each", ok.count(), bad.count())
+	if ok.Count() != 1 || bad.Count() != 1 {
+		t.Fatalf("receivers got %d and %d, want 1 each", ok.Count(), bad.Count())
 	}
 	for _, d := range h.deliveries("ev-wf") {
 		want := models.StatusDelivered
@@ -523,20 +529,33 @@ func TestWorkflowTransitionIsSynchronous(t *testing.T) {
 	}
 	// Publishing the same event again sends nothing and reports the failure.
 	_, err = h.pub.Publish(context.Background(), ev)
-	if !errors.As(err, &serr) || ok.count() != 1 || bad.count() != 1 {
-		t.Fatalf("republish: %v, receivers %d %d", err, ok.count(), bad.count())
+	if !errors.As(err, &serr) || ok.Count() != 1 || bad.Count() != 1 {
+		t.Fatalf("republish: %v, receivers %d %d", err, ok.Count(), bad.Count())
+	}
+	// A webhook added since gets the republished transition, once; the
+	// webhooks that had it get nothing more.
+	late := testreceiver.New(t)
+	h.createWebhook("approvals-late", late.URL, func(in *webhook.Input) { in.Event = ptr("workflow_transition") })
+	for range 2 {
+		_, err = h.pub.Publish(context.Background(), ev)
+		if !errors.As(err, &serr) || len(serr.Failures) != 1 {
+			t.Fatalf("republish after a new webhook: %v", err)
+		}
+	}
+	if late.Count() != 1 || ok.Count() != 1 || bad.Count() != 1 {
+		t.Fatalf("receivers got late=%d ok=%d bad=%d, want 1 each", late.Count(), ok.Count(), bad.Count())
 	}
 }
 
 func TestLostFirstAttemptTaskIsPickedUpBySweeper(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	h.createWebhook("orders", recv.srv.URL, nil)
+	recv := testreceiver.New(t)
+	h.createWebhook("orders", recv.URL, nil)
 	// Fan out directly, as a worker that crashed before enqueuing would.
 	ev := salesOrder("ev-lost")
 	doc, _ := json.Marshal(ev.Doc)
-	task, err := tasks.DecodeEvent(mustJSON(t, tasks.EventPayload{ID: ev.ID, DocType: ev.DocType, Event: ev.Event, Doc: doc}))
+	task, err := event.Decode(mustJSON(t, event.Payload{ID: ev.ID, DocType: ev.DocType, Event: ev.Event, Doc: doc}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,8 +576,8 @@ func TestLostFirstAttemptTaskIsPickedUpBySweeper(t *testing.T) {
 		t.Fatalf("lost first attempt not swept")
 	}
 	d := h.waitAttempts(ev.ID, 1)
-	if d.Status != models.StatusDelivered || recv.count() != 1 {
-		t.Fatalf("got %s, receiver %d", d.Status, recv.count())
+	if d.Status != models.StatusDelivered || recv.Count() != 1 {
+		t.Fatalf("got %s, receiver %d", d.Status, recv.Count())
 	}
 }
 
@@ -574,9 +593,9 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestPendingRetryTaskIsInHand(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusServiceUnavailable)
-	hook := h.createWebhook("orders", recv.srv.URL, nil)
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusServiceUnavailable)
+	hook := h.createWebhook("orders", recv.URL, nil)
 	id := h.publish(salesOrder("ev-inhand"))
 	d := h.waitAttempts(id, 1)
 	ac := asynq.NewClient(h.redis)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/inspect"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/webhook"
@@ -18,9 +20,9 @@ import (
 func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusInternalServerError)
-	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.MaxRetries = ptr(0) })
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusInternalServerError)
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.MaxRetries = ptr(0) })
 	const n = 6
 	for i := 0; i < n; i++ {
 		h.waitAttempts(h.publish(salesOrder(fmt.Sprintf("ev-rec-%d", i))), 1)
@@ -37,7 +39,7 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 	if d.Status != models.StatusFailed || d.NextRetry == nil || d.MaxRetries != 1 {
 		t.Fatalf("after retry: %s next %v max %d", d.Status, d.NextRetry, d.MaxRetries)
 	}
-	recv.setStatus(http.StatusOK)
+	recv.SetStatus(http.StatusOK)
 	if got := h.sweep(0); got != 1 {
 		t.Fatalf("swept %d", got)
 	}
@@ -69,16 +71,16 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 	if dry, _ := rec.Recover(ctx, recovery.Filter{Webhook: "orders"}, true, nil); dry != 0 {
 		t.Fatalf("nothing left to recover, dry run says %d", dry)
 	}
-	before := recv.count()
+	before := recv.Count()
 	h.sweep(0)
 	h.sweep(0) // a second sweep finds nothing new to send
-	eventually(t, "recovered deliveries", func() bool {
+	testenv.Eventually(t, "recovered deliveries", func() bool {
 		var c int64
 		h.db.Model(&models.Delivery{}).Where("status = ?", models.StatusDelivered).Count(&c)
 		return c == n
 	})
-	eventually(t, "queues drained", func() bool { return queueEmpty(t, h) })
-	if got := recv.count() - before; got != n-1 {
+	testenv.Eventually(t, "queues drained", func() bool { return queueEmpty(t, h) })
+	if got := recv.Count() - before; got != n-1 {
 		t.Fatalf("receiver got %d requests for %d recovered deliveries", got, n-1)
 	}
 
@@ -87,9 +89,9 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before = recv.count()
+	before = recv.Count()
 	h.sweep(0)
-	eventually(t, "resent delivery", func() bool {
+	testenv.Eventually(t, "resent delivery", func() bool {
 		det, err := inspect.Show(ctx, h.db, newID)
 		return err == nil && det.Status == models.StatusDelivered
 	})
@@ -97,8 +99,8 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 	if det.ResentFrom == nil || *det.ResentFrom != one.ID || det.Payload != string(one.Payload) {
 		t.Fatalf("resend %+v", det)
 	}
-	reqs := recv.requests()
-	if recv.count()-before != 1 || reqs[len(reqs)-1].Header.Get("Webhook-Id") != newID || string(reqs[len(reqs)-1].Body) != string(one.Payload) {
+	reqs := recv.Requests()
+	if recv.Count()-before != 1 || reqs[len(reqs)-1].Header.Get("Webhook-Id") != newID || string(reqs[len(reqs)-1].Body) != string(one.Payload) {
 		t.Fatalf("resend reached the receiver as %+v", reqs[len(reqs)-1])
 	}
 

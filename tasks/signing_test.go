@@ -13,6 +13,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/signing"
@@ -22,7 +23,7 @@ import (
 // verifyStandard checks a request as an independent receiver would: the
 // standard-webhooks reference library for the signature, and the timestamp
 // against the (stubbed) time of the attempt.
-func verifyStandard(t *testing.T, secret string, r received, at time.Time) error {
+func verifyStandard(t *testing.T, secret string, r testreceiver.Request, at time.Time) error {
 	t.Helper()
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -40,24 +41,24 @@ func verifyStandard(t *testing.T, secret string, r received, at time.Time) error
 func TestStandardWebhooksSignatureOnFirstAttemptAndRetry(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusServiceUnavailable)
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusServiceUnavailable)
 	secret, err := signing.GenerateSecret()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.Secret = ptr(string(secret)) })
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.Secret = ptr(string(secret)) })
 	first := h.clock.Now()
 	id := h.publish(salesOrder("ev-std"))
 	h.waitAttempts(id, 1)
-	recv.setStatus(http.StatusOK)
+	recv.SetStatus(http.StatusOK)
 	h.sweep(5 * time.Minute)
 	retryAt := h.clock.Now()
 	d := h.waitAttempts(id, 2)
 	if d.Status != models.StatusDelivered {
 		t.Fatalf("status %s", d.Status)
 	}
-	reqs := recv.requests()
+	reqs := recv.Requests()
 	for i, at := range []time.Time{first, retryAt} {
 		if err := verifyStandard(t, string(secret), reqs[i], at); err != nil {
 			t.Errorf("attempt %d does not verify: %v", i+1, err)
@@ -77,14 +78,14 @@ func TestStandardWebhooksSignatureOnFirstAttemptAndRetry(t *testing.T) {
 func TestSignatureSchemeStandardOnly(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, sqlite)
-	recv := newReceiver(t)
-	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) {
+	recv := testreceiver.New(t)
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) {
 		in.Secret = ptr("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 		in.Signature = ptr(signing.SchemeStandard)
 	})
 	id := h.publish(salesOrder("ev-std-only"))
 	h.waitAttempts(id, 1)
-	r := recv.requests()[0]
+	r := recv.Requests()[0]
 	if r.Header.Get("X-Frappe-Webhook-Signature") != "" || r.Header.Get("Webhook-Signature") == "" {
 		t.Fatalf("headers %v", r.Header)
 	}
@@ -93,17 +94,17 @@ func TestSignatureSchemeStandardOnly(t *testing.T) {
 func TestRotationOverlapThenOnlyTheNewSecret(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, pg)
-	recv := newReceiver(t)
+	recv := testreceiver.New(t)
 	oldSecret, _ := signing.GenerateSecret()
 	newSecret, _ := signing.GenerateSecret()
-	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.Secret = ptr(string(oldSecret)) })
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.Secret = ptr(string(oldSecret)) })
 	if _, err := h.hooks.RotateSecret(context.Background(), "orders", string(newSecret), 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	at := h.clock.Now()
 	id := h.publish(salesOrder("ev-rot-1"))
 	h.waitAttempts(id, 1)
-	during := recv.requests()[0]
+	during := recv.Requests()[0]
 	for name, s := range map[string]signing.Secret{"old": oldSecret, "new": newSecret} {
 		if err := verifyStandard(t, string(s), during, at); err != nil {
 			t.Errorf("during the grace period a receiver holding only the %s secret fails: %v", name, err)
@@ -116,7 +117,7 @@ func TestRotationOverlapThenOnlyTheNewSecret(t *testing.T) {
 	at = h.clock.Now()
 	id = h.publish(salesOrder("ev-rot-2"))
 	h.waitAttempts(id, 1)
-	after := recv.requests()[1]
+	after := recv.Requests()[1]
 	if err := verifyStandard(t, string(newSecret), after, at); err != nil {
 		t.Errorf("after the grace period the new secret fails: %v", err)
 	}
@@ -135,13 +136,13 @@ func TestSecretsAreSealedAndNeverLogged(t *testing.T) {
 	// A debug-level logger on everything the lifecycle touches.
 	dbg := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.hooks = webhook.New(h.db, h.app.Box, h.clock, webhook.Defaults{MaxRetries: 3, Timeout: 2 * time.Second}, dbg)
-	recv := newReceiver(t)
-	recv.setStatus(http.StatusInternalServerError)
+	recv := testreceiver.New(t)
+	recv.SetStatus(http.StatusInternalServerError)
 	const secret = "a-very-recognisable-secret-value"
-	h.createWebhook("orders", recv.srv.URL, func(in *webhook.Input) { in.Secret = ptr(secret) })
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.Secret = ptr(secret) })
 	id := h.publish(salesOrder("ev-nolog"))
 	h.waitAttempts(id, 1)
-	recv.setStatus(http.StatusOK)
+	recv.SetStatus(http.StatusOK)
 	h.sweep(5 * time.Minute)
 	h.waitAttempts(id, 2)
 	var stored models.Webhook

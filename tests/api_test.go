@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -67,11 +68,11 @@ func (c apiClient) expect(t *testing.T, want int, method, path, body string) api
 	return r
 }
 
-func firstBody(rs []receipt) string {
+func firstBody(rs []testreceiver.Request) string {
 	if len(rs) == 0 {
 		return ""
 	}
-	return string(rs[0].body)
+	return string(rs[0].Body)
 }
 
 var apiAddr = regexp.MustCompile(`msg="api started" addr=(\S+)`)
@@ -109,7 +110,7 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 
 	var mu sync.Mutex
 	up := false
-	rc := newReceiver(t, func(int) int {
+	rc := testreceiver.Answers(t, func(int) int {
 		mu.Lock()
 		defer mu.Unlock()
 		if up {
@@ -117,7 +118,7 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 		}
 		return http.StatusServiceUnavailable
 	})
-	orders := newReceiver(t, func(int) int { return http.StatusOK })
+	orders := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 
 	// No token, no entry; the document needs none.
 	if r := (apiClient{base: c.base}).call(t, "GET", "/v1/webhooks", ""); r.status != http.StatusUnauthorized {
@@ -134,7 +135,7 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 		t.Fatalf("202 body: %s", r.raw)
 	}
 	eventually(t, "the receiver to get the published event", func() (bool, string) {
-		return len(orders.got()) == 1, fmt.Sprintf("%d requests", len(orders.got()))
+		return len(orders.Requests()) == 1, fmt.Sprintf("%d requests", len(orders.Requests()))
 	})
 	// A producer retrying its publish: 200 with the original, nothing written.
 	if r := c.expect(t, http.StatusOK, "POST", "/v1/events", so); r.body["event_id"] != "so-e2e" {
@@ -171,12 +172,12 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 		t.Fatalf("502 body: %s", r.raw)
 	}
 	id, _ := failures[0].(map[string]any)["delivery_id"].(string)
-	if n := len(rc.got()); n != 1 {
+	if n := len(rc.Requests()); n != 1 {
 		t.Fatalf("receiver got %d requests when the 502 came back, want 1", n)
 	}
 	// Publishing it again sends nothing.
 	c.expect(t, http.StatusBadGateway, "POST", "/v1/events", wf)
-	if n := len(rc.got()); n != 1 {
+	if n := len(rc.Requests()); n != 1 {
 		t.Fatalf("receiver got %d requests after a repeated publish, want still 1", n)
 	}
 
@@ -204,19 +205,19 @@ func TestHTTPAPIEndToEnd(t *testing.T) {
 	}
 
 	s.stop() // homing serve exits 0 on SIGTERM, like the others
-	if got := orders.got(); len(got) != 1 || string(got[0].body) != `{"order":"SO-9","total":1500}` || got[0].header.Get("webhook-id") != soID {
+	if got := orders.Requests(); len(got) != 1 || string(got[0].Body) != `{"order":"SO-9","total":1500}` || got[0].Header.Get("webhook-id") != soID {
 		t.Errorf("orders receiver got %d requests (first %q), want exactly one {\"order\":\"SO-9\",\"total\":1500} with webhook-id %s", len(got), firstBody(got), soID)
 	}
-	got := rc.got()
-	if len(got) != 2 || got[0].status != http.StatusServiceUnavailable || got[1].status != http.StatusOK {
+	got := rc.Requests()
+	if len(got) != 2 || got[0].Status != http.StatusServiceUnavailable || got[1].Status != http.StatusOK {
 		t.Fatalf("receiver answered %v, want one 503 and one 200", statuses(got))
 	}
 	for i, g := range got {
-		if want := `{"leave": "LA-7", "state": "Approved"}`; string(g.body) != want {
-			t.Errorf("request %d body %q, want %q", i+1, g.body, want)
+		if want := `{"leave": "LA-7", "state": "Approved"}`; string(g.Body) != want {
+			t.Errorf("request %d body %q, want %q", i+1, g.Body, want)
 		}
-		if g.header.Get("webhook-id") != id {
-			t.Errorf("request %d webhook-id %q, want %q", i+1, g.header.Get("webhook-id"), id)
+		if g.Header.Get("webhook-id") != id {
+			t.Errorf("request %d webhook-id %q, want %q", i+1, g.Header.Get("webhook-id"), id)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -29,7 +30,7 @@ func TestRedisFlushedMidRun(t *testing.T) {
 	s := newSystem(t)
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
 	s.env = withEnv(s.env, "HOMING_OUTBOX_RECOVER_AFTER", "2s")
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "durable", "--doctype", "Order", "--event", "on_submit",
 		"--url", rc.URL, "--max-retries", "100", "--timeout", "2s")
 	s.start("worker", "worker started")
@@ -80,7 +81,7 @@ func TestRedisFlushedMidRun(t *testing.T) {
 						if err := rdb.FlushDB(context.Background()).Err(); err != nil {
 							t.Errorf("FLUSHDB: %v", err)
 						}
-						t.Logf("Redis flushed after %d events accepted and %d received", flushAt, len(rc.got()))
+						t.Logf("Redis flushed after %d events accepted and %d received", flushAt, len(rc.Requests()))
 					})
 				}
 			}
@@ -96,7 +97,7 @@ func TestRedisFlushedMidRun(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return counts[models.StatusDelivered] == events, fmt.Sprintf("statuses %s, %d received", countStatus(counts), len(okByID(rc.got())))
+		return counts[models.StatusDelivered] == events, fmt.Sprintf("statuses %s, %d received", countStatus(counts), len(okByID(rc.Requests())))
 	})
 	var left int64
 	eventually(t, "the outbox to be empty", func() (bool, string) {
@@ -108,7 +109,7 @@ func TestRedisFlushedMidRun(t *testing.T) {
 	s.stop()
 
 	rows := deliveriesOf(t, db, "durable")
-	ok := okByID(rc.got())
+	ok := okByID(rc.Requests())
 	byEvent := map[string]int{}
 	for _, d := range rows {
 		byEvent[d.EventID]++
@@ -121,7 +122,7 @@ func TestRedisFlushedMidRun(t *testing.T) {
 			t.Errorf("event %s has %d deliveries, want 1", id, byEvent[id])
 		}
 	}
-	if n := len(rc.got()); n != events {
+	if n := len(rc.Requests()); n != events {
 		t.Errorf("the receiver got %d requests, want %d", n, events)
 	}
 }

@@ -13,9 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +24,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/secretbox"
 )
 
@@ -35,7 +34,7 @@ var binDir string
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
-		os.Exit(m.Run())
+		os.Exit(testenv.Run(m))
 	}
 	dir, err := os.MkdirTemp("", "homing-e2e-")
 	if err != nil {
@@ -56,7 +55,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	code := m.Run()
+	code := testenv.Run(m)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -303,48 +302,6 @@ func (s *system) waitStatus(t *testing.T, id, status string) delivery {
 	return d
 }
 
-// receipt is one request as the receiver got it.
-type receipt struct {
-	at     time.Time
-	header http.Header
-	body   []byte
-	status int
-}
-
-// receiver records every request and answers with status(n) for the n-th
-// one (1-based).
-type receiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	receipts []receipt
-}
-
-func newReceiver(t *testing.T, status func(n int) int) *receiver {
-	rc := &receiver{}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		rc.mu.Lock()
-		n := len(rc.receipts) + 1
-		code := status(n)
-		rc.receipts = append(rc.receipts, receipt{at: time.Now(), header: r.Header.Clone(), body: body, status: code})
-		rc.mu.Unlock()
-		w.WriteHeader(code)
-		fmt.Fprintf(w, "receipt %d", n)
-	}))
-	t.Cleanup(rc.Close)
-	return rc
-}
-
-func (rc *receiver) got() []receipt {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]receipt(nil), rc.receipts...)
-}
-
 // frappeSignature is what a Frappe receiver computes: base64 of the
 // HMAC-SHA256 of the body, keyed with the secret string.
 func frappeSignature(secret string, body []byte) string {
@@ -363,14 +320,14 @@ func TestEndToEnd(t *testing.T) {
 
 	// The receivers outlive the scenarios, so that after the processes stop
 	// the test can check that nothing more arrived.
-	outage := newReceiver(t, func(n int) int {
+	outage := testreceiver.Answers(t, func(n int) int {
 		if n == 1 {
 			return http.StatusServiceUnavailable // down for the first attempt
 		}
 		return http.StatusOK // up again
 	})
-	broken := newReceiver(t, func(int) int { return http.StatusInternalServerError })
-	approvals := newReceiver(t, func(int) int { return http.StatusInternalServerError })
+	broken := testreceiver.Answers(t, func(int) int { return http.StatusInternalServerError })
+	approvals := testreceiver.Answers(t, func(int) int { return http.StatusInternalServerError })
 	var exhaustedAttempts int
 
 	t.Run("scenarios", func(t *testing.T) {
@@ -390,18 +347,18 @@ func TestEndToEnd(t *testing.T) {
 
 	s.stop()
 	// Nothing arrives after a delivery is final.
-	if n := len(outage.got()); n != 2 {
+	if n := len(outage.Requests()); n != 2 {
 		t.Errorf("outage receiver got %d requests in all, want 2 (503, then 200)", n)
 	}
-	if n := len(broken.got()); n != 2 || exhaustedAttempts != 2 {
+	if n := len(broken.Requests()); n != 2 || exhaustedAttempts != 2 {
 		t.Errorf("always-failing receiver got %d requests in all (%d attempts recorded), want 2: max-retries 1 allows one retry", n, exhaustedAttempts)
 	}
-	if n := len(approvals.got()); n != 1 {
+	if n := len(approvals.Requests()); n != 1 {
 		t.Errorf("workflow_transition receiver got %d requests, want 1: synchronous deliveries are never retried", n)
 	}
 }
 
-func outageThenRecovery(t *testing.T, s *system, rc *receiver) {
+func outageThenRecovery(t *testing.T, s *system, rc *testreceiver.Receiver) {
 	const tmpl = `{"name": "{{ doc.name }}", "total": {{ doc.grand_total }}, "customer": "{{ doc.customer }}"}`
 	const want = `{"name": "SO-0001", "total": 1500, "customer": "ACME Corp"}`
 
@@ -424,7 +381,7 @@ func outageThenRecovery(t *testing.T, s *system, rc *receiver) {
 	id := s.deliveryOf(t, "evt-outage")
 	d := s.waitStatus(t, id, "Delivered")
 
-	got := rc.got()
+	got := rc.Requests()
 	if d.Attempts < 2 || len(d.History) != d.Attempts {
 		t.Errorf("delivery has %d attempts and %d history entries, want at least 2 of each", d.Attempts, len(d.History))
 	}
@@ -436,29 +393,29 @@ func outageThenRecovery(t *testing.T, s *system, rc *receiver) {
 	}
 	var ok2xx int
 	for i, r := range got {
-		if r.status/100 == 2 {
+		if r.Status/100 == 2 {
 			ok2xx++
 		}
-		if string(r.body) != want {
-			t.Errorf("request %d body = %q, want exactly %q", i+1, r.body, want)
+		if string(r.Body) != want {
+			t.Errorf("request %d body = %q, want exactly %q", i+1, r.Body, want)
 		}
-		if sig := r.header.Get("X-Frappe-Webhook-Signature"); sig != frappeSignature(secret, r.body) {
+		if sig := r.Header.Get("X-Frappe-Webhook-Signature"); sig != frappeSignature(secret, r.Body) {
 			t.Errorf("request %d: X-Frappe-Webhook-Signature %q does not verify with the webhook's secret", i+1, sig)
 		}
-		if wid := r.header.Get("webhook-id"); wid != id {
+		if wid := r.Header.Get("webhook-id"); wid != id {
 			t.Errorf("request %d: webhook-id = %q, want the delivery id %q", i+1, wid, id)
 		}
-		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 			t.Errorf("request %d: Content-Type = %q", i+1, ct)
 		}
-		if ua := r.header.Get("User-Agent"); !strings.HasPrefix(ua, "Homing/") {
+		if ua := r.Header.Get("User-Agent"); !strings.HasPrefix(ua, "Homing/") {
 			t.Errorf("request %d: User-Agent = %q", i+1, ua)
 		}
 	}
-	if ok2xx != 1 || got[len(got)-1].status != http.StatusOK || got[0].status != http.StatusServiceUnavailable {
+	if ok2xx != 1 || got[len(got)-1].Status != http.StatusOK || got[0].Status != http.StatusServiceUnavailable {
 		t.Errorf("receiver answered %v, want 503 first and exactly one 200, last", statuses(got))
 	}
-	if gap := got[1].at.Sub(got[0].at); gap < 900*time.Millisecond {
+	if gap := got[1].At.Sub(got[0].At); gap < 900*time.Millisecond {
 		t.Errorf("the retry came %s after the first attempt, want the schedule's 1s", gap)
 	}
 
@@ -481,22 +438,22 @@ func outageThenRecovery(t *testing.T, s *system, rc *receiver) {
 	}
 }
 
-func statuses(rs []receipt) []int {
+func statuses(rs []testreceiver.Request) []int {
 	out := make([]int, len(rs))
 	for i, r := range rs {
-		out[i] = r.status
+		out[i] = r.Status
 	}
 	return out
 }
 
-func exhausted(t *testing.T, s *system, rc *receiver) int {
+func exhausted(t *testing.T, s *system, rc *testreceiver.Receiver) int {
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "invoices", "--doctype", "Sales Invoice", "--event", "on_submit",
 		"--url", rc.URL+"/invoices", "--max-retries", "1")
 	s.ok(t, nil, "enqueue", "--doctype", "Sales Invoice", "--event", "on_submit", "--doc", `{"name": "SINV-1"}`, "--event-id", "evt-exhaust")
 
 	id := s.deliveryOf(t, "evt-exhaust")
 	d := s.waitStatus(t, id, "Exhausted")
-	got := rc.got()
+	got := rc.Requests()
 	if d.Attempts != 2 || len(d.History) != 2 || d.MaxRetries != 1 || d.NextRetry != nil {
 		t.Errorf("exhausted delivery = %+v, want 2 attempts (max_retries 1) and no next_retry", d)
 	}
@@ -509,17 +466,17 @@ func exhausted(t *testing.T, s *system, rc *receiver) int {
 		}
 	}
 	if len(got) == 2 {
-		if gap := got[1].at.Sub(got[0].at); gap < 900*time.Millisecond {
+		if gap := got[1].At.Sub(got[0].At); gap < 900*time.Millisecond {
 			t.Errorf("the retry came %s after the first attempt, want the schedule's 1s", gap)
 		}
-		if got[0].header.Get("webhook-id") != id || got[1].header.Get("webhook-id") != id {
-			t.Errorf("webhook-id headers %q, %q, want %q", got[0].header.Get("webhook-id"), got[1].header.Get("webhook-id"), id)
+		if got[0].Header.Get("webhook-id") != id || got[1].Header.Get("webhook-id") != id {
+			t.Errorf("webhook-id headers %q, %q, want %q", got[0].Header.Get("webhook-id"), got[1].Header.Get("webhook-id"), id)
 		}
 	}
 	return d.Attempts
 }
 
-func workflowTransitionFailure(t *testing.T, s *system, rc *receiver) {
+func workflowTransitionFailure(t *testing.T, s *system, rc *testreceiver.Receiver) {
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "approvals", "--doctype", "Leave Application",
 		"--event", "workflow_transition", "--url", rc.URL+"/approvals")
 	r := s.run(t, "enqueue", "--doctype", "Leave Application", "--event", "workflow_transition",
@@ -533,7 +490,7 @@ func workflowTransitionFailure(t *testing.T, s *system, rc *receiver) {
 	if lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], `webhook "approvals": `) {
 		t.Errorf("stderr should name the failed webhook in one line:\n%s", r.stderr)
 	}
-	if n := len(rc.got()); n != 1 {
+	if n := len(rc.Requests()); n != 1 {
 		t.Errorf("receiver got %d requests before enqueue returned, want 1", n)
 	}
 	var list []delivery

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -27,7 +28,7 @@ const failoverBound = 15 * time.Second
 type flow struct {
 	t    *testing.T
 	api  apiClient
-	rc   *receiver
+	rc   *testreceiver.Receiver
 	http *http.Client
 
 	mu        sync.Mutex
@@ -36,7 +37,7 @@ type flow struct {
 	done      chan struct{}
 }
 
-func startFlow(t *testing.T, api apiClient, rc *receiver, doctypes ...string) *flow {
+func startFlow(t *testing.T, api apiClient, rc *testreceiver.Receiver, doctypes ...string) *flow {
 	f := &flow{t: t, api: api, rc: rc, http: &http.Client{Timeout: 10 * time.Second},
 		published: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -86,12 +87,12 @@ func (f *flow) halt() {
 // arrivals maps each event id to the times a 2xx request carried it.
 func (f *flow) arrivals() map[string][]time.Time {
 	out := map[string][]time.Time{}
-	for _, r := range f.rc.got() {
+	for _, r := range f.rc.Requests() {
 		var b struct {
 			E string `json:"e"`
 		}
-		if r.status/100 == 2 && json.Unmarshal(r.body, &b) == nil {
-			out[b.E] = append(out[b.E], r.at)
+		if r.Status/100 == 2 && json.Unmarshal(r.Body, &b) == nil {
+			out[b.E] = append(out[b.E], r.At)
 		}
 	}
 	return out
@@ -189,7 +190,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
 	s.env = withEnv(s.env, "HOMING_OUTBOX_RECOVER_AFTER", "5s")
 	s.env = withEnv(s.env, "HOMING_WORKER_QUEUES", fmt.Sprintf("default=2,%s=1,%s=1", doomed, healthy))
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	for _, w := range []struct{ doctype, queue string }{{"A", doomed}, {"B", healthy}} {
 		s.ok(t, nil, "homing", "webhook", "create", "--name", w.doctype, "--doctype", w.doctype, "--event", "on_submit",
 			"--url", rc.URL, "--field", "name=e", "--queue", w.queue, "--max-retries", "100", "--timeout", "2s")
@@ -326,7 +327,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 	s.env = withEnv(s.env, "HOMING_REDIS_URL", "redis://127.0.0.1:6379/0")
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
 	s.env = withEnv(s.env, "HOMING_OUTBOX_RECOVER_AFTER", "5s")
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "A", "--doctype", "A", "--event", "on_submit",
 		"--url", rc.URL, "--field", "name=e", "--max-retries", "100", "--timeout", "2s")
 	s.start("worker", "worker started")

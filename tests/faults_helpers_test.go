@@ -13,6 +13,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/store"
 )
@@ -161,11 +162,11 @@ func deliveriesOf(t *testing.T, db *gorm.DB, webhook string) []models.Delivery {
 }
 
 // okByID counts the 2xx receipts of each webhook-id.
-func okByID(rs []receipt) map[string]int {
+func okByID(rs []testreceiver.Request) map[string]int {
 	out := map[string]int{}
 	for _, r := range rs {
-		if r.status/100 == 2 {
-			out[r.header.Get("webhook-id")]++
+		if r.Status/100 == 2 {
+			out[r.Header.Get("webhook-id")]++
 		}
 	}
 	return out

@@ -17,6 +17,7 @@ import (
 
 	"github.com/homingdev/homing/client"
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/store"
 )
@@ -75,7 +76,7 @@ func TestWorkerKilled(t *testing.T) {
 	insp := asynq.NewInspector(ropt)
 	t.Cleanup(func() { _ = insp.Close() })
 
-	rc := newReceiver(t, func(n int) int {
+	rc := testreceiver.Answers(t, func(n int) int {
 		if n%3 == 0 {
 			return http.StatusInternalServerError
 		}
@@ -106,7 +107,7 @@ func TestWorkerKilled(t *testing.T) {
 	for k, r := range ranges {
 		at := r[0] + rand.IntN(r[1]-r[0])
 		within(t, 2*time.Minute, fmt.Sprintf("kill %d: %d receipts", k+1, at), func() (bool, string) {
-			got := len(rc.got())
+			got := len(rc.Requests())
 			return got >= at, fmt.Sprintf("%d receipts", got)
 		})
 		before, err := insp.GetQueueInfo("default")
@@ -121,7 +122,7 @@ func TestWorkerKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		inFlight += after.Active
-		t.Logf("kill %d at %d receipts (%s): active before %d, at the kill %d", k+1, len(rc.got()),
+		t.Logf("kill %d at %d receipts (%s): active before %d, at the kill %d", k+1, len(rc.Requests()),
 			time.Since(start).Round(time.Millisecond), before.Active, after.Active)
 		worker = s.spawn(t, "worker", "worker started")
 	}
@@ -132,7 +133,7 @@ func TestWorkerKilled(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		ok := okByID(rc.got())
+		ok := okByID(rc.Requests())
 		return counts[models.StatusDelivered] == n && len(ok) == n,
 			fmt.Sprintf("statuses %s, %d ids received with 2xx", countStatus(counts), len(ok))
 	})
@@ -144,7 +145,7 @@ func TestWorkerKilled(t *testing.T) {
 	if len(rows) != n {
 		t.Fatalf("%d deliveries, want %d", len(rows), n)
 	}
-	got := rc.got()
+	got := rc.Requests()
 	ok := okByID(got)
 	dups := 0
 	for _, d := range rows {
@@ -251,7 +252,7 @@ func TestRedisRestarted(t *testing.T) {
 	s.env = withEnv(s.env, "HOMING_RETRY_SCHEDULE", "1s")
 	s.env = withEnv(s.env, "HOMING_SWEEPER_INTERVAL", "1s")
 
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "redis", "--doctype", "Order", "--event", "on_submit",
 		"--url", rc.URL, "--max-retries", "100", "--timeout", "2s")
 	s.start("worker", "worker started")
@@ -274,10 +275,10 @@ func TestRedisRestarted(t *testing.T) {
 	batch("before", 200)
 	// Stop Redis while the first batch is still being worked on.
 	within(t, waitTimeout, "the first receipts", func() (bool, string) {
-		return len(rc.got()) >= 20, fmt.Sprintf("%d receipts", len(rc.got()))
+		return len(rc.Requests()) >= 20, fmt.Sprintf("%d receipts", len(rc.Requests()))
 	})
 	rd.shutdown(t)
-	t.Logf("redis stopped after %d receipts", len(rc.got()))
+	t.Logf("redis stopped after %d receipts", len(rc.Requests()))
 
 	// While it is down, Publish says so.
 	for i := range 3 {
@@ -306,7 +307,7 @@ func TestRedisRestarted(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return counts[models.StatusDelivered] == len(acked), fmt.Sprintf("statuses %s, %d received", countStatus(counts), len(okByID(rc.got())))
+		return counts[models.StatusDelivered] == len(acked), fmt.Sprintf("statuses %s, %d received", countStatus(counts), len(okByID(rc.Requests())))
 	})
 	s.stop()
 	rows := deliveriesOf(t, db, "redis")
@@ -314,7 +315,7 @@ func TestRedisRestarted(t *testing.T) {
 	for _, d := range rows {
 		byEvent[d.EventID] = d
 	}
-	ok := okByID(rc.got())
+	ok := okByID(rc.Requests())
 	dups := 0
 	for _, id := range acked {
 		d, found := byEvent[id]
@@ -367,7 +368,7 @@ func TestPostgresUnavailable(t *testing.T) {
 	insp := asynq.NewInspector(ropt)
 	t.Cleanup(func() { _ = insp.Close() })
 
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "pg", "--doctype", "Order", "--event", "on_submit",
 		"--url", rc.URL, "--max-retries", "100", "--timeout", "2s")
 	s.start("worker", "worker started")
@@ -389,13 +390,13 @@ func TestPostgresUnavailable(t *testing.T) {
 	publishAll(t, c, "Order", before)
 	// Cut the database while the first batch flows.
 	within(t, waitTimeout, "the first receipts", func() (bool, string) {
-		return len(rc.got()) >= 20, fmt.Sprintf("%d receipts", len(rc.got()))
+		return len(rc.Requests()) >= 20, fmt.Sprintf("%d receipts", len(rc.Requests()))
 	})
 	allow(false)
 	if err := admin.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()", name).Error; err != nil {
 		t.Fatal(err)
 	}
-	cut := len(rc.got())
+	cut := len(rc.Requests())
 	t.Logf("database refuses connections after %d receipts (%s)", cut, time.Since(start).Round(time.Millisecond))
 	publishAll(t, c, "Order", down) // Redis only: accepted while the database is down
 	// Keep the database away until asynq has re-run a task that failed on
@@ -419,7 +420,7 @@ func TestPostgresUnavailable(t *testing.T) {
 		return retried >= 2 && q.Pending == 0 && q.Active == 0,
 			fmt.Sprintf("pending %d active %d retry %d, most retried %d", q.Pending, q.Active, q.Retry, retried)
 	})
-	during := len(rc.got())
+	during := len(rc.Requests())
 	allow(true)
 	t.Logf("database back after %d receipts (%d while it refused connections) (%s)", during, during-cut, time.Since(start).Round(time.Millisecond))
 
@@ -430,14 +431,14 @@ func TestPostgresUnavailable(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return counts[models.StatusDelivered] == len(all), fmt.Sprintf("statuses %s, %d received", countStatus(counts), len(okByID(rc.got())))
+		return counts[models.StatusDelivered] == len(all), fmt.Sprintf("statuses %s, %d received", countStatus(counts), len(okByID(rc.Requests())))
 	})
 	s.stop()
 	rows := deliveriesOf(t, db, "pg")
 	if len(rows) != len(all) {
 		t.Errorf("%d deliveries, want %d", len(rows), len(all))
 	}
-	ok := okByID(rc.got())
+	ok := okByID(rc.Requests())
 	dups := 0
 	for _, d := range rows {
 		if d.Status != models.StatusDelivered || d.LastStatusCode == nil || *d.LastStatusCode != http.StatusOK {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -152,7 +153,7 @@ func TestHostileDefinitions(t *testing.T) {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}
 	s := newSystem(t)
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	base := []string{"webhook", "create", "--doctype", "Hostile", "--event", "on_submit", "--json"}
 	create := func(t *testing.T, name string, extra ...string) result {
 		t.Helper()
@@ -290,14 +291,14 @@ func TestHostileDefinitions(t *testing.T) {
 
 	bodies := map[string][]byte{}
 	headers := map[string]http.Header{}
-	for _, r := range rc.got() {
-		bodies[string(r.body)] = r.body
-		if r.header.Get("Authorization") != "" {
-			headers["credentials"] = r.header
+	for _, r := range rc.Requests() {
+		bodies[string(r.Body)] = r.Body
+		if r.Header.Get("Authorization") != "" {
+			headers["credentials"] = r.Header
 		}
 	}
-	if len(rc.got()) != 2*concurrentEvents {
-		t.Errorf("receiver got %d requests, want %d (the healthy webhooks only)", len(rc.got()), 2*concurrentEvents)
+	if len(rc.Requests()) != 2*concurrentEvents {
+		t.Errorf("receiver got %d requests, want %d (the healthy webhooks only)", len(rc.Requests()), 2*concurrentEvents)
 	}
 	var healthy map[string]any
 	for b := range bodies {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -22,7 +23,7 @@ func TestStallsAreLoud(t *testing.T) {
 		t.Skip("fault test: real processes")
 	}
 	s := newSystem(t)
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "signed", "--doctype", "Order", "--event", "on_submit",
 		"--url", rc.URL, "--secret", "a-signing-secret-0123456789")
 	r := s.run(t, "homing", "webhook", "create", "--name", "lonely", "--doctype", "Order", "--event", "on_cancel",
@@ -78,8 +79,8 @@ func TestStallsAreLoud(t *testing.T) {
 		!strings.Contains(stats.stdout, `WARNING unserved_queue: queue "nobody-serves-this" of webhook lonely`) {
 		t.Errorf("homing stats does not show the stuck deliveries and the unserved queue:\n%s", stats)
 	}
-	if len(rc.got()) != 0 {
-		t.Fatalf("the receiver got %d requests from a worker without secrets.key", len(rc.got()))
+	if len(rc.Requests()) != 0 {
+		t.Fatalf("the receiver got %d requests from a worker without secrets.key", len(rc.Requests()))
 	}
 
 	// The key comes back: the sweeper's retries send what was stuck.
@@ -88,7 +89,7 @@ func TestStallsAreLoud(t *testing.T) {
 	s.start("worker", "worker started")
 	s.start("scheduler", "scheduler started")
 	eventually(t, "the stuck deliveries sent once the key is back", func() (bool, string) {
-		got := okByID(rc.got())
+		got := okByID(rc.Requests())
 		return got[deliveryIDs[0]] == 1 && got[deliveryIDs[1]] == 1, fmt.Sprint(got)
 	})
 	s.stop()

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/homingdev/homing/internal/testreceiver"
 )
 
 // TestRecoverRetryResendThroughRealProcesses exhausts deliveries, then brings
@@ -29,7 +31,7 @@ func TestRecoverRetryResendThroughRealProcesses(t *testing.T) {
 	s.start("scheduler", "scheduler started")
 	var mu sync.Mutex
 	up := false
-	rc := newReceiver(t, func(int) int {
+	rc := testreceiver.Answers(t, func(int) int {
 		mu.Lock()
 		defer mu.Unlock()
 		if up {
@@ -47,7 +49,7 @@ func TestRecoverRetryResendThroughRealProcesses(t *testing.T) {
 		ids[i] = s.deliveryOf(t, ev)
 		s.waitStatus(t, ids[i], "Exhausted")
 	}
-	if got := len(rc.got()); got != n {
+	if got := len(rc.Requests()); got != n {
 		t.Fatalf("receiver got %d requests before recovery, want %d", got, n)
 	}
 	mu.Lock()
@@ -96,8 +98,8 @@ func TestRecoverRetryResendThroughRealProcesses(t *testing.T) {
 	s.stop()
 
 	counts := map[string]int{}
-	for _, g := range rc.got() {
-		counts[g.header.Get("Webhook-Id")]++
+	for _, g := range rc.Requests() {
+		counts[g.Header.Get("Webhook-Id")]++
 	}
 	for _, id := range ids {
 		if counts[id] != 2 {
@@ -158,7 +160,7 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 	if !strings.Contains(out.String(), "http://"+apiAddr+"/v1/") {
 		t.Fatalf("dev mode does not print its API address %s:\n%s", apiAddr, out.String())
 	}
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	cli := func(name string, args ...string) []byte {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
@@ -175,9 +177,9 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 	cli("homing", "webhook", "create", "--name", "dev", "--doctype", "Note", "--event", "after_insert", "--url", rc.URL)
 	cli("enqueue", "--doctype", "Note", "--event", "after_insert", "--doc", `{"title": "hello"}`)
 	eventually(t, "the receiver to get the event", func() (bool, string) {
-		return len(rc.got()) == 1, fmt.Sprintf("%d requests", len(rc.got()))
+		return len(rc.Requests()) == 1, fmt.Sprintf("%d requests", len(rc.Requests()))
 	})
-	if b := string(rc.got()[0].body); b != `{"title":"hello"}` {
+	if b := string(rc.Requests()[0].Body); b != `{"title":"hello"}` {
 		t.Errorf("body %q", b)
 	}
 
@@ -204,9 +206,9 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 		t.Fatalf("POST /v1/events in dev mode: %s, want 202", resp.Status)
 	}
 	eventually(t, "the receiver to get the event published over HTTP", func() (bool, string) {
-		return len(rc.got()) == 2, fmt.Sprintf("%d requests", len(rc.got()))
+		return len(rc.Requests()) == 2, fmt.Sprintf("%d requests", len(rc.Requests()))
 	})
-	if b := string(rc.got()[1].body); b != `{"title":"over http"}` {
+	if b := string(rc.Requests()[1].Body); b != `{"title":"over http"}` {
 		t.Errorf("body %q", b)
 	}
 	if _, err := os.Stat(filepath.Join(dataHome, "homing", "homing.db")); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -31,7 +32,7 @@ func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
 		"HOMING_WORKER_CONCURRENCY=20",
 	)
 	var up atomic.Bool
-	rc := newReceiver(t, func(int) int {
+	rc := testreceiver.Answers(t, func(int) int {
 		if up.Load() {
 			return http.StatusOK
 		}
@@ -42,7 +43,7 @@ func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
 		"--url", rc.URL+"/dead", "--max-retries", "100")
 	publishN(t, s.publisher(t), "dead", n)
 	eventually(t, "every first attempt to fail", func() (bool, string) {
-		return len(rc.got()) >= n, fmt.Sprintf("%d requests", len(rc.got()))
+		return len(rc.Requests()) >= n, fmt.Sprintf("%d requests", len(rc.Requests()))
 	})
 	s.start("scheduler", "scheduler started")
 	// All 1,000 are due every second; the endpoint is failing, so it gets a
@@ -53,10 +54,10 @@ func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
 		db.Raw("SELECT h.* FROM webhook_health h JOIN webhooks w ON w.id = h.webhook_id WHERE w.name = 'dead'").Scan(&h)
 		return h.ProbeAt != nil, fmt.Sprintf("%+v", h)
 	})
-	from := len(rc.got())
+	from := len(rc.Requests())
 	window := 10 * time.Second
 	time.Sleep(window) // a measured window, not a wait for a condition
-	during := len(rc.got()) - from
+	during := len(rc.Requests()) - from
 	// One probe every 2 s is 5; allow the tick that was running.
 	if during > 7 {
 		t.Fatalf("a dead endpoint with %d due retries got %d requests in %s; want about one per probe interval", n, during, window)
@@ -94,7 +95,7 @@ func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
 		return st[models.StatusDelivered] == n, countStatus(st)
 	})
 	drain := time.Since(recovered)
-	ok := okByID(rc.got())
+	ok := okByID(rc.Requests())
 	if len(ok) != n {
 		t.Fatalf("%d deliveries got a 200, want %d", len(ok), n)
 	}
@@ -115,7 +116,7 @@ func TestOneBacklogDoesNotStarveAnother(t *testing.T) {
 	}
 	s := newSystem(t)
 	s.env = append(s.env, "HOMING_SWEEPER_INTERVAL=1s", "HOMING_WORKER_CONCURRENCY=20")
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	for _, name := range []string{"a", "b"} {
 		s.ok(t, nil, "homing", "webhook", "create", "--name", name, "--doctype", "Sales Order", "--event", "on_submit",
 			"--url", rc.URL+"/"+name)
@@ -179,7 +180,7 @@ func TestRateLimitHoldsAcrossTwoWorkers(t *testing.T) {
 	)
 	s := newSystem(t)
 	s.env = append(s.env, "HOMING_SWEEPER_INTERVAL=1s", "HOMING_RETRY_SCHEDULE=1s")
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "limited", "--doctype", "Sales Order", "--event", "on_submit",
 		"--url", rc.URL+"/limited", "--rate-limit", fmt.Sprint(rate))
 	s.start("worker", "worker started")
@@ -194,7 +195,7 @@ func TestRateLimitHoldsAcrossTwoWorkers(t *testing.T) {
 		}
 		return st[models.StatusDelivered] == n, countStatus(st)
 	})
-	got := rc.got()
+	got := rc.Requests()
 	if len(got) != n {
 		t.Fatalf("receiver got %d requests for %d deliveries (a rate-limited request is postponed, not sent)", len(got), n)
 	}
@@ -205,7 +206,7 @@ func TestRateLimitHoldsAcrossTwoWorkers(t *testing.T) {
 	}
 	times := make([]time.Time, len(got))
 	for i, r := range got {
-		times[i] = r.at
+		times[i] = r.At
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
 	// GCRA with a burst of one second's worth: any one-second window holds

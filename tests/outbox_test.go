@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -26,7 +27,7 @@ func TestOutboxWithTheSchedulerKilled(t *testing.T) {
 		t.Skip("fault test: real processes")
 	}
 	s := newSystem(t)
-	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	for _, name := range []string{"erp", "crm"} {
 		s.ok(t, nil, "homing", "webhook", "create", "--name", name, "--doctype", "Order", "--event", "on_submit",
 			"--url", rc.URL+"/"+name)
@@ -51,9 +52,9 @@ func TestOutboxWithTheSchedulerKilled(t *testing.T) {
 			ahead := 2 * (len(committed) - 5*perBatch)
 			mu.Unlock()
 			deadline := time.Now().Add(2 * time.Minute)
-			for len(rc.got()) < ahead {
+			for len(rc.Requests()) < ahead {
 				if time.Now().After(deadline) {
-					t.Errorf("batch %d: the receiver is stuck at %d requests", b, len(rc.got()))
+					t.Errorf("batch %d: the receiver is stuck at %d requests", b, len(rc.Requests()))
 					return
 				}
 				time.Sleep(pollInterval) // pacing by the receiver, with a deadline
@@ -90,7 +91,7 @@ func TestOutboxWithTheSchedulerKilled(t *testing.T) {
 
 	for kill, at := range []int{100 + rand.IntN(200), 600 + rand.IntN(300), 1100 + rand.IntN(300)} {
 		within(t, 2*time.Minute, fmt.Sprintf("kill %d at %d receipts", kill+1, at), func() (bool, string) {
-			got := len(rc.got())
+			got := len(rc.Requests())
 			return got >= at, fmt.Sprintf("%d receipts", got)
 		})
 		scheduler.kill(t)
@@ -110,19 +111,19 @@ func TestOutboxWithTheSchedulerKilled(t *testing.T) {
 			}
 			counts[name] = c[models.StatusDelivered]
 		}
-		got := len(okByID(rc.got()))
+		got := len(okByID(rc.Requests()))
 		return got == want && counts["erp"] == len(committed) && counts["crm"] == len(committed),
 			fmt.Sprintf("%d of %d deliveries received; Delivered %v", got, want, counts)
 	})
 	scheduler.terminate(t)
 	s.stop()
 
-	for id, n := range okByID(rc.got()) {
+	for id, n := range okByID(rc.Requests()) {
 		if n != 1 {
 			t.Errorf("delivery %s was received %d times, want once", id, n)
 		}
 	}
-	if n := len(rc.got()); n != want {
+	if n := len(rc.Requests()); n != want {
 		t.Errorf("the receiver got %d requests, want %d (2 webhooks × %d committed events)", n, want, len(committed))
 	}
 	var stray int64

@@ -164,7 +164,7 @@ func waitClusterOK(t *testing.T, n *redisNode, timeout time.Duration) {
 }
 
 // clusterMasterOf is the address of the master serving key's slot, as node
-// at sees it.
+// at sees it (CLUSTER SHARDS).
 func clusterMasterOf(t *testing.T, at, key string) string {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: at})
@@ -174,13 +174,26 @@ func clusterMasterOf(t *testing.T, at, key string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range slots {
-		if int64(s.Start) <= slot && slot <= int64(s.End) && len(s.Nodes) > 0 {
-			return s.Nodes[0].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start > slot || slot > r.End {
+				continue
+			}
+			// The master as node at sees it: the online one once a replica
+			// was promoted, the failed one until then.
+			master := ""
+			for _, n := range sh.Nodes {
+				if n.Role == "master" && (master == "" || n.Health == "online") {
+					master = fmt.Sprintf("%s:%d", n.IP, n.Port)
+				}
+			}
+			if master != "" {
+				return master
+			}
 		}
 	}
 	t.Fatalf("no node serves slot %d of %s", slot, key)

@@ -239,6 +239,9 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 		if enable {
 			return resetHealth(tx, w)
 		}
+		if in.Enabled != nil && !*in.Enabled {
+			return s.exhaustPending(tx, w, "webhook disabled")
+		}
 		return nil
 	})
 	return w, err
@@ -265,9 +268,26 @@ func (s *Service) SetEnabled(ctx context.Context, name string, enabled bool, rea
 			w.FailingSince = nil
 			return resetHealth(tx, w)
 		}
-		return nil
+		why := "webhook disabled"
+		if reason != "" {
+			why += ": " + reason
+		}
+		return s.exhaustPending(tx, w, why)
 	})
 	return w, err
+}
+
+// exhaustPending makes w's pending retries (Failed rows) Exhausted with
+// last_error why, in tx. A disabled or deleted webhook is sent nothing more,
+// so its rows are final now rather than when they next come due, which can
+// be hours away. The worker's homing_deliveries_total does not count these:
+// it counts what the worker did, and this runs in serve or the command line.
+func (s *Service) exhaustPending(tx *gorm.DB, w models.Webhook, why string) error {
+	if err := tx.Model(&models.Delivery{}).Where("webhook_id = ? AND status = ?", w.ID, models.StatusFailed).
+		Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": why, "updated_at": s.now()}).Error; err != nil {
+		return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", w.Name, err)
+	}
+	return nil
 }
 
 // resetHealth clears w's health record (failing_since, failures, probe).
@@ -291,9 +311,8 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 			}
 			return fmt.Errorf("delete webhook %q: %w", name, err)
 		}
-		if err := tx.Model(&models.Delivery{}).Where("webhook_id = ? AND status = ?", w.ID, models.StatusFailed).
-			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "webhook deleted", "updated_at": s.now()}).Error; err != nil {
-			return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", name, err)
+		if err := s.exhaustPending(tx, w, "webhook deleted"); err != nil {
+			return err
 		}
 		res := tx.Where("id = ?", w.ID).Delete(&models.Webhook{})
 		if res.Error != nil {

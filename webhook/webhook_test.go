@@ -9,6 +9,7 @@ import (
 
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/webhook"
 )
@@ -78,5 +79,68 @@ func TestErrorsNameTheField(t *testing.T) {
 		if fe.Field != field || !strings.HasPrefix(fe.Message, field) {
 			t.Errorf("%s: FieldError %+v does not name the field first", field, fe)
 		}
+	}
+}
+
+// TestDisableExhaustsPendingRetries: a disabled webhook is sent nothing
+// more, so its Failed rows become Exhausted at once, on both databases and
+// by both ways to disable; other webhooks' rows and final rows are kept.
+func TestDisableExhaustsPendingRetries(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			box, _ := secretbox.New("")
+			svc := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
+			ctx := context.Background()
+			hooks := map[string]models.Webhook{}
+			for _, n := range []string{"a", "b", "c"} {
+				w, err := svc.Create(ctx, webhook.Input{Name: ptr(n), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr("https://example.com/" + n)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hooks[n] = w
+			}
+			now := time.Now().UTC()
+			next := now.Add(time.Hour)
+			row := func(id, hook, status string) models.Delivery {
+				d := models.Delivery{ID: id, WebhookID: hooks[hook].ID, WebhookName: hook, EventID: id, DocType: "D", DocEvent: "on_update",
+					Method: "POST", URL: "https://example.com/", Payload: []byte("{}"), Status: status, MaxRetries: 3, CreatedAt: now, UpdatedAt: now}
+				if status == models.StatusFailed {
+					d.NextRetry, d.Attempts, d.LastError = &next, 1, "HTTP 503"
+				}
+				return d
+			}
+			rows := []models.Delivery{
+				row("a1", "a", models.StatusFailed), row("a2", "a", models.StatusDelivered),
+				row("b1", "b", models.StatusFailed), row("c1", "c", models.StatusFailed),
+			}
+			if err := db.Create(&rows).Error; err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.SetEnabled(ctx, "a", false, "receiver retired"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Update(ctx, "b", webhook.Input{Enabled: ptr(false)}); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]struct{ status, lastError string }{
+				"a1": {models.StatusExhausted, "webhook disabled: receiver retired"},
+				"a2": {models.StatusDelivered, ""},
+				"b1": {models.StatusExhausted, "webhook disabled"},
+				"c1": {models.StatusFailed, "HTTP 503"},
+			}
+			var got []models.Delivery
+			if err := db.Order("id").Find(&got).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range got {
+				w := want[d.ID]
+				if d.Status != w.status || d.LastError != w.lastError || (d.Status == models.StatusExhausted && d.NextRetry != nil) {
+					t.Errorf("%s: %s %q next_retry %v, want %s %q", d.ID, d.Status, d.LastError, d.NextRetry, w.status, w.lastError)
+				}
+			}
+		})
 	}
 }

@@ -15,7 +15,9 @@ import (
 // That was about a twelfth of the worker's CPU in the benchmark
 // (docs/performance.md, round 3). A goroutine here keeps the stack it grew
 // for the next task. grpc-go's NumStreamWorkers does the same for the same
-// reason.
+// reason. BenchmarkWarmStacks (stacks_bench_test.go) shows the effect on a
+// handler 200 frames deep: 15.4 µs per task on a new goroutine, 2.7 µs on
+// a warm one.
 type warmStacks struct {
 	jobs chan *stackJob
 	quit chan struct{}

@@ -5,6 +5,7 @@ package worker
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -121,10 +122,12 @@ func infraRetryDelay(n int, _ error, _ *asynq.Task) time.Duration {
 const outboxDrainTimeout = 30 * time.Second
 
 // Start serves metrics (when metrics.addr is set), begins processing in the
-// background, and drains the outbox once.
-func (w *Worker) Start() error {
+// background, and drains the outbox once (within ctx, and at most
+// outboxDrainTimeout: a worker must come up even when the drain cannot
+// finish).
+func (w *Worker) Start(ctx context.Context) error {
 	if w.metrics != nil {
-		if err := w.metrics.Start(); err != nil {
+		if err := w.metrics.Start(ctx); err != nil {
 			return fmt.Errorf("metrics.addr %q: %w (choose a free port, or set metrics.addr to \"\" to disable metrics)", w.metrics.Addr(), err)
 		}
 	}
@@ -134,7 +137,7 @@ func (w *Worker) Start() error {
 		w.stopMetrics()
 		return fmt.Errorf("start worker: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), outboxDrainTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outboxDrainTimeout)
 	defer cancel()
 	if n, err := w.relay.Drain(ctx); err != nil {
 		w.log.Warn("outbox drain at start failed; the scheduler's relay will move the rest", "relayed", n, "error", err.Error())
@@ -159,13 +162,13 @@ func (w *Worker) MetricsAddr() string {
 }
 
 // Stop stops fetching new tasks, waits up to worker.shutdown_timeout for
-// in-flight ones, and puts the rest back in their queues.
-func (w *Worker) Stop() {
+// in-flight ones (asynq's own bound, which ctx cannot shorten), and puts
+// the rest back in their queues.
+func (w *Worker) Stop(context.Context) error {
 	w.server.Shutdown()
 	w.stacks.stop()
 	w.stopMetrics()
-	_ = w.client.Close()
-	_ = w.inspector.Close()
+	return errors.Join(w.client.Close(), w.inspector.Close())
 }
 
 // stopMetrics stops the metrics server last, so the drain can be watched.

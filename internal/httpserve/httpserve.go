@@ -1,5 +1,6 @@
 // Package httpserve runs one http.Handler on one address with the
-// Start/Stop/Addr life cycle every Homing service has: Start listens
+// Start(ctx)/Stop(ctx) life cycle every Homing service has (app.Service),
+// and Addr: Start listens
 // synchronously (so a port in use is reported at start-up) and serves in the
 // background; Stop drains requests in flight.
 package httpserve
@@ -40,7 +41,8 @@ func New(name, addr string, h http.Handler, log *slog.Logger) *Server {
 }
 
 // Start listens on the address and serves in the background until Stop.
-func (s *Server) Start() error {
+// A port in use is reported here, at start-up.
+func (s *Server) Start(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ln != nil {

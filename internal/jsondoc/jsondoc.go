@@ -23,7 +23,7 @@ import (
 const maxDepth = 1000
 
 // Decode parses b as one JSON value the way encoding/json's Decoder with
-// UseNumber followed by dispatch.NormalizeNumbers does: objects become
+// UseNumber followed by event.NormalizeNumbers does: objects become
 // map[string]any (the last of duplicate keys wins), arrays []any, integral
 // number literals that fit int64 become int64, other numbers float64 (or,
 // when out of float64's range, the literal as a string). Surrounding

@@ -7,12 +7,12 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/jsondoc"
 )
 
 // reference is what the hot path did before jsondoc: encoding/json's
-// Decoder with UseNumber, then dispatch.NormalizeNumbers, nothing but
+// Decoder with UseNumber, then event.NormalizeNumbers, nothing but
 // whitespace after the value.
 func reference(b []byte) (any, bool) {
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -24,7 +24,7 @@ func reference(b []byte) (any, bool) {
 	if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) != 0 {
 		return nil, false
 	}
-	return dispatch.NormalizeNumbers(v), true
+	return event.NormalizeNumbers(v), true
 }
 
 // referenceEncode is what delivery.Build did before jsondoc.

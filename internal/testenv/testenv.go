@@ -85,7 +85,7 @@ func PostgresDSN(t testing.TB) string {
 	if templateErr != nil {
 		t.Fatalf("testenv: template database: %v", templateErr)
 	}
-	name := "homing_t_" + randomSuffix()
+	name := fmt.Sprintf("homing_t_%d_%s", os.Getpid(), randomSuffix())
 	if err := createFromTemplate(admin, name); err != nil {
 		t.Fatalf("testenv: create database: %v", err)
 	}
@@ -126,6 +126,9 @@ func createFromTemplate(admin *gorm.DB, name string) error {
 }
 
 func makeTemplate(admin *gorm.DB) (string, error) {
+	if err := dropLeftovers(admin); err != nil {
+		return "", err
+	}
 	name := fmt.Sprintf("homing_tmpl_%d_%s", os.Getpid(), randomSuffix())
 	if err := admin.Exec("CREATE DATABASE " + name).Error; err != nil {
 		return "", err
@@ -259,4 +262,22 @@ func RedisURL(opt asynq.RedisClientOpt) string {
 // migrated for the test: for tests that must hold on both.
 func Backends() map[string]func(testing.TB) *gorm.DB {
 	return map[string]func(testing.TB) *gorm.DB{"postgres": Postgres, "sqlite": SQLite}
+}
+
+// WaitTimeout is how long Eventually waits: long enough for a loaded CI
+// machine under -race, and only ever spent when a test is failing.
+const WaitTimeout = 30 * time.Second
+
+// Eventually polls cond until it holds, and fails the test if it does not
+// within WaitTimeout: the one way tests wait for an effect outside their own
+// goroutine (a worker's write, a receiver's request).
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", WaitTimeout, what)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval, with the deadline above
+	}
 }

@@ -37,7 +37,7 @@ func startInProcessWorker(ctx context.Context, environ []string, path string) (f
 		_ = a.Close()
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
-	if err := w.Start(); err != nil {
+	if err := w.Start(ctx); err != nil {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 		_ = a.Close()
@@ -46,7 +46,7 @@ func startInProcessWorker(ctx context.Context, environ []string, path string) (f
 	return func() {
 		pprof.StopCPUProfile()
 		_ = f.Close()
-		w.Stop()
+		_ = w.Stop(context.Background())
 		_ = a.Close()
 	}, nil
 }

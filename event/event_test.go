@@ -1,7 +1,9 @@
-package dispatch
+package event
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -95,5 +97,26 @@ func TestPrepareDefaultsDocNameToDocName(t *testing.T) {
 				t.Errorf("PrepareEncoded: doc_name %q, %v; want %q", ev.DocName, err, tc.want)
 			}
 		})
+	}
+}
+
+// NormalizeNumbers gives documents decoded by encoding/json (json.Number,
+// or float64) the shape the one-pass decoder gives: int64 when integral.
+func TestNormalizeNumbers(t *testing.T) {
+	for _, tc := range []struct {
+		in, want any
+	}{
+		{json.Number("1500"), int64(1500)},
+		{json.Number("1500.5"), 1500.5},
+		{json.Number("1e400"), "1e400"},
+		{float64(12), int64(12)},
+		{12.25, 12.25},
+		{float64(1 << 60), float64(1 << 60)},
+		{"x", "x"},
+		{map[string]any{"a": []any{json.Number("2"), 3.0}}, map[string]any{"a": []any{int64(2), int64(3)}}},
+	} {
+		if got := NormalizeNumbers(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("NormalizeNumbers(%#v) = %#v, want %#v", tc.in, got, tc.want)
+		}
 	}
 }

@@ -1,0 +1,77 @@
+package client_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// allowedDeps is everything package client may depend on, outside the
+// standard library: Homing's publishing side, asynq and go-redis with what
+// they import, and GORM with pgx (PublishTx takes a *gorm.DB, and the
+// outbox's relay, in the same package as Add, listens with pgx). A service
+// importing the client must not get the engine, the CLI or the
+// configuration loader: viper, cobra, gonja, expr, SQLite, asynqmon's
+// dependencies, dispatch.
+var allowedDeps = []string{
+	"github.com/homingdev/homing/client",
+	"github.com/homingdev/homing/event",
+	"github.com/homingdev/homing/outbox",
+	"github.com/homingdev/homing/redisconn",
+	"github.com/homingdev/homing/models",
+	"github.com/homingdev/homing/clock",
+	"github.com/homingdev/homing/internal/jsondoc",
+	"github.com/homingdev/homing/internal/groupcommit",
+	// asynq and go-redis
+	"github.com/hibiken/asynq",
+	"github.com/redis/go-redis/",
+	"github.com/cespare/xxhash/",
+	"github.com/robfig/cron/",
+	"github.com/spf13/cast",
+	"go.uber.org/atomic",
+	"golang.org/x/sys/",
+	"golang.org/x/time/",
+	"google.golang.org/protobuf/",
+	// GORM and pgx
+	"gorm.io/gorm",
+	"github.com/jinzhu/inflection",
+	"github.com/jinzhu/now",
+	"github.com/jackc/pgx/",
+	"github.com/jackc/pgpassfile",
+	"github.com/jackc/pgservicefile",
+	"golang.org/x/text/",
+	// event IDs
+	"github.com/google/uuid",
+}
+
+// TestClientDependencies fails when package client grows past
+// allowedDeps: look at what imports the new package (go list -deps -test
+// would not tell; use `go mod why -m` or `go list -f '{{.Imports}}'` along
+// the chain) before adding it to the list.
+func TestClientDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "github.com/homingdev/homing/client").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	var extra []string
+	for _, d := range deps {
+		ok := false
+		for _, a := range allowedDeps {
+			if d == a || strings.HasPrefix(d, strings.TrimSuffix(a, "/")+"/") {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			extra = append(extra, d)
+		}
+	}
+	if len(extra) > 0 {
+		t.Errorf("package client now depends on %d package(s) outside its allowed set:\n  %s", len(extra), strings.Join(extra, "\n  "))
+	}
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps gave %d packages, which cannot be right:\n%s", len(deps), out)
+	}
+	t.Logf("package client depends on %d non-standard packages", len(deps))
+}

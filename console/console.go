@@ -1,0 +1,225 @@
+// Package console is the delivery console that `homing serve` and `homing
+// dev` serve at /console/: server-rendered pages (html/template, embedded
+// with go:embed, no front-end build) where an operator sees deliveries and
+// webhooks and acts on them. It adds no behaviour of its own: every read is
+// the inspect package's and every action the webhook or recovery service's,
+// the same code the API and the command line run.
+//
+// An admin API token, posted once to the login form, lives in an HttpOnly,
+// SameSite=Strict cookie; every state-changing form carries a CSRF token
+// derived from that cookie (auth.go).
+package console
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/token"
+	"github.com/homingdev/homing/webhook"
+)
+
+//go:embed templates/*.html static/*
+var files embed.FS
+
+// Config is what the console runs on: the services the API uses.
+type Config struct {
+	DB       *gorm.DB
+	Webhooks *webhook.Service
+	Recovery *recovery.Service
+	Tokens   *token.Service
+	// AsynqmonURL (api.asynqmon_url) is where asynqmon answers; when set, a
+	// delivery with a task links to it there.
+	AsynqmonURL string
+	// DisableAfter (health.disable_after) is how long a webhook may fail
+	// before it is disabled; the webhook page counts it down.
+	DisableAfter time.Duration
+	Clock        clock.Clock
+	Logger       *slog.Logger
+}
+
+// Console serves the console's pages. It is an http.Handler for the paths
+// under /console/.
+type Console struct {
+	cfg   Config
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+	log   *slog.Logger
+}
+
+// Prefix is the path the console is served under.
+const Prefix = "/console/"
+
+// New builds the console.
+func New(cfg Config) *Console {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{}, log: cfg.Logger}
+	for _, name := range []string{"login", "overview", "deliveries", "delivery", "webhooks", "webhook", "recover", "message"} {
+		c.pages[name] = template.Must(template.New("layout.html").Funcs(c.funcs()).
+			ParseFS(files, "templates/layout.html", "templates/"+name+".html"))
+	}
+	static, _ := fs.Sub(files, "static")
+	c.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
+	c.mux.HandleFunc("GET /console/login", c.loginForm)
+	c.mux.HandleFunc("POST /console/login", c.sameOrigin(c.login))
+	c.mux.HandleFunc("POST /console/logout", c.action(c.logout))
+
+	c.mux.HandleFunc("GET /console/{$}", c.page(c.overview))
+	c.mux.HandleFunc("GET /console/deliveries", c.page(c.deliveries))
+	c.mux.HandleFunc("GET /console/deliveries/{id}", c.page(c.delivery))
+	c.mux.HandleFunc("POST /console/deliveries/{id}/retry", c.action(c.retry))
+	c.mux.HandleFunc("POST /console/deliveries/{id}/resend", c.action(c.resend))
+	c.mux.HandleFunc("GET /console/webhooks", c.page(c.webhooks))
+	c.mux.HandleFunc("GET /console/webhooks/{name}", c.page(c.webhook))
+	c.mux.HandleFunc("POST /console/webhooks/{name}/enable", c.action(c.enable))
+	c.mux.HandleFunc("POST /console/webhooks/{name}/disable", c.action(c.disable))
+	c.mux.HandleFunc("POST /console/webhooks/{name}/recover", c.action(c.recoverWebhook))
+	return c
+}
+
+// ServeHTTP answers a request under /console/.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *Console) now() time.Time { return c.cfg.Clock.Now().UTC() }
+
+// view is what every page's template gets: the page's own data and what the
+// layout needs.
+type view struct {
+	Title   string
+	CSRF    string
+	Token   string // the signed-in token's name
+	Now     time.Time
+	Refresh int // seconds; 0 does not refresh
+	Notice  string
+	Data    any
+}
+
+// render writes page name with v, or a 500 if the template fails.
+func (c *Console) render(w http.ResponseWriter, status int, name string, v view) {
+	var buf bytes.Buffer
+	if err := c.pages[name].Execute(&buf, v); err != nil {
+		c.log.Error("console: render page", "page", name, "error", err.Error())
+		http.Error(w, "the console could not render this page; see the serve log", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// message renders a page that only says something (an error, a refusal).
+func (c *Console) message(w http.ResponseWriter, r *http.Request, status int, title, text string) {
+	s, _ := sessionOf(r.Context())
+	c.render(w, status, "message", view{Title: title, CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: text})
+}
+
+// funcs are the templates' helpers.
+func (c *Console) funcs() template.FuncMap {
+	return template.FuncMap{
+		"rel":    relative,
+		"utc":    formatUTC,
+		"pretty": prettyJSON,
+		"pct": func(f *float64) string {
+			if f == nil {
+				return "–"
+			}
+			return fmt.Sprintf("%.1f%%", *f*100)
+		},
+		"deref": func(p *int) string {
+			if p == nil {
+				return ""
+			}
+			return fmt.Sprint(*p)
+		},
+		"lower": strings.ToLower,
+	}
+}
+
+// relative says when t is from now: "in 4m", "3h ago", "now".
+func relative(now time.Time, t any) string {
+	var at time.Time
+	switch v := t.(type) {
+	case time.Time:
+		at = v
+	case *time.Time:
+		if v == nil {
+			return ""
+		}
+		at = *v
+	default:
+		return ""
+	}
+	d := at.Sub(now)
+	if d > -time.Second && d < time.Second {
+		return "now"
+	}
+	if d > 0 {
+		return "in " + short(d)
+	}
+	return short(-d) + " ago"
+}
+
+// short is d in its largest whole unit, with the next one: 4m, 2h5m, 3d4h.
+func short(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+		if m == 0 {
+			return fmt.Sprintf("%dh", h)
+		}
+		return fmt.Sprintf("%dh%dm", h, m)
+	default:
+		days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
+		if h == 0 {
+			return fmt.Sprintf("%dd", days)
+		}
+		return fmt.Sprintf("%dd%dh", days, h)
+	}
+}
+
+func formatUTC(t any) string {
+	switch v := t.(type) {
+	case time.Time:
+		return v.UTC().Format("2006-01-02 15:04:05Z")
+	case *time.Time:
+		if v == nil {
+			return ""
+		}
+		return v.UTC().Format("2006-01-02 15:04:05Z")
+	}
+	return ""
+}
+
+// prettyJSON indents s when it is JSON and returns it unchanged otherwise.
+func prettyJSON(s string) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(s), "", "  "); err != nil {
+		return s
+	}
+	return buf.String()
+}

@@ -1,0 +1,158 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/homingdev/homing/inspect"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/tasks"
+	"github.com/homingdev/homing/webhook"
+)
+
+// pageSize is how many deliveries a list page shows.
+const pageSize = 50
+
+// filterParams are the deliveries page's filters, named as the API's
+// GET /v1/deliveries names them.
+var filterParams = []string{"status", "webhook", "doc_type", "doc_name", "event_id", "since", "until", "cursor"}
+
+// deliveries is GET /console/deliveries: the API's listing, a page at a time.
+func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, s session) {
+	q := map[string]string{}
+	for _, p := range filterParams {
+		if v := strings.TrimSpace(r.URL.Query().Get(p)); v != "" {
+			q[p] = v
+		}
+	}
+	data := struct {
+		Q        map[string]string
+		Statuses []string
+		Page     inspect.Page
+		Next     string
+		Error    string
+	}{Q: q, Statuses: inspect.Statuses}
+	f, err := inspect.ParseFilter(q)
+	if err == nil {
+		f.Limit = pageSize
+		data.Page, err = inspect.ListPage(r.Context(), c.cfg.DB, f)
+	}
+	var pe *inspect.ParamError
+	switch {
+	case errors.As(err, &pe):
+		data.Error = pe.Message
+	case errors.Is(err, inspect.ErrBadCursor):
+		data.Error = "that page link is no longer valid: start again from the first page"
+	case err != nil:
+		c.fail(w, r, err)
+		return
+	}
+	if data.Page.NextCursor != nil {
+		next := url.Values{}
+		for k, v := range q {
+			next.Set(k, v)
+		}
+		next.Set("cursor", *data.Page.NextCursor)
+		data.Next = "/console/deliveries?" + next.Encode()
+	}
+	status := http.StatusOK
+	if data.Error != "" {
+		status = http.StatusBadRequest
+	}
+	c.render(w, status, "deliveries", view{Title: "Deliveries", CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: data})
+}
+
+// deliveryView is the delivery page's data.
+type deliveryView struct {
+	inspect.Detail
+	// AsynqmonLink is the delivery's task in asynqmon, when api.asynqmon_url
+	// is set and the delivery has a task.
+	AsynqmonLink string
+}
+
+// notices are the messages an action's redirect may ask a page to show.
+var notices = map[string]string{
+	"retried":  "Retry queued: the delivery is Failed and due now; the next sweep sends it.",
+	"resent":   "This is a new delivery of the same payload; the next sweep sends it.",
+	"enabled":  "Webhook enabled.",
+	"disabled": "Webhook disabled: its pending retries are now Exhausted.",
+}
+
+// delivery is GET /console/deliveries/{id}.
+func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
+	id := r.PathValue("id")
+	d, err := inspect.Show(r.Context(), c.cfg.DB, id)
+	if errors.Is(err, inspect.ErrNotFound) {
+		c.message(w, r, http.StatusNotFound, "Not found", "No delivery "+id+".")
+		return
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := deliveryView{Detail: d, AsynqmonLink: c.asynqmonLink(r, d)}
+	c.render(w, http.StatusOK, "delivery", view{Title: "Delivery " + id, CSRF: s.csrf, Token: s.token.Name, Now: c.now(),
+		Notice: notices[r.URL.Query().Get("notice")], Data: v})
+}
+
+// asynqmonLink is d's task in asynqmon: its first attempt's task while it
+// has made none, its retry's task while it is Failed; "" otherwise.
+func (c *Console) asynqmonLink(r *http.Request, d inspect.Detail) string {
+	if c.cfg.AsynqmonURL == "" {
+		return ""
+	}
+	var id string
+	switch {
+	case d.Status == models.StatusFailed && d.Attempts > 0:
+		id = tasks.RetryTaskID(d.ID)
+	case d.Attempts == 0 && d.Status != models.StatusExhausted:
+		id = tasks.DeliverTaskID(d.ID)
+	default:
+		return ""
+	}
+	queue := tasks.DefaultQueue
+	if hook, err := c.cfg.Webhooks.Get(r.Context(), d.Webhook); err == nil && hook.Queue != "" {
+		queue = hook.Queue
+	} else if err != nil && !errors.Is(err, webhook.ErrNotFound) {
+		c.log.Warn("console: read webhook for asynqmon link", "webhook", d.Webhook, "error", err.Error())
+	}
+	return strings.TrimRight(c.cfg.AsynqmonURL, "/") + "/queues/" + url.PathEscape(queue) + "/tasks/" + url.PathEscape(id)
+}
+
+// retry is POST /console/deliveries/{id}/retry: the API's retry.
+func (c *Console) retry(w http.ResponseWriter, r *http.Request, _ session) {
+	id := r.PathValue("id")
+	err := c.cfg.Recovery.Retry(r.Context(), id)
+	switch {
+	case errors.Is(err, recovery.ErrNotFound):
+		c.message(w, r, http.StatusNotFound, "Not found", "No delivery "+id+".")
+	case errors.Is(err, recovery.ErrDelivered):
+		c.message(w, r, http.StatusConflict, "Not retried", "Delivery "+id+" was delivered; use Resend to send its payload again as a new delivery.")
+	case errors.Is(err, recovery.ErrInFlight):
+		c.message(w, r, http.StatusConflict, "Not retried", "Delivery "+id+" has an attempt in flight; try again once it is recorded.")
+	case err != nil:
+		c.fail(w, r, err)
+	default:
+		http.Redirect(w, r, "/console/deliveries/"+url.PathEscape(id)+"?notice=retried", http.StatusSeeOther)
+	}
+}
+
+// resend is POST /console/deliveries/{id}/resend: the API's resend; the
+// browser goes to the new delivery.
+func (c *Console) resend(w http.ResponseWriter, r *http.Request, _ session) {
+	id := r.PathValue("id")
+	newID, err := c.cfg.Recovery.Resend(r.Context(), id)
+	switch {
+	case errors.Is(err, recovery.ErrNotFound):
+		c.message(w, r, http.StatusNotFound, "Not found", "No delivery "+id+".")
+	case errors.Is(err, recovery.ErrNotBuilt):
+		c.message(w, r, http.StatusConflict, "Not resent", err.Error())
+	case err != nil:
+		c.fail(w, r, err)
+	default:
+		http.Redirect(w, r, "/console/deliveries/"+url.PathEscape(newID)+"?notice=resent", http.StatusSeeOther)
+	}
+}

@@ -1,0 +1,30 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/homingdev/homing/inspect"
+)
+
+// overviewRefresh is how often the overview reloads itself, in seconds.
+const overviewRefresh = 10
+
+// overview is GET /console/: recent counts, backlogs and troubled webhooks.
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, s session) {
+	o, err := inspect.ReadOverview(r.Context(), c.cfg.DB, c.now())
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, http.StatusOK, "overview", view{Title: "Overview", CSRF: s.csrf, Token: s.token.Name, Now: o.At,
+		Refresh: overviewRefresh, Data: struct {
+			inspect.Overview
+			Statuses []string
+		}{o, inspect.Statuses}})
+}
+
+// fail renders an unexpected error as a 500 page and logs it.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.Error("console", "path", r.URL.Path, "error", err.Error())
+	c.message(w, r, http.StatusInternalServerError, "Error", err.Error())
+}

@@ -1,0 +1,181 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/models"
+)
+
+// Overview answers an operator's first look, cheaply enough for a page that
+// refreshes itself at 1,000,000 deliveries: unlike ComputeStats it counts
+// only recent rows, and every read is an index range.
+type Overview struct {
+	// LastHour and LastDay count deliveries created in the hour and the
+	// day before At, by status (deliveries_status_created, index only).
+	LastHour map[string]int64 `json:"last_hour"`
+	LastDay  map[string]int64 `json:"last_day"`
+	// DueNow counts Failed deliveries whose retry is due, and OldestDue is
+	// the next_retry of the oldest (deliveries_due).
+	DueNow    int64      `json:"due_now"`
+	OldestDue *time.Time `json:"oldest_due"`
+	// OutboxPending and OutboxOldest are the outbox backlog.
+	OutboxPending int64      `json:"outbox_pending"`
+	OutboxOldest  *time.Time `json:"outbox_oldest_created_at"`
+	// Troubled are the webhooks that are disabled or failing.
+	Troubled []Trouble `json:"troubled"`
+	At       time.Time `json:"at"`
+}
+
+// Trouble is a webhook that is disabled or failing, since when, and why.
+type Trouble struct {
+	Webhook      string     `json:"webhook"`
+	Enabled      bool       `json:"enabled"`
+	FailingSince *time.Time `json:"failing_since"`
+	Failures     int        `json:"failures"`
+	// DisabledAt is when a disabled webhook was last changed: when it
+	// was disabled, unless it was edited since.
+	DisabledAt *time.Time `json:"disabled_at"`
+	// DisabledReason is why it was disabled, and LastError the last error
+	// recorded on one of its deliveries.
+	DisabledReason string `json:"disabled_reason"`
+	LastError      string `json:"last_error"`
+}
+
+// ReadOverview reads the overview as of now.
+func ReadOverview(ctx context.Context, db *gorm.DB, now time.Time) (Overview, error) {
+	now = now.UTC()
+	o := Overview{At: now}
+	var err error
+	if o.LastHour, err = countSince(ctx, db, now.Add(-time.Hour)); err != nil {
+		return o, err
+	}
+	if o.LastDay, err = countSince(ctx, db, now.Add(-24*time.Hour)); err != nil {
+		return o, err
+	}
+	// Served by deliveries_due.
+	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
+		Count(&o.DueNow).Error; err != nil {
+		return o, fmt.Errorf("count due deliveries: %w", err)
+	}
+	if o.DueNow > 0 {
+		var oldest models.Delivery
+		if err := db.WithContext(ctx).Select("next_retry").Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
+			Order("next_retry").Take(&oldest).Error; err != nil {
+			return o, fmt.Errorf("oldest due delivery: %w", err)
+		}
+		t := oldest.NextRetry.UTC()
+		o.OldestDue = &t
+	}
+	var st Stats
+	if err := outboxBacklog(ctx, db, &st); err != nil {
+		return o, err
+	}
+	o.OutboxPending, o.OutboxOldest = st.OutboxPending, st.OutboxOldest
+	if o.Troubled, err = troubled(ctx, db); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// countSince counts deliveries created at or after since, by status: one
+// count per status, each an index-only range of deliveries_status_created,
+// which reads no table rows (a GROUP BY over deliveries_created would read
+// every row of the window from the table).
+func countSince(ctx context.Context, db *gorm.DB, since time.Time) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, s := range Statuses {
+		var n int64
+		if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND created_at >= ?", s, since).
+			Count(&n).Error; err != nil {
+			return nil, fmt.Errorf("count %s deliveries since %s: %w", s, since.Format(time.RFC3339), err)
+		}
+		out[s] = n
+	}
+	return out, nil
+}
+
+// troubled lists the disabled and the failing webhooks, by name, each with
+// the last error of its newest delivery that has one
+// (deliveries_webhook_created, read backwards).
+func troubled(ctx context.Context, db *gorm.DB) ([]Trouble, error) {
+	var rows []struct {
+		Name           string
+		Enabled        bool
+		DisabledReason string
+		FailingSince   *time.Time
+		Failures       int
+		UpdatedAt      time.Time
+	}
+	if err := db.WithContext(ctx).Table("webhooks w").
+		Select("w.name AS name, w.enabled AS enabled, w.disabled_reason AS disabled_reason, h.failing_since AS failing_since, COALESCE(h.failures, 0) AS failures, w.updated_at AS updated_at").
+		Joins("LEFT JOIN webhook_health h ON h.webhook_id = w.id").
+		Where("NOT w.enabled OR h.failing_since IS NOT NULL OR h.failures > 0").
+		Order("w.name").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list troubled webhooks: %w", err)
+	}
+	out := make([]Trouble, 0, len(rows))
+	for _, r := range rows {
+		last, err := LastError(ctx, db, r.Name)
+		if err != nil {
+			return nil, err
+		}
+		var since *time.Time
+		if r.FailingSince != nil {
+			t := r.FailingSince.UTC()
+			since = &t
+		}
+		t := Trouble{Webhook: r.Name, Enabled: r.Enabled, FailingSince: since, Failures: r.Failures,
+			DisabledReason: r.DisabledReason, LastError: last}
+		if !r.Enabled {
+			at := r.UpdatedAt.UTC()
+			t.DisabledAt = &at
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// LastError is the last_error of webhook name's newest delivery that has
+// one ("" when none), read backwards along deliveries_webhook_created.
+func LastError(ctx context.Context, db *gorm.DB, name string) (string, error) {
+	var errs []string
+	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("webhook_name = ? AND last_error <> ''", name).
+		Order("created_at DESC").Limit(1).Pluck("last_error", &errs).Error; err != nil {
+		return "", fmt.Errorf("last error of webhook %q: %w", name, err)
+	}
+	if len(errs) == 0 {
+		return "", nil
+	}
+	return errs[0], nil
+}
+
+// SuccessRate is a webhook's attempts over a window and how many succeeded
+// (2xx). Rate is nil when there were none.
+type SuccessRate struct {
+	Attempts  int64    `json:"attempts"`
+	Succeeded int64    `json:"succeeded"`
+	Rate      *float64 `json:"rate"`
+}
+
+// WebhookSuccessRate counts webhook name's attempts made in the window
+// before now. Served by delivery_attempts_at (the window) and the
+// deliveries primary key (the webhook).
+func WebhookSuccessRate(ctx context.Context, db *gorm.DB, name string, now time.Time, window time.Duration) (SuccessRate, error) {
+	var r SuccessRate
+	if err := db.WithContext(ctx).Table("delivery_attempts a").
+		Select("COUNT(*) AS attempts, COALESCE(SUM(CASE WHEN a.class = '2xx' THEN 1 ELSE 0 END), 0) AS succeeded").
+		Joins("JOIN deliveries d ON d.id = a.delivery_id").
+		Where("a.at >= ? AND a.at <= ? AND d.webhook_name = ?", now.UTC().Add(-window), now.UTC(), name).
+		Scan(&r).Error; err != nil {
+		return r, fmt.Errorf("success rate of webhook %q: %w", name, err)
+	}
+	if r.Attempts > 0 {
+		rate := float64(r.Succeeded) / float64(r.Attempts)
+		r.Rate = &rate
+	}
+	return r, nil
+}

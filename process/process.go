@@ -1,0 +1,93 @@
+// Package process composes Homing's processes from their parts, in one
+// place: homing worker, homing scheduler, homing serve and homing dev are
+// each an app.Runner with the parts listed here, started in this order and
+// stopped in the reverse. A part added to a process is added here, and
+// every command that runs that process gets it.
+package process
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/internal/httpserve"
+	"github.com/homingdev/homing/scheduler"
+	"github.com/homingdev/homing/worker"
+)
+
+// Worker is homing worker: the asynq server with Homing's handlers (and
+// its metrics server), which drains the outbox once at start.
+func Worker(a *app.App) (*app.Runner, *worker.Worker) {
+	w := worker.New(a)
+	r := &app.Runner{Log: a.Log, StopTimeout: a.Config.Worker.ShutdownTimeout + stopMargin}
+	r.Add("worker", w)
+	return r, w
+}
+
+// Scheduler is homing scheduler: an outbox relay, and the periodic
+// scheduler that enqueues sweeps and retention.
+func Scheduler(a *app.App) (*app.Runner, error) {
+	s, err := scheduler.New(a.Redis, a.Config.Sweeper.Interval, a.Log)
+	if err != nil {
+		return nil, err
+	}
+	r := &app.Runner{Log: a.Log, StopTimeout: stopMargin}
+	addRelay(r, a, false)
+	r.Add("scheduler", s)
+	return r, nil
+}
+
+// Serve is homing serve: an outbox relay and the HTTP server on api.addr.
+// The server stops first, then the relay queues what its last requests
+// published (DrainOnStop).
+func Serve(a *app.App, handler http.Handler) (*app.Runner, *httpserve.Server) {
+	srv := httpserve.New("api", a.Config.API.Addr, handler, a.Log)
+	r := &app.Runner{Log: a.Log, StopTimeout: a.Config.Worker.ShutdownTimeout}
+	addRelay(r, a, true)
+	r.Add("api", srv)
+	return r, srv
+}
+
+// Dev is homing dev: a worker, the scheduler and an outbox relay in one
+// process, then extra (the monitor UI, the HTTP API), on the dev Redis.
+func Dev(a *app.App, extra ...Named) (*app.Runner, error) {
+	r, _ := Worker(a)
+	s, err := scheduler.New(a.Redis, a.Config.Sweeper.Interval, a.Log)
+	if err != nil {
+		return nil, err
+	}
+	r.Add("scheduler", s)
+	addRelay(r, a, false)
+	for _, e := range extra {
+		r.Add(e.Name, e.Service)
+	}
+	return r, nil
+}
+
+// Named is a part with its name, for Dev's extras.
+type Named struct {
+	Name    string
+	Service app.Service
+	// Banner, when set, is the part's line in homing dev's banner, asked
+	// for once it runs (so it can show the port it got).
+	Banner func() string
+}
+
+// stopMargin is the stop budget of parts that only finish a statement or
+// a Redis call.
+const stopMargin = 10 * time.Second
+
+// addRelay adds an outbox relay and the asynq client it queues with; the
+// client closes after the relay stopped.
+func addRelay(r *app.Runner, a *app.App, drainOnStop bool) {
+	queue := asynq.NewClient(a.Redis)
+	r.Add("queue client", app.ServiceFuncs{StopFunc: func(context.Context) error { return queue.Close() }})
+	if drainOnStop {
+		r.Add("outbox relay", a.DrainingRelay(queue))
+		return
+	}
+	r.Add("outbox relay", a.Relay(queue))
+}

@@ -1,0 +1,88 @@
+// Package transition delivers workflow_transition events synchronously, in
+// the publishing process, for a Go service that publishes with package
+// client. A transition is told now whether its receivers took it, so it
+// cannot wait in a queue: it needs Homing's engine (the database, the
+// webhooks' secrets, the sender), which package client deliberately does not
+// import. A service that links this package gets the engine; one that would
+// rather stay small sends its transitions through homing serve with
+// client.ViaServe.
+package transition
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/retry"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/store"
+
+	"gorm.io/gorm"
+)
+
+// Config is what the synchronous path needs.
+type Config struct {
+	// DatabaseURL is Homing's database.url.
+	DatabaseURL string
+	// SecretsKey (secrets.key) opens webhook secrets to sign deliveries.
+	SecretsKey string
+	// Delivery holds the network guard settings (delivery.allow_private_networks,
+	// delivery.allowed_networks); the zero value refuses private and
+	// loopback receivers.
+	Delivery config.Delivery
+	Logger   *slog.Logger
+}
+
+// FromConfig takes the synchronous path's settings from Homing's
+// configuration.
+func FromConfig(c config.Config) Config {
+	return Config{DatabaseURL: c.Database.URL, SecretsKey: c.Secrets.Key, Delivery: c.Delivery}
+}
+
+// Deliverer delivers workflow_transition events now; it satisfies
+// client.Transitions. Make one per process and Close it on shutdown.
+type Deliverer struct {
+	db     *gorm.DB
+	sender *delivery.Sender
+	disp   *dispatch.Dispatcher
+}
+
+// New opens the database and builds the engine.
+func New(cfg Config) (*Deliverer, error) {
+	if cfg.DatabaseURL == "" {
+		return nil, errors.New("workflow_transition events are delivered synchronously and need the database: set database.url")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	box, err := secretbox.New(cfg.SecretsKey)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	sender := delivery.NewSender(app.SenderConfig(cfg.Delivery, nil))
+	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger})
+	return &Deliverer{db: db, sender: sender, disp: disp}, nil
+}
+
+// DeliverNow makes one attempt per matching webhook, recorded as Delivered
+// or Exhausted, and returns an *event.SyncError naming each webhook that
+// failed. Publishing the same event ID again sends nothing new.
+func (d *Deliverer) DeliverNow(ctx context.Context, ev event.Event) error {
+	_, err := d.disp.DeliverNow(ctx, ev)
+	return err
+}
+
+// Close releases the database connections.
+func (d *Deliverer) Close() error {
+	d.sender.Close()
+	return store.Close(d.db)
+}
