@@ -29,13 +29,18 @@ var frappeHelpers = []string{"nowdate", "now", "getdate", "add_days", "date_diff
 // frappeDatabaseHelpers read Frappe's database, which Homing cannot reach.
 var frappeDatabaseHelpers = regexp.MustCompile(`\bfrappe\s*\.\s*(db|get_doc|get_cached_doc|get_list|get_all|get_value|get_single_value|get_cached_value|call|session|get_meta|render_template|get_hooks|local)\b`)
 
+// templateTags are a template's {{ }} and {% %} tags.
+var templateTags = regexp.MustCompile(`(?s)\{\{.*?\}\}|\{%.*?%\}`)
+
 // frappeNames are the frappe.X and utils.X names a template uses.
 var frappeNames = regexp.MustCompile(`\b(frappe\s*\.\s*utils|frappe|utils)\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)`)
 
 // refuseDatabaseHelpers refuses, at creation, a Frappe template or
 // condition calling what needs Frappe's database or an unknown helper,
 // which Frappe would have run and Homing would render as None.
-func refuseDatabaseHelpers(src string) error {
+func refuseDatabaseHelpers(template string) error {
+	// Only what is inside tags is code: "https://frappe.io" in the text is not.
+	src := strings.Join(templateTags.FindAllString(template, -1), " ")
 	if m := frappeDatabaseHelpers.FindStringSubmatch(src); m != nil {
 		return unbuildable("template: frappe.%s reads Frappe's database, which Homing cannot reach (it has only the event's document): put the value into the document Frappe publishes, or compute it in Frappe", m[1])
 	}

@@ -79,6 +79,9 @@ func TestFrappeTemplatesRefusedAndBounded(t *testing.T) {
 			t.Errorf("%s: %v, want refused with %q", src, err, want)
 		}
 	}
+	if err := ValidateFrappeTemplate(`{"site": "https://frappe.io/x", "db": "frappe.db is text here", "n": "{{ doc.name }}"}`); err != nil {
+		t.Errorf("frappe.X outside tags is text, not a helper: %v", err)
+	}
 	_, _, err := Build(Spec{Compat: CompatFrappe, Template: `{"x": "{% for i in range(100000000) %}{% endfor %}"}`}, nil)
 	if !errors.Is(err, ErrLimit) {
 		t.Fatalf("long loop: %v, want a limit", err)

@@ -69,11 +69,149 @@ func compilePython(src string) (*pyCondition, error) {
 
 // parsePython parses and rewrites text, or says what it cannot take.
 func parsePython(text string) (syntax.Expr, error) {
-	e, err := pyFileOptions.ParseExpr("condition", strings.TrimSpace(text), 0)
+	text = strings.TrimSpace(text)
+	masked, ops := maskComparisons(text)
+	e, err := pyFileOptions.ParseExpr("condition", masked, 0)
 	if err != nil {
+		// Say what is wrong in the words of the source as written.
+		original, err2 := pyFileOptions.ParseExpr("condition", text, 0)
+		if err2 != nil {
+			return nil, describePythonSyntax(text, err2)
+		}
+		if _, err3 := rewritePython(original, pyOps{}); err3 != nil {
+			return nil, err3 // a construct outside the subset, named
+		}
 		return nil, describePythonSyntax(text, err)
 	}
-	return rewritePython(e)
+	return rewritePython(e, ops)
+}
+
+// pyOps are the comparison operators maskComparisons replaced, by their
+// position in the source.
+type pyOps map[[2]int32]syntax.Token
+
+// maskComparisons replaces every comparison operator outside strings by
+// "|" padded to the same width (Starlark's comparisons do not chain, its |
+// does, one precedence level up, and no Frappe condition uses it), and
+// records which operator stood where, so that rewriteComparison gives
+// a < b < c Python's meaning: a < b and b < c.
+func maskComparisons(src string) (string, pyOps) {
+	ops := pyOps{}
+	var b strings.Builder
+	runes := []rune(src)
+	var quote rune
+	line, col := int32(1), int32(1)
+	word := func(i int, w string) bool {
+		if i+len(w) > len(runes) || string(runes[i:i+len(w)]) != w {
+			return false
+		}
+		before := i == 0 || !isWordRune(runes[i-1])
+		after := i+len(w) == len(runes) || !isWordRune(runes[i+len(w)])
+		return before && after
+	}
+	emit := func(n int, tok syntax.Token) {
+		if tok != 0 {
+			ops[[2]int32{line, col}] = tok
+			b.WriteString("|" + strings.Repeat(" ", n-1))
+		}
+	}
+	for i := 0; i < len(runes); {
+		r := runes[i]
+		n, tok := 1, syntax.Token(0)
+		switch {
+		case quote != 0:
+			if r == '\\' && i+1 < len(runes) {
+				n = 2
+			} else if r == quote {
+				quote = 0
+			}
+		case r == '"' || r == '\'':
+			quote = r
+		case r == '|':
+			ops[[2]int32{line, col}] = syntax.ILLEGAL // the user's own |, refused
+		case i+1 < len(runes) && (string(runes[i:i+2]) == "<<" || string(runes[i:i+2]) == ">>"):
+			n = 2
+		case i+1 < len(runes) && runes[i+1] == '=' && strings.ContainsRune("=!<>", r):
+			n, tok = 2, map[rune]syntax.Token{'=': syntax.EQL, '!': syntax.NEQ, '<': syntax.LE, '>': syntax.GE}[r]
+		case r == '<':
+			tok = syntax.LT
+		case r == '>':
+			tok = syntax.GT
+		case word(i, "not"):
+			j := i + 3
+			for j < len(runes) && (runes[j] == ' ' || runes[j] == '\t') {
+				j++
+			}
+			if word(j, "in") {
+				n, tok = j+2-i, syntax.NOT_IN
+			} else {
+				n = 3
+			}
+		case word(i, "in"):
+			n, tok = 2, syntax.IN
+		}
+		if tok != 0 {
+			emit(n, tok)
+		} else {
+			b.WriteString(string(runes[i : i+n]))
+		}
+		for _, c := range runes[i : i+n] {
+			if c == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		i += n
+	}
+	return b.String(), ops
+}
+
+func isWordRune(r rune) bool {
+	return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+}
+
+// rewriteComparison turns a masked comparison, or a chain of them, into
+// calls of pyOp joined by and: a < b < c is (a < b) and (b < c), as in
+// Python (b is evaluated twice, which a condition cannot tell).
+func rewriteComparison(x *syntax.BinaryExpr, ops pyOps) (syntax.Expr, error) {
+	var operands []syntax.Expr
+	var toks []syntax.Token
+	var e syntax.Expr = x
+	for {
+		b, ok := e.(*syntax.BinaryExpr)
+		if !ok || b.Op != syntax.PIPE {
+			operands = append(operands, e)
+			break
+		}
+		tok := ops[[2]int32{b.OpPos.Line, b.OpPos.Col}]
+		if tok == 0 || tok == syntax.ILLEGAL {
+			return nil, unbuildable("condition: the operator | is not allowed")
+		}
+		operands = append(operands, b.Y)
+		toks = append(toks, tok)
+		e = b.X
+	}
+	slices.Reverse(operands)
+	slices.Reverse(toks)
+	for i, o := range operands {
+		r, err := rewritePython(o, ops)
+		if err != nil {
+			return nil, err
+		}
+		operands[i] = r
+	}
+	var out syntax.Expr
+	for i, tok := range toks {
+		op := &syntax.Literal{Token: syntax.STRING, Value: tok.String(), Raw: fmt.Sprintf("%q", tok.String())}
+		call := &syntax.CallExpr{Fn: &syntax.Ident{Name: pyOpName}, Args: []syntax.Expr{op, operands[i], operands[i+1]}}
+		if out == nil {
+			out = call
+		} else {
+			out = &syntax.BinaryExpr{Op: syntax.AND, X: out, Y: call}
+		}
+	}
+	return out, nil
 }
 
 // describePythonSyntax names the statement or construct a parse error
@@ -105,7 +243,7 @@ func describePythonSyntax(text string, err error) error {
 
 // rewritePython checks e and returns it with every operator Python and
 // Starlark disagree on turned into a call of pyOp.
-func rewritePython(e syntax.Expr) (syntax.Expr, error) {
+func rewritePython(e syntax.Expr, ops pyOps) (syntax.Expr, error) {
 	switch x := e.(type) {
 	case *syntax.Ident:
 		if !slices.Contains(pyNames, x.Name) {
@@ -118,7 +256,7 @@ func rewritePython(e syntax.Expr) (syntax.Expr, error) {
 		}
 		return x, nil
 	case *syntax.ParenExpr:
-		inner, err := rewritePython(x.X)
+		inner, err := rewritePython(x.X, ops)
 		if err != nil {
 			return nil, err
 		}
@@ -128,18 +266,21 @@ func rewritePython(e syntax.Expr) (syntax.Expr, error) {
 		if x.Op != syntax.NOT && x.Op != syntax.MINUS && x.Op != syntax.PLUS {
 			return nil, unbuildable("condition: the operator %s is not allowed", x.Op)
 		}
-		inner, err := rewritePython(x.X)
+		inner, err := rewritePython(x.X, ops)
 		if err != nil {
 			return nil, err
 		}
 		x.X = inner
 		return x, nil
 	case *syntax.BinaryExpr:
-		left, err := rewritePython(x.X)
+		if x.Op == syntax.PIPE {
+			return rewriteComparison(x, ops)
+		}
+		left, err := rewritePython(x.X, ops)
 		if err != nil {
 			return nil, err
 		}
-		right, err := rewritePython(x.Y)
+		right, err := rewritePython(x.Y, ops)
 		if err != nil {
 			return nil, err
 		}
@@ -155,18 +296,18 @@ func rewritePython(e syntax.Expr) (syntax.Expr, error) {
 		return nil, unbuildable("condition: the operator %s is not allowed", x.Op)
 	case *syntax.CondExpr:
 		var err error
-		if x.Cond, err = rewritePython(x.Cond); err != nil {
+		if x.Cond, err = rewritePython(x.Cond, ops); err != nil {
 			return nil, err
 		}
-		if x.True, err = rewritePython(x.True); err != nil {
+		if x.True, err = rewritePython(x.True, ops); err != nil {
 			return nil, err
 		}
-		if x.False, err = rewritePython(x.False); err != nil {
+		if x.False, err = rewritePython(x.False, ops); err != nil {
 			return nil, err
 		}
 		return x, nil
 	case *syntax.DotExpr:
-		inner, err := rewritePython(x.X)
+		inner, err := rewritePython(x.X, ops)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +325,7 @@ func rewritePython(e syntax.Expr) (syntax.Expr, error) {
 	case *syntax.CallExpr:
 		if _, isDot := x.Fn.(*syntax.DotExpr); isDot {
 			// frappe.db.X and friends are named before the method is.
-			if _, err := rewritePython(x.Fn); err != nil {
+			if _, err := rewritePython(x.Fn, ops); err != nil {
 				return nil, err
 			}
 		}
@@ -200,7 +341,7 @@ func rewritePython(e syntax.Expr) (syntax.Expr, error) {
 		default:
 			return nil, unbuildable("condition: only named functions and methods can be called")
 		}
-		callee, err := rewritePython(x.Fn)
+		callee, err := rewritePython(x.Fn, ops)
 		if err != nil {
 			return nil, err
 		}
@@ -212,28 +353,28 @@ func rewritePython(e syntax.Expr) (syntax.Expr, error) {
 			if u, ok := a.(*syntax.UnaryExpr); ok && (u.Op == syntax.STAR || u.Op == syntax.STARSTAR) {
 				return nil, unbuildable("condition: *args and **kwargs are not allowed")
 			}
-			if x.Args[i], err = rewritePython(a); err != nil {
+			if x.Args[i], err = rewritePython(a, ops); err != nil {
 				return nil, err
 			}
 		}
 		return x, nil
 	case *syntax.IndexExpr:
 		var err error
-		if x.X, err = rewritePython(x.X); err != nil {
+		if x.X, err = rewritePython(x.X, ops); err != nil {
 			return nil, err
 		}
-		if x.Y, err = rewritePython(x.Y); err != nil {
+		if x.Y, err = rewritePython(x.Y, ops); err != nil {
 			return nil, err
 		}
 		return x, nil
 	case *syntax.SliceExpr:
 		var err error
-		if x.X, err = rewritePython(x.X); err != nil {
+		if x.X, err = rewritePython(x.X, ops); err != nil {
 			return nil, err
 		}
 		for _, p := range []*syntax.Expr{&x.Lo, &x.Hi, &x.Step} {
 			if *p != nil {
-				if *p, err = rewritePython(*p); err != nil {
+				if *p, err = rewritePython(*p, ops); err != nil {
 					return nil, err
 				}
 			}
@@ -242,7 +383,7 @@ func rewritePython(e syntax.Expr) (syntax.Expr, error) {
 	case *syntax.TupleExpr:
 		for i, item := range x.List {
 			var err error
-			if x.List[i], err = rewritePython(item); err != nil {
+			if x.List[i], err = rewritePython(item, ops); err != nil {
 				return nil, err
 			}
 		}
@@ -250,7 +391,7 @@ func rewritePython(e syntax.Expr) (syntax.Expr, error) {
 	case *syntax.ListExpr:
 		for i, item := range x.List {
 			var err error
-			if x.List[i], err = rewritePython(item); err != nil {
+			if x.List[i], err = rewritePython(item, ops); err != nil {
 				return nil, err
 			}
 		}
