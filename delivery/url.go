@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/url"
 	"strings"
+
+	"github.com/homingdev/homing/event"
 )
 
 // MaxURLBytes caps a URL rendered from a webhook's URL template.
@@ -40,6 +42,27 @@ func RenderURL(src string, doc map[string]any, compat string) (u string, err err
 		return "", unbuildable("url template rendered %q: %w", u, err)
 	}
 	return u, nil
+}
+
+// FreezeDoc is doc as a delivery keeps it to render its webhook's URL
+// template again on a retry (RenderFrozenURL): JSON in which integral
+// floats stay floats (1500.0), so that the document decodes as the fan-out
+// read it.
+func FreezeDoc(doc map[string]any) (string, error) {
+	b, err := pyDumps(doc)
+	if err != nil {
+		return "", unbuildable("keep the document for the url template: %v", err)
+	}
+	return string(b), nil
+}
+
+// RenderFrozenURL is RenderURL with a document FreezeDoc kept.
+func RenderFrozenURL(src, frozen, compat string) (string, error) {
+	doc, err := event.DecodeDoc([]byte(frozen))
+	if err != nil {
+		return "", unbuildable("url template: the kept document: %v", err)
+	}
+	return RenderURL(src, doc, compat)
 }
 
 // ValidateURLTemplate parses src without rendering it.

@@ -275,9 +275,9 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		scheme = signing.SchemeNone
 	}
 	signing.Sign(h, scheme, secrets, row.ID, now, row.Payload)
-	url := hook.RequestURL
-	if hook.URLTemplate != "" && row.URL != "" {
-		url = row.URL
+	url, err := d.url(row, hook)
+	if err != nil {
+		return delivery.Request{}, fmt.Errorf("webhook %q: %w", hook.Name, err)
 	}
 	return delivery.Request{
 		Method:          hook.RequestMethod,
@@ -287,6 +287,21 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		Timeout:         hook.Timeout(),
 		FollowRedirects: hook.FollowRedirects,
 	}, nil
+}
+
+// url is where this attempt goes: the webhook's URL or, for a webhook with
+// a url_template, its current template rendered with the document the
+// delivery keeps (a template fixed since reaches the retries still due, and
+// a resend). A row without the document (made before it was kept) goes to
+// the URL rendered at fan-out.
+func (d *Dispatcher) url(row models.Delivery, hook *models.Webhook) (string, error) {
+	switch {
+	case hook.URLTemplate == "" || row.URL == "":
+		return hook.RequestURL, nil
+	case row.URLDoc != nil:
+		return delivery.RenderFrozenURL(hook.URLTemplate, *row.URLDoc, hook.Compat)
+	}
+	return row.URL, nil
 }
 
 // secrets opens the webhook's current secret and those still inside their

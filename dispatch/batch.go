@@ -152,7 +152,7 @@ ins AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
 	SELECT ` + deliveryColumns + ` FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
-		$17::timestamptz[], $18::timestamptz[], $19::bigint[])
+		$17::timestamptz[], $18::timestamptz[], $19::text[], $20::bigint[])
 	AS v(` + deliveryColumns + `, version)
 	WHERE v.version IS NULL OR v.version = (SELECT n FROM cur)
 	ON CONFLICT (event_id, webhook_id) DO NOTHING
@@ -195,6 +195,7 @@ func (b *batched) runInsert(ctx context.Context, sets []insertSet) ([]insertResu
 		attempts, maxRetries                    = make([]int32, n), make([]int32, n)
 		nextRetries                             = make([]*time.Time, n)
 		createdAts, updatedAts                  = make([]time.Time, n), make([]time.Time, n)
+		urlDocs                                 = make([]*string, n)
 		versions                                = make([]*int64, n)
 	)
 	for i, p := range all {
@@ -209,10 +210,10 @@ func (b *batched) runInsert(ctx context.Context, sets []insertSet) ([]insertResu
 		lastErrors[i], payloads[i] = r.LastError, r.Payload
 		attempts[i], maxRetries[i] = int32(r.Attempts), int32(r.MaxRetries)
 		nextRetries[i], createdAts[i], updatedAts[i] = r.NextRetry, r.CreatedAt, r.UpdatedAt
-		versions[i] = p.version
+		urlDocs[i], versions[i] = r.URLDoc, p.version
 	}
 	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
-		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, versions)
+		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, versions)
 	if err != nil {
 		return nil, err
 	}

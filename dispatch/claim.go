@@ -42,10 +42,10 @@ func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now t
 // claimColumns is what an attempt needs of the delivery and its webhook, in
 // the order scanClaim reads them, and the due time the claim replaced.
 const claimColumns = `d.id, d.webhook_id, d.webhook_name, d.event_id, d.headers, d.payload, d.status,
-	d.attempts, d.max_retries, d.next_retry, d.created_at, d.url,
+	d.attempts, d.max_retries, d.next_retry, d.created_at, d.url, d.url_doc,
 	w.id, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
 	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit, w.headers,
-	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, old.next_retry`
+	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, w.compat, old.next_retry`
 
 // notHeldSQL is the condition a retry's claim adds: its webhook is not
 // failing (models.FailingAfter), or this delivery is the probe the sweep
@@ -121,10 +121,10 @@ func (d *Dispatcher) claimJoined(ctx context.Context, id string, mode Mode, now 
 func scanClaim(rows *sql.Rows, c *joinedClaim) error {
 	row, hook := &c.row, &c.hook
 	err := rows.Scan(&row.ID, &row.WebhookID, &row.WebhookName, &row.EventID, &row.Headers, &row.Payload, &row.Status,
-		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt, &row.URL,
+		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt, &row.URL, &row.URLDoc,
 		&hook.ID, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
 		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.Headers, &hook.TimeoutMS, &hook.Queue,
-		&hook.FollowRedirects, &hook.URLTemplate, &c.prevNext)
+		&hook.FollowRedirects, &hook.URLTemplate, &hook.Compat, &c.prevNext)
 	if err != nil {
 		return err
 	}

@@ -276,7 +276,11 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 		if err != nil {
 			return exhaust("cannot build request: " + err.Error())
 		}
-		row.URL = u
+		frozen, err := delivery.FreezeDoc(ev.Doc)
+		if err != nil {
+			return exhaust("cannot build request: " + err.Error())
+		}
+		row.URL, row.URLDoc = u, &frozen
 	}
 	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload, Compat: w.Compat}, ev.Doc)
 	if err != nil {
@@ -354,9 +358,9 @@ func scanWebhook(rows *sql.Rows, w *models.Webhook, first ...any) error {
 
 // deliveryColumns are the columns fan-out writes, in insert's order.
 const deliveryColumns = `id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
-	payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at`
+	payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, url_doc`
 
-// insertBatch keeps one INSERT's parameters (18 per row) well under
+// insertBatch keeps one INSERT's parameters (19 per row) well under
 // PostgreSQL's 65,535.
 const insertBatch = 200
 
@@ -385,18 +389,18 @@ func (d *Dispatcher) insert(ctx context.Context, rows []models.Delivery, version
 		batch := rows[start:min(start+insertBatch, len(rows))]
 		var sql strings.Builder
 		sql.WriteString("INSERT INTO deliveries (" + deliveryColumns + ") VALUES ")
-		args := make([]any, 0, 18*len(batch))
+		args := make([]any, 0, 19*len(batch))
 		for i, r := range batch {
 			if i > 0 {
 				sql.WriteString(", ")
 			}
-			sql.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			sql.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			headers, err := r.Headers.Value()
 			if err != nil {
 				return inserted, err
 			}
 			args = append(args, r.ID, r.WebhookID, r.WebhookName, r.EventID, r.DocType, r.DocName, r.DocEvent, r.Method, r.URL,
-				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt)
+				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt, r.URLDoc)
 		}
 		sql.WriteString(" ON CONFLICT (event_id, webhook_id) DO NOTHING")
 		res := d.db.WithContext(ctx).Exec(sql.String(), args...)

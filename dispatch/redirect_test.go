@@ -74,8 +74,9 @@ func TestAttemptFollowsTheWebhooksRedirects(t *testing.T) {
 }
 
 // A webhook's URL template is rendered with the event's document at
-// fan-out and frozen into the delivery: its first attempt and its retry go
-// to the document's URL, the retry even after the template changed.
+// fan-out, and the document is kept with the delivery: the first attempt
+// goes to the URL rendered then, and a retry renders the webhook's current
+// template with the kept document, so a template fixed since reaches it.
 func TestURLTemplateRendersPerDocument(t *testing.T) {
 	t.Parallel()
 	for name, open := range testenv.Backends() {
@@ -104,7 +105,7 @@ func TestURLTemplateRendersPerDocument(t *testing.T) {
 			clk := clock.NewStub(now)
 			d := New(db, sender, nil, Config{Clock: clk})
 			ctx := context.Background()
-			pending, err := d.FanOut(ctx, Event{ID: "ev1", DocType: "Sales Order", Event: "on_submit", Doc: map[string]any{"doctype": "Sales Order", "name": "SO-0001"}})
+			pending, err := d.FanOut(ctx, Event{ID: "ev1", DocType: "Sales Order", Event: "on_submit", Doc: map[string]any{"doctype": "Sales Order", "name": "SO-0001", "amount": float64(1500)}})
 			if err != nil || len(pending) != 1 {
 				t.Fatalf("fan-out: %v %v", pending, err)
 			}
@@ -114,7 +115,10 @@ func TestURLTemplateRendersPerDocument(t *testing.T) {
 			if got := <-paths; got != "/api/resource/Sales%20Order/SO-0001" {
 				t.Fatalf("first attempt went to %q", got)
 			}
-			if err := db.Model(&models.Webhook{}).Where("id = ?", "w").Update("url_template", srv.URL+"/other/{{ doc.name }}").Error; err != nil {
+			// The operator changes the template: the retry renders the new one
+			// with the document the delivery was made from (1500.0 still a
+			// float, as the fan-out read it).
+			if err := db.Model(&models.Webhook{}).Where("id = ?", "w").Update("url_template", srv.URL+"/other/{{ doc.name }}/{{ doc.amount }}").Error; err != nil {
 				t.Fatal(err)
 			}
 			status.Store(http.StatusOK)
@@ -122,8 +126,8 @@ func TestURLTemplateRendersPerDocument(t *testing.T) {
 			if out, err := d.Attempt(ctx, pending[0].ID, Retry); err != nil || out.Status != models.StatusDelivered {
 				t.Fatalf("retry: %+v %v", out, err)
 			}
-			if got := <-paths; got != "/api/resource/Sales%20Order/SO-0001" {
-				t.Fatalf("retry went to %q, want the URL frozen at fan-out", got)
+			if got := <-paths; got != "/other/SO-0001/1500.0" {
+				t.Fatalf("retry went to %q, want the current template rendered with the kept document", got)
 			}
 		})
 	}

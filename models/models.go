@@ -115,15 +115,18 @@ func (h WebhookHealth) Failing() bool { return h.Failures >= FailingAfter }
 // Delivery is one event for one webhook (Frappe's Webhook Request Log turned
 // into a delivery record): it carries its own state and the frozen request.
 type Delivery struct {
-	ID             string     `gorm:"column:id;primaryKey"`
-	WebhookID      string     `gorm:"column:webhook_id"`
-	WebhookName    string     `gorm:"column:webhook_name"`
-	EventID        string     `gorm:"column:event_id"`
-	DocType        string     `gorm:"column:doc_type"`
-	DocName        string     `gorm:"column:doc_name"`
-	DocEvent       string     `gorm:"column:doc_event"`
-	Method         string     `gorm:"column:method"`
-	URL            string     `gorm:"column:url"`
+	ID          string `gorm:"column:id;primaryKey"`
+	WebhookID   string `gorm:"column:webhook_id"`
+	WebhookName string `gorm:"column:webhook_name"`
+	EventID     string `gorm:"column:event_id"`
+	DocType     string `gorm:"column:doc_type"`
+	DocName     string `gorm:"column:doc_name"`
+	DocEvent    string `gorm:"column:doc_event"`
+	Method      string `gorm:"column:method"`
+	URL         string `gorm:"column:url"`
+	// URLDoc is the document, for a webhook with a url_template: each
+	// retry renders the webhook's current template with it. Nil otherwise.
+	URLDoc         *string    `gorm:"column:url_doc"`
 	Headers        StringMap  `gorm:"column:headers"`
 	Payload        []byte     `gorm:"column:payload"`
 	Status         string     `gorm:"column:status"`

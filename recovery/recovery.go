@@ -224,7 +224,7 @@ func (s *Service) resend(ctx context.Context, id, key string) (string, bool, err
 		ID: newID, WebhookID: orig.WebhookID, WebhookName: orig.WebhookName,
 		EventID: orig.EventID + "/resend/" + suffix,
 		DocType: orig.DocType, DocName: orig.DocName, DocEvent: orig.DocEvent,
-		Method: orig.Method, URL: orig.URL, Headers: orig.Headers, Payload: orig.Payload,
+		Method: orig.Method, URL: orig.URL, URLDoc: orig.URLDoc, Headers: orig.Headers, Payload: orig.Payload,
 		Status: models.StatusFailed, NextRetry: &now, MaxRetries: maxRetries,
 		ResentFrom: &from, CreatedAt: now, UpdatedAt: now,
 	}
