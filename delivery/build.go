@@ -239,12 +239,14 @@ func encodeJSON(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// normalizeDoc copies doc for a template. The copy keeps gonja's dict
-// methods (doc.update and friends) away from the caller's map, and turns
-// integral numbers into ints: decoded JSON holds every number as float64,
-// and gonja would print an item index 3 as "3.0".
-func normalizeDoc(doc map[string]any) (map[string]any, error) {
-	out, err := normalizeValue(doc, 0)
+// copyDoc copies doc for a template. The copy keeps gonja's dict methods
+// (doc.update and friends) away from the caller's map. Decoded JSON may
+// hold a number as float64 or json.Number: by default an integral one
+// becomes an int, since gonja would print an item index 3 as "3.0"; with
+// keepFloats (Frappe's templates) a float stays a float (1500.0 renders as
+// Python's "1500.0") and only int64 and json.Number integers become ints.
+func copyDoc(doc map[string]any, keepFloats bool) (map[string]any, error) {
+	out, err := copyValue(doc, 0, keepFloats)
 	if err != nil {
 		return nil, err
 	}
@@ -255,9 +257,15 @@ func normalizeDoc(doc map[string]any) (map[string]any, error) {
 	return m, nil
 }
 
-func normalizeValue(v any, depth int) (any, error) {
+func copyValue(v any, depth int, keepFloats bool) (any, error) {
 	if depth > maxDocDepth {
 		return nil, unbuildable("document nests deeper than %d levels", maxDocDepth)
+	}
+	number := func(f float64) any {
+		if keepFloats {
+			return f
+		}
+		return normalizeFloat(f)
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -266,7 +274,7 @@ func normalizeValue(v any, depth int) (any, error) {
 		}
 		out := make(map[string]any, len(x))
 		for k, item := range x {
-			n, err := normalizeValue(item, depth+1)
+			n, err := copyValue(item, depth+1, keepFloats)
 			if err != nil {
 				return nil, err
 			}
@@ -279,7 +287,7 @@ func normalizeValue(v any, depth int) (any, error) {
 		}
 		out := make([]any, len(x))
 		for i, item := range x {
-			n, err := normalizeValue(item, depth+1)
+			n, err := copyValue(item, depth+1, keepFloats)
 			if err != nil {
 				return nil, err
 			}
@@ -287,78 +295,20 @@ func normalizeValue(v any, depth int) (any, error) {
 		}
 		return out, nil
 	case float64:
-		return normalizeFloat(x), nil
+		return number(x), nil
 	case float32:
-		return normalizeFloat(float64(x)), nil
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return int(i), nil
-		}
-		if f, err := x.Float64(); err == nil {
-			return normalizeFloat(f), nil
-		}
-		return x.String(), nil
-	default:
-		return v, nil
-	}
-}
-
-// copyDoc copies doc for a template, like normalizeDoc, but keeps floats
-// as floats (1500.0 stays a float and renders as Python's "1500.0") and
-// turns every other number into an int where it can.
-func copyDoc(doc map[string]any) (map[string]any, error) {
-	out, err := copyValue(doc, 0)
-	if err != nil {
-		return nil, err
-	}
-	m, _ := out.(map[string]any)
-	if m == nil {
-		m = map[string]any{}
-	}
-	return m, nil
-}
-
-func copyValue(v any, depth int) (any, error) {
-	if depth > maxDocDepth {
-		return nil, unbuildable("document nests deeper than %d levels", maxDocDepth)
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		if x == nil {
-			return x, nil
-		}
-		out := make(map[string]any, len(x))
-		for k, item := range x {
-			n, err := copyValue(item, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = n
-		}
-		return out, nil
-	case []any:
-		if x == nil {
-			return x, nil
-		}
-		out := make([]any, len(x))
-		for i, item := range x {
-			n, err := copyValue(item, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
-	case float32:
-		return float64(x), nil
+		return number(float64(x)), nil
 	case int64:
-		return int(x), nil
+		if keepFloats {
+			return int(x), nil
+		}
+		return v, nil
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
 			return int(i), nil
 		}
 		if f, err := x.Float64(); err == nil {
-			return f, nil
+			return number(f), nil
 		}
 		return x.String(), nil
 	default:

@@ -826,7 +826,7 @@ func toStarlark(v any) starlark.Value {
 		l.Freeze()
 		return l
 	}
-	n, err := normalizeValue(v, 0)
+	n, err := copyValue(v, 0, false)
 	if err == nil {
 		switch n.(type) {
 		case int, float64, string:

@@ -278,12 +278,7 @@ func render(ctx context.Context, src string, doc map[string]any, maxBytes int, l
 	if err != nil {
 		return nil, err
 	}
-	var normalized map[string]any
-	if m.keepFloats {
-		normalized, err = copyDoc(doc)
-	} else {
-		normalized, err = normalizeDoc(doc)
-	}
+	normalized, err := copyDoc(doc, m.keepFloats)
 	if err != nil {
 		return nil, err
 	}
