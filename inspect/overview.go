@@ -56,19 +56,8 @@ func ReadOverview(ctx context.Context, db *gorm.DB, now time.Time) (Overview, er
 	if o.LastDay, err = countSince(ctx, db, now.Add(-24*time.Hour)); err != nil {
 		return o, err
 	}
-	// Served by deliveries_due.
-	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
-		Count(&o.DueNow).Error; err != nil {
-		return o, fmt.Errorf("count due deliveries: %w", err)
-	}
-	if o.DueNow > 0 {
-		var oldest models.Delivery
-		if err := db.WithContext(ctx).Select("next_retry").Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
-			Order("next_retry").Take(&oldest).Error; err != nil {
-			return o, fmt.Errorf("oldest due delivery: %w", err)
-		}
-		t := oldest.NextRetry.UTC()
-		o.OldestDue = &t
+	if o.DueNow, o.OldestDue, err = dueBacklog(ctx, db, now); err != nil {
+		return o, err
 	}
 	var st Stats
 	if err := outboxBacklog(ctx, db, &st); err != nil {

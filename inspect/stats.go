@@ -115,19 +115,9 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 			w.SuccessRateLastHour = &rate
 		}
 	}
-	// Served by deliveries_due.
-	due := db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= ?", models.StatusFailed, now)
-	if err := due.Count(&st.DueNow).Error; err != nil {
-		return st, fmt.Errorf("count due deliveries: %w", err)
-	}
-	if st.DueNow > 0 {
-		var oldest models.Delivery
-		if err := db.WithContext(ctx).Select("next_retry").Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
-			Order("next_retry").Take(&oldest).Error; err != nil {
-			return st, fmt.Errorf("oldest due delivery: %w", err)
-		}
-		t := oldest.NextRetry.UTC()
-		st.OldestOverdue = &t
+	var err error
+	if st.DueNow, st.OldestOverdue, err = dueBacklog(ctx, db, now); err != nil {
+		return st, err
 	}
 	if err := outboxBacklog(ctx, db, &st); err != nil {
 		return st, err
@@ -174,6 +164,27 @@ func webhookHealth(ctx context.Context, db *gorm.DB, now time.Time, get func(str
 		w.Health, w.FailingSince, w.HeldBack = hl.State, hl.FailingSince, hl.HeldBack
 	}
 	return nil
+}
+
+// dueBacklog counts the Failed deliveries whose retry is due at now, and
+// reads the next_retry of the oldest (nil when none is due). Served by
+// deliveries_due.
+func dueBacklog(ctx context.Context, db *gorm.DB, now time.Time) (int64, *time.Time, error) {
+	var n int64
+	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
+		Count(&n).Error; err != nil {
+		return 0, nil, fmt.Errorf("count due deliveries: %w", err)
+	}
+	if n == 0 {
+		return 0, nil, nil
+	}
+	var oldest models.Delivery
+	if err := db.WithContext(ctx).Select("next_retry").Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
+		Order("next_retry").Take(&oldest).Error; err != nil {
+		return n, nil, fmt.Errorf("oldest due delivery: %w", err)
+	}
+	t := oldest.NextRetry.UTC()
+	return n, &t, nil
 }
 
 // outboxBacklog fills the outbox fields of st.
