@@ -3,9 +3,6 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,6 +15,7 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/webhook"
@@ -35,12 +33,6 @@ type frappeExpectation struct {
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
 	Body    string            `json:"body"`
-}
-
-type gotRequest struct {
-	method, uri string
-	header      http.Header
-	body        string
 }
 
 // The Frappe corpus: every webhook of webhooks.json (bench export-fixtures
@@ -78,12 +70,7 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)
-			got := make(chan gotRequest, 1)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				b, _ := io.ReadAll(r.Body)
-				got <- gotRequest{r.Method, r.URL.RequestURI(), r.Header.Clone(), string(b)}
-			}))
-			t.Cleanup(srv.Close)
+			srv := testreceiver.New(t)
 			key, err := secretbox.GenerateKey()
 			if err != nil {
 				t.Fatal(err)
@@ -144,6 +131,7 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 			}
 
 			d := New(db, delivery.NewSender(delivery.SenderConfig{UserAgent: "Homing"}), box, Config{Clock: clk})
+			sent := 0 // requests the receiver has had
 			for i, c := range docs {
 				want := expected[i]
 				doc, err := event.DecodeDoc(c.Doc)
@@ -173,38 +161,42 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 				if err != nil || out.Status != models.StatusDelivered {
 					t.Fatalf("%s/%s: attempt %+v %v", want.Webhook, want.Doc, out, err)
 				}
-				g := <-got
-				checkFrappeRequest(t, srv.URL, want, g)
+				reqs := srv.Requests()
+				if len(reqs) != sent+1 {
+					t.Fatalf("%s/%s: the receiver got %d requests, want %d", want.Webhook, want.Doc, len(reqs), sent+1)
+				}
+				sent++
+				checkFrappeRequest(t, srv.URL, want, reqs[sent-1])
 			}
 		})
 	}
 }
 
-func checkFrappeRequest(t *testing.T, base string, want frappeExpectation, g gotRequest) {
+func checkFrappeRequest(t *testing.T, base string, want frappeExpectation, g testreceiver.Request) {
 	t.Helper()
 	what := want.Webhook + "/" + want.Doc
-	if g.method != want.Method {
-		t.Errorf("%s: method %s, want %s", what, g.method, want.Method)
+	if g.Method != want.Method {
+		t.Errorf("%s: method %s, want %s", what, g.Method, want.Method)
 	}
 	u, err := url.Parse(strings.ReplaceAll(want.URL, "http://RECEIVER", base))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.uri != u.RequestURI() {
-		t.Errorf("%s: URL %s, want %s", what, g.uri, u.RequestURI())
+	if g.URI != u.RequestURI() {
+		t.Errorf("%s: URL %s, want %s", what, g.URI, u.RequestURI())
 	}
-	if g.body != want.Body {
-		t.Errorf("%s: body\n got %s\nwant %s", what, g.body, want.Body)
+	if string(g.Body) != want.Body {
+		t.Errorf("%s: body\n got %s\nwant %s", what, g.Body, want.Body)
 	}
 	for k, v := range want.Headers {
-		if got := g.header.Values(k); !slices.Equal(got, []string{v}) {
+		if got := g.Header.Values(k); !slices.Equal(got, []string{v}) {
 			t.Errorf("%s: header %s = %q, want %q", what, k, got, v)
 		}
 	}
-	if _, ok := want.Headers["Content-Type"]; !ok && g.header.Get("Content-Type") != "" {
-		t.Errorf("%s: Content-Type %q, but Frappe sends none without a header row", what, g.header.Get("Content-Type"))
+	if _, ok := want.Headers["Content-Type"]; !ok && g.Header.Get("Content-Type") != "" {
+		t.Errorf("%s: Content-Type %q, but Frappe sends none without a header row", what, g.Header.Get("Content-Type"))
 	}
-	if _, ok := want.Headers["X-Frappe-Webhook-Signature"]; !ok && g.header.Get("X-Frappe-Webhook-Signature") != "" {
+	if _, ok := want.Headers["X-Frappe-Webhook-Signature"]; !ok && g.Header.Get("X-Frappe-Webhook-Signature") != "" {
 		t.Errorf("%s: a signature was sent, but Frappe sends none without enable_security", what)
 	}
 }

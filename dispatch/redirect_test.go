@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -83,14 +83,7 @@ func TestURLTemplateRendersPerDocument(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)
-			var status atomic.Int32
-			status.Store(http.StatusServiceUnavailable)
-			paths := make(chan string, 10)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				paths <- r.URL.RequestURI()
-				w.WriteHeader(int(status.Load()))
-			}))
-			t.Cleanup(srv.Close)
+			srv := testreceiver.Answering(t, http.StatusServiceUnavailable)
 			now := time.Now().UTC().Truncate(time.Second)
 			w := models.Webhook{
 				ID: "w", Name: "dyn", DocType: "Sales Order", DocEvent: "on_submit", URLTemplate: srv.URL + "/api/resource/{{ doc.doctype }}/{{ doc.name }}",
@@ -112,8 +105,8 @@ func TestURLTemplateRendersPerDocument(t *testing.T) {
 			if out, err := d.Attempt(ctx, pending[0].ID, First); err != nil || out.Status != models.StatusFailed {
 				t.Fatalf("first attempt: %+v %v", out, err)
 			}
-			if got := <-paths; got != "/api/resource/Sales%20Order/SO-0001" {
-				t.Fatalf("first attempt went to %q", got)
+			if got := srv.Requests(); len(got) != 1 || got[0].URI != "/api/resource/Sales%20Order/SO-0001" {
+				t.Fatalf("first attempt: %+v", got)
 			}
 			// The operator changes the template: the retry renders the new one
 			// with the document the delivery was made from (1500.0 still a
@@ -121,13 +114,13 @@ func TestURLTemplateRendersPerDocument(t *testing.T) {
 			if err := db.Model(&models.Webhook{}).Where("id = ?", "w").Update("url_template", srv.URL+"/other/{{ doc.name }}/{{ doc.amount }}").Error; err != nil {
 				t.Fatal(err)
 			}
-			status.Store(http.StatusOK)
+			srv.SetStatus(http.StatusOK)
 			clk.Advance(time.Hour)
 			if out, err := d.Attempt(ctx, pending[0].ID, Retry); err != nil || out.Status != models.StatusDelivered {
 				t.Fatalf("retry: %+v %v", out, err)
 			}
-			if got := <-paths; got != "/other/SO-0001/1500.0" {
-				t.Fatalf("retry went to %q, want the current template rendered with the kept document", got)
+			if got := srv.Requests(); len(got) != 2 || got[1].URI != "/other/SO-0001/1500.0" {
+				t.Fatalf("retry: %+v, want it sent to the current template rendered with the kept document", got)
 			}
 		})
 	}
@@ -142,16 +135,7 @@ func TestCompatFrappeSendsFrappesBytes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)
-			type got struct {
-				body        string
-				contentType []string
-			}
-			gotc := make(chan got, 4)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				b, _ := io.ReadAll(r.Body)
-				gotc <- got{string(b), r.Header.Values("Content-Type")}
-			}))
-			t.Cleanup(srv.Close)
+			srv := testreceiver.New(t)
 			now := time.Now().UTC().Truncate(time.Second)
 			for i, h := range []models.StringMap{{}, {"Content-Type": "application/x-www-form-urlencoded"}} {
 				w := models.Webhook{
@@ -182,11 +166,16 @@ func TestCompatFrappeSendsFrappesBytes(t *testing.T) {
 				if out, err := d.Attempt(ctx, p.ID, First); err != nil || out.Status != models.StatusDelivered {
 					t.Fatalf("attempt: %+v %v", out, err)
 				}
-				g := <-gotc
-				if g.body != want {
-					t.Fatalf("body\n got %s\nwant %s", g.body, want)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != len(pending) {
+				t.Fatalf("the receiver got %d requests, want %d", len(reqs), len(pending))
+			}
+			for _, g := range reqs {
+				if string(g.Body) != want {
+					t.Fatalf("body\n got %s\nwant %s", g.Body, want)
 				}
-				types = append(types, strings.Join(g.contentType, ","))
+				types = append(types, strings.Join(g.Header.Values("Content-Type"), ","))
 			}
 			slices.Sort(types)
 			if !slices.Equal(types, []string{"", "application/x-www-form-urlencoded"}) {

@@ -20,6 +20,7 @@ type Request struct {
 	At     time.Time
 	Method string
 	Path   string
+	URI    string // the request URI as sent: path (still escaped) and query
 	Header http.Header
 	Body   []byte
 	Status int
@@ -83,7 +84,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	n := len(r.reqs) + 1
 	code, block := r.answer(n), r.block
-	r.reqs = append(r.reqs, Request{At: time.Now(), Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body, Status: code})
+	r.reqs = append(r.reqs, Request{At: time.Now(), Method: req.Method, Path: req.URL.Path, URI: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body, Status: code})
 	for k, v := range r.header {
 		w.Header()[k] = v
 	}
