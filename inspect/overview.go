@@ -59,11 +59,9 @@ func ReadOverview(ctx context.Context, db *gorm.DB, now time.Time) (Overview, er
 	if o.DueNow, o.OldestDue, err = dueBacklog(ctx, db, now); err != nil {
 		return o, err
 	}
-	var st Stats
-	if err := outboxBacklog(ctx, db, &st); err != nil {
+	if o.OutboxPending, o.OutboxOldest, err = outboxBacklog(ctx, db); err != nil {
 		return o, err
 	}
-	o.OutboxPending, o.OutboxOldest = st.OutboxPending, st.OutboxOldest
 	if o.Troubled, err = troubled(ctx, db); err != nil {
 		return o, err
 	}

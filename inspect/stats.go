@@ -119,7 +119,7 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 	if st.DueNow, st.OldestOverdue, err = dueBacklog(ctx, db, now); err != nil {
 		return st, err
 	}
-	if err := outboxBacklog(ctx, db, &st); err != nil {
+	if st.OutboxPending, st.OutboxOldest, err = outboxBacklog(ctx, db); err != nil {
 		return st, err
 	}
 	if err := webhookHealth(ctx, db, now, get); err != nil {
@@ -187,22 +187,23 @@ func dueBacklog(ctx context.Context, db *gorm.DB, now time.Time) (int64, *time.T
 	return n, &t, nil
 }
 
-// outboxBacklog fills the outbox fields of st.
-func outboxBacklog(ctx context.Context, db *gorm.DB, st *Stats) error {
-	if err := db.WithContext(ctx).Model(&models.OutboxEvent{}).Count(&st.OutboxPending).Error; err != nil {
-		return fmt.Errorf("count outbox events: %w", err)
+// outboxBacklog counts the outbox's events and reads when the oldest was
+// published (nil when the outbox is empty).
+func outboxBacklog(ctx context.Context, db *gorm.DB) (int64, *time.Time, error) {
+	var n int64
+	if err := db.WithContext(ctx).Model(&models.OutboxEvent{}).Count(&n).Error; err != nil {
+		return 0, nil, fmt.Errorf("count outbox events: %w", err)
 	}
-	if st.OutboxPending == 0 {
-		return nil
+	if n == 0 {
+		return 0, nil, nil
 	}
 	var oldest models.OutboxEvent
 	// Served by outbox_events' primary key: ids grow with time.
 	if err := db.WithContext(ctx).Select("created_at").Order("id").Take(&oldest).Error; err != nil {
-		return fmt.Errorf("oldest outbox event: %w", err)
+		return n, nil, fmt.Errorf("oldest outbox event: %w", err)
 	}
 	t := oldest.CreatedAt.UTC()
-	st.OutboxOldest = &t
-	return nil
+	return n, &t, nil
 }
 
 // notSent fills st.NotSent: Failed deliveries whose last_error says a
