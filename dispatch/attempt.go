@@ -9,39 +9,28 @@ import (
 	"strings"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch/storage"
 	"github.com/homingdev/homing/logging"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
 	"github.com/homingdev/homing/webhook"
 )
 
-// Mode says which state an attempt may claim a delivery from.
-type Mode int
+// Mode says which state an attempt may claim a delivery from: First,
+// Retry or Sync (storage.Mode).
+type Mode = storage.Mode
 
 const (
 	// First is the first attempt run by the task fan-out enqueued: the row
 	// is Failed with no attempt made yet.
-	First Mode = iota
+	First = storage.First
 	// Retry is a retry enqueued by the sweeper: the row is Failed and due.
-	Retry
+	Retry = storage.Retry
 	// Sync is workflow_transition's one attempt in the publisher: the row is
 	// already final (Exhausted) and becomes Delivered only on success.
-	Sync
+	Sync = storage.Sync
 )
-
-func (m Mode) String() string {
-	switch m {
-	case First:
-		return "first"
-	case Retry:
-		return "retry"
-	default:
-		return "sync"
-	}
-}
 
 // responseSnippet is how much of a response the attempt history keeps; the
 // delivery row keeps the last response up to delivery.MaxResponseBytes.
@@ -92,62 +81,31 @@ type Observer interface {
 // before the dispatcher is in use; nil means none.
 func (d *Dispatcher) SetObserver(o Observer) { d.observer = o }
 
-// Attempt makes one attempt of delivery id: load → claim → send → record.
-// Receiver failures are recorded, not returned: the error is non-nil only
-// when the attempt could not be claimed (ErrNotClaimed), when the database
-// failed, or when ctx was cancelled mid-request (the claim is then released
-// so the task can run again).
+// Attempt makes one attempt of delivery id: claim → decide → send →
+// record. Receiver failures are recorded, not returned: the error is
+// non-nil only when the attempt could not be claimed (ErrNotClaimed), when
+// the database failed, or when ctx was cancelled mid-request (the claim is
+// then released so the task can run again).
 func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome, error) {
 	now := d.now()
-	// The common case in one round trip: claim and read the row and its
-	// webhook together. When that claims nothing, the path below finds out
-	// why and answers as it always has.
-	if c, ok, err := d.claimJoined(ctx, id, mode, now); err != nil {
-		return Outcome{}, err
-	} else if ok {
-		// A secret that cannot be opened is this worker's configuration
-		// problem (a wrong secrets.key), not the receiver's: fail the task,
-		// and give the row back as it was.
-		secrets, err := d.secrets(&c.hook, now)
-		if err != nil {
-			if rerr := d.unclaim(c); rerr != nil {
-				return Outcome{}, errors.Join(err, rerr)
-			}
-			return Outcome{}, d.secretFailed(id, err)
-		}
-		return d.send(ctx, c.row, mode, &c.hook, secrets, now)
-	}
-	row, hook, err := d.load(ctx, id)
+	c, err := d.store.Claim(ctx, storage.ClaimIn{ID: id, Mode: mode, Now: now})
 	if err != nil {
 		return Outcome{}, err
 	}
-	if !claimable(row, mode, now) {
-		return Outcome{}, fmt.Errorf("delivery %s (%s, %d attempts) for a %s attempt: %w", id, row.Status, row.Attempts, mode, ErrNotClaimed)
+	if !c.Claimed {
+		return d.refused(ctx, c, id, mode, now)
 	}
-	if hook == nil || !hook.Enabled {
-		reason := "webhook deleted"
-		if hook != nil {
-			reason = "webhook disabled"
-			if hook.DisabledReason != "" {
-				reason += ": " + hook.DisabledReason
-			}
-		}
-		return d.abandon(ctx, row, reason)
-	}
-	if err := d.holdIfFailing(ctx, row, mode, hook); err != nil {
-		return Outcome{}, err
-	}
-	// A secret that cannot be opened is this worker's configuration problem
-	// (a wrong secrets.key), not the receiver's: fail the task, keep the row.
-	secrets, err := d.secrets(hook, now)
+	// A secret that cannot be opened is this worker's configuration
+	// problem (a wrong secrets.key), not the receiver's: fail the task, and
+	// give the row back as it was.
+	secrets, err := d.secrets(c.Hook, now)
 	if err != nil {
+		if rerr := d.release(ctx, c.Row, c.PrevNext); rerr != nil {
+			return Outcome{}, errors.Join(err, rerr)
+		}
 		return Outcome{}, d.secretFailed(id, err)
 	}
-	claimed, err := d.claim(ctx, row, mode, hook, now)
-	if err != nil {
-		return Outcome{}, err
-	}
-	return d.send(ctx, claimed, mode, hook, secrets, now)
+	return d.send(ctx, c.Row, mode, c.Hook, secrets, now)
 }
 
 // send makes the request of a claimed attempt and records its outcome. A
@@ -158,9 +116,6 @@ func (d *Dispatcher) send(ctx context.Context, claimed models.Delivery, mode Mod
 			return out, err
 		}
 	}
-	if err := d.loadHeaders(ctx, hook); err != nil {
-		return Outcome{}, err
-	}
 	req, err := d.request(claimed, hook, secrets, now)
 	if err != nil {
 		// Like a secret that cannot be opened: this worker's configuration,
@@ -169,86 +124,13 @@ func (d *Dispatcher) send(ctx context.Context, claimed models.Delivery, mode Mod
 	}
 	res := d.sender.Send(ctx, req)
 	if errors.Is(res.Err, context.Canceled) && mode != Sync {
-		if rerr := d.release(claimed, d.now()); rerr != nil {
+		now := d.now()
+		if rerr := d.release(ctx, claimed, &now); rerr != nil {
 			return Outcome{}, errors.Join(res.Err, rerr)
 		}
 		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", claimed.ID, res.Err)
 	}
 	return d.recordSent(ctx, claimed, mode, hook, now, req, res)
-}
-
-// load reads the delivery and its webhook (nil when the webhook is gone).
-func (d *Dispatcher) load(ctx context.Context, id string) (models.Delivery, *models.Webhook, error) {
-	var row models.Delivery
-	if err := d.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return row, nil, fmt.Errorf("delivery %s does not exist: %w", id, ErrNotClaimed)
-		}
-		return row, nil, fmt.Errorf("load delivery %s: %w", id, err)
-	}
-	var hook models.Webhook
-	err := d.db.WithContext(ctx).Where("id = ?", row.WebhookID).Take(&hook).Error
-	switch {
-	case errors.Is(err, gorm.ErrRecordNotFound):
-		return row, nil, nil
-	case err != nil:
-		return row, nil, fmt.Errorf("load webhook of delivery %s: %w", id, err)
-	}
-	return row, &hook, nil
-}
-
-func claimable(row models.Delivery, mode Mode, now time.Time) bool {
-	switch mode {
-	case First:
-		return row.Status == models.StatusFailed && row.Attempts == 0
-	case Retry:
-		return row.Status == models.StatusFailed && row.NextRetry != nil && !row.NextRetry.After(now)
-	default:
-		return row.Status == models.StatusExhausted && row.Attempts == 0
-	}
-}
-
-// claim takes the delivery with one conditional UPDATE: it counts the attempt
-// and, for Failed rows, moves next_retry past the attempt's timeout (a lease).
-// The WHERE clause repeats what load saw, so of two tasks racing for the same
-// row exactly one sends.
-func (d *Dispatcher) claim(ctx context.Context, row models.Delivery, mode Mode, hook *models.Webhook, now time.Time) (models.Delivery, error) {
-	updates := map[string]any{"attempts": gorm.Expr("attempts + 1"), "updated_at": now}
-	if mode != Sync {
-		lease := now.Add(hook.Timeout() + claimMargin)
-		updates["next_retry"] = lease
-		row.NextRetry = &lease
-	}
-	q := d.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("id = ? AND status = ? AND attempts = ?", row.ID, row.Status, row.Attempts)
-	if mode == Retry {
-		q = q.Where("next_retry <= ?", now)
-	}
-	res := q.Updates(updates)
-	if res.Error != nil {
-		return row, fmt.Errorf("claim delivery %s: %w", row.ID, res.Error)
-	}
-	if res.RowsAffected != 1 {
-		return row, fmt.Errorf("delivery %s was taken by another attempt: %w", row.ID, ErrNotClaimed)
-	}
-	row.Attempts++
-	return row, nil
-}
-
-// release undoes a claim whose request was not made (interrupted by
-// shutdown, or postponed by the rate limit), making the row due again at
-// at, with its attempt uncounted, so the requeued task (or a sweep) can
-// claim it.
-func (d *Dispatcher) release(row models.Delivery, at time.Time) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := d.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("id = ? AND status = ? AND attempts = ?", row.ID, models.StatusFailed, row.Attempts).
-		Updates(map[string]any{"attempts": gorm.Expr("attempts - 1"), "next_retry": at, "updated_at": d.now()}).Error
-	if err != nil {
-		return fmt.Errorf("release delivery %s: %w", row.ID, err)
-	}
-	return nil
 }
 
 // request builds the HTTP request of this attempt: the frozen payload and
@@ -328,27 +210,10 @@ func (d *Dispatcher) secrets(hook *models.Webhook, now time.Time) ([]signing.Sec
 	return out, nil
 }
 
-// abandon makes a claimable delivery Exhausted without a request.
-func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason string) (Outcome, error) {
-	res := d.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("id = ? AND status = ? AND attempts = ?", row.ID, row.Status, row.Attempts).
-		Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": reason, "updated_at": d.now()})
-	if res.Error != nil {
-		return Outcome{}, fmt.Errorf("exhaust delivery %s: %w", row.ID, res.Error)
-	}
-	if res.RowsAffected != 1 {
-		return Outcome{}, fmt.Errorf("delivery %s changed under us: %w", row.ID, ErrNotClaimed)
-	}
-	d.log.Info("delivery exhausted without a request", "delivery", row.ID, "webhook", row.WebhookName, "reason", reason)
-	if d.observer != nil {
-		d.observer.Abandoned(row.WebhookName, models.StatusExhausted)
-	}
-	return Outcome{Status: models.StatusExhausted, Attempt: row.Attempts, Reason: reason}, nil
-}
-
-// recordSent writes the attempt history row and the delivery's new state
-// atomically (one statement on PostgreSQL, else one transaction), fenced on
-// the attempt count the claim set.
+// recordSent decides the attempt's outcome and has the store write it: the
+// history row, the delivery's new state fenced on the attempt count the
+// claim set, and the webhook's health (disabling it when it is gone or has
+// only failed for health.disable_after), atomically.
 func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode Mode, hook *models.Webhook, at time.Time, req delivery.Request, res delivery.Result) (Outcome, error) {
 	now := d.now()
 	out := Outcome{Sent: res.Class != delivery.ClassInvalid, Result: res, Attempt: row.Attempts}
@@ -362,10 +227,10 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		disableReason = fmt.Sprintf("receiver answered 410 Gone to delivery %s at %s", row.ID, now.Format(time.RFC3339))
 		out.Reason = "receiver answered 410 Gone: webhook disabled"
 	}
-	if !res.OK() && d.disableAfter > 0 && hook.FailingSince == nil && signal(res) == healthFailure {
-		// An inline first attempt's webhook comes from the cache, which
-		// does not carry health: read it (failures only).
-		if h, err := d.health(ctx, hook.ID); err == nil {
+	if !res.OK() && d.disableAfter > 0 && hook.FailingSince == nil && signal(res) == storage.HealthFailure {
+		// An inline first attempt's webhook comes from fan-out's read,
+		// which does not carry health: read it (failures only).
+		if h, err := d.store.Health(ctx, hook.ID); err == nil {
 			hook.FailingSince = h.FailingSince
 		}
 	}
@@ -398,54 +263,23 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		Error:          out.Reason,
 		Response:       sanitize(string(res.Body), responseSnippet),
 	}
-	updates := map[string]any{
-		"status":           out.Status,
-		"next_retry":       out.NextRetry,
-		"last_status_code": code,
-		"last_error":       out.Reason,
-		"last_response":    sanitize(string(res.Body), delivery.MaxResponseBytes),
-		"method":           req.Method,
-		"url":              req.URL,
-		"updated_at":       now,
-	}
 	fromStatus := models.StatusFailed
 	if mode == Sync {
 		fromStatus = models.StatusExhausted
 	}
 	// A shutdown must not lose the outcome of a request that was sent.
-	wctx := context.WithoutCancel(ctx)
-	var (
-		applied bool
-		err     error
-	)
-	o := outcomeRow{
-		status: out.Status, next: out.NextRetry, code: code, lastError: out.Reason,
-		lastResponse: updates["last_response"].(string), method: req.Method, url: req.URL, at: now,
-	}
-	if d.batch != nil && disableReason == "" {
-		// Concurrent attempts share one statement and its commit
-		// (runRecord), which also moves the webhook's health by what the
-		// database holds, whatever this worker's copy of the webhook says.
-		applied, err = d.batch.record.Do(wctx, recordIn{attempt: attempt, outcome: o, fromStatus: fromStatus, fromAttempts: row.Attempts,
-			webhookID: hook.ID, health: signal(res)})
-		if err != nil {
-			err = fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
-		}
-	} else {
-		err = d.db.WithContext(wctx).Transaction(func(tx *gorm.DB) error {
-			if err := tx.Create(&attempt).Error; err != nil {
-				return fmt.Errorf("record attempt %d of delivery %s: %w", row.Attempts, row.ID, err)
-			}
-			r := tx.Model(&models.Delivery{}).
-				Where("id = ? AND status = ? AND attempts = ?", row.ID, fromStatus, row.Attempts).
-				Updates(updates)
-			if r.Error != nil {
-				return fmt.Errorf("record outcome of delivery %s: %w", row.ID, r.Error)
-			}
-			applied = r.RowsAffected == 1
-			return d.recordHealth(tx, hook, row.ID, signal(res), now, disableReason)
-		})
-	}
+	applied, err := d.store.Record(context.WithoutCancel(ctx), storage.Outcome{
+		Attempt:      attempt,
+		FromStatus:   fromStatus,
+		Status:       out.Status,
+		NextRetry:    out.NextRetry,
+		LastError:    out.Reason,
+		LastResponse: sanitize(string(res.Body), delivery.MaxResponseBytes),
+		UpdatedAt:    now,
+		WebhookID:    hook.ID,
+		Health:       signal(res),
+		Disable:      disableReason,
+	})
 	if err != nil {
 		return out, err
 	}
@@ -477,49 +311,14 @@ func (d *Dispatcher) logAttempt(ctx context.Context, row models.Delivery, out Ou
 // signal is what res tells of its webhook's health, whatever the clock
 // reads: a success, a failure, or nothing to count (a request that could
 // not be built, a shutdown).
-func signal(res delivery.Result) healthSignal {
+func signal(res delivery.Result) storage.HealthSignal {
 	switch {
 	case res.OK():
-		return healthOK
+		return storage.HealthOK
 	case res.Class != delivery.ClassInvalid && res.Class != delivery.ClassCanceled:
-		return healthFailure
+		return storage.HealthFailure
 	}
-	return healthSilent
-}
-
-// recordHealth is runRecord's health rule for one attempt, in a
-// transaction: a success clears the webhook's health (failing_since,
-// failures, the probe), a failure starts the failing_since clock unless it
-// runs and counts one more failure. With a reason it disables the webhook
-// and exhausts its other pending retries, so nothing more is sent to an
-// endpoint that is gone or has only failed for health.disable_after.
-// TestHealthRuleSQLMatchesGo holds the two versions of the rule together.
-func (d *Dispatcher) recordHealth(tx *gorm.DB, hook *models.Webhook, deliveryID string, sig healthSignal, now time.Time, disableReason string) error {
-	if disableReason != "" {
-		if err := tx.Model(&models.Webhook{}).Where("id = ?", hook.ID).
-			Updates(map[string]any{"enabled": false, "disabled_reason": disableReason, "updated_at": now}).Error; err != nil {
-			return fmt.Errorf("disable webhook %q: %w", hook.Name, err)
-		}
-		if err := tx.Model(&models.Delivery{}).
-			Where("webhook_id = ? AND status = ? AND id <> ?", hook.ID, models.StatusFailed, deliveryID).
-			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "webhook disabled: " + disableReason, "updated_at": now}).Error; err != nil {
-			return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", hook.Name, err)
-		}
-	}
-	var err error
-	switch sig {
-	case healthOK:
-		err = tx.Model(&models.WebhookHealth{}).
-			Where("webhook_id = ? AND (failures <> 0 OR failing_since IS NOT NULL OR probe_id IS NOT NULL)", hook.ID).
-			Updates(map[string]any{"failing_since": nil, "failures": 0, "probe_id": nil, "probe_at": nil}).Error
-	case healthFailure:
-		err = tx.Model(&models.WebhookHealth{}).Where("webhook_id = ?", hook.ID).
-			Updates(map[string]any{"failing_since": gorm.Expr("COALESCE(failing_since, ?)", now), "failures": gorm.Expr("failures + 1")}).Error
-	}
-	if err != nil {
-		return fmt.Errorf("record health of webhook %q: %w", hook.Name, err)
-	}
-	return nil
+	return storage.HealthSilent
 }
 
 // sanitize makes s storable as PostgreSQL text (valid UTF-8, no NUL) and cuts

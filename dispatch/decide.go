@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch/storage"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/retry"
 )
@@ -65,4 +66,35 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// refusalKind is why a claim took nothing.
+type refusalKind int
+
+const (
+	refusedTaken           refusalKind = iota // claimable when read, taken by another attempt since
+	refusedMissing                            // no such delivery
+	refusedState                              // not in a state this attempt may take
+	refusedWebhookDeleted                     // claimable, but its webhook is gone: abandon
+	refusedWebhookDisabled                    // claimable, but its webhook is disabled: abandon
+	refusedHeld                               // a retry held back while its webhook is failing
+)
+
+// refusal tells why a claim of mode at now took nothing, from what it saw.
+// The order matters: a delivery not claimable is never abandoned, and a
+// disabled webhook's delivery is abandoned rather than held.
+func refusal(c storage.Claim, mode Mode, now time.Time) refusalKind {
+	switch {
+	case !c.Found:
+		return refusedMissing
+	case !storage.Claimable(c.Row, mode, now):
+		return refusedState
+	case c.Hook == nil:
+		return refusedWebhookDeleted
+	case !c.Hook.Enabled:
+		return refusedWebhookDisabled
+	case storage.Held(c.Health, c.Row.ID, mode):
+		return refusedHeld
+	}
+	return refusedTaken
 }

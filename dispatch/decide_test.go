@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch/storage"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/retry"
 )
@@ -57,6 +58,46 @@ func TestDecideStatusRules(t *testing.T) {
 		}
 		if (got.status == models.StatusFailed) != (got.next != nil) {
 			t.Errorf("%s: Failed must go with a next retry and nothing else", tt.name)
+		}
+	}
+}
+
+func TestRefusalRules(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	due, later := now.Add(-time.Minute), now.Add(time.Minute)
+	fresh := models.Delivery{ID: "d", Status: models.StatusFailed, NextRetry: &later}
+	retry := models.Delivery{ID: "d", Status: models.StatusFailed, Attempts: 1, NextRetry: &due}
+	notDue := models.Delivery{ID: "d", Status: models.StatusFailed, Attempts: 1, NextRetry: &later}
+	sync := models.Delivery{ID: "d", Status: models.StatusExhausted}
+	on, off := &models.Webhook{Enabled: true}, &models.Webhook{}
+	probe, other := "d", "e"
+	failing := models.WebhookHealth{Failures: models.FailingAfter, FailingSince: &due}
+	failingProbe, failingOther := failing, failing
+	failingProbe.ProbeID, failingOther.ProbeID = &probe, &other
+	tests := []struct {
+		name string
+		c    storage.Claim
+		mode Mode
+		want refusalKind
+	}{
+		{"missing", storage.Claim{}, First, refusedMissing},
+		{"first attempt already made", storage.Claim{Found: true, Row: retry, Hook: on}, First, refusedState},
+		{"retry not due", storage.Claim{Found: true, Row: notDue, Hook: on}, Retry, refusedState},
+		{"not claimable beats a disabled webhook", storage.Claim{Found: true, Row: notDue, Hook: off}, Retry, refusedState},
+		{"sync row already attempted", storage.Claim{Found: true, Row: models.Delivery{Status: models.StatusExhausted, Attempts: 1}, Hook: on}, Sync, refusedState},
+		{"webhook deleted", storage.Claim{Found: true, Row: fresh}, First, refusedWebhookDeleted},
+		{"webhook disabled", storage.Claim{Found: true, Row: retry, Hook: off}, Retry, refusedWebhookDisabled},
+		{"disabled beats held", storage.Claim{Found: true, Row: retry, Hook: off, Health: failing}, Retry, refusedWebhookDisabled},
+		{"retry held, no probe chosen", storage.Claim{Found: true, Row: retry, Hook: on, Health: failing}, Retry, refusedHeld},
+		{"retry held behind another probe", storage.Claim{Found: true, Row: retry, Hook: on, Health: failingOther}, Retry, refusedHeld},
+		{"the probe is not held, so it was taken", storage.Claim{Found: true, Row: retry, Hook: on, Health: failingProbe}, Retry, refusedTaken},
+		{"a first attempt is never held", storage.Claim{Found: true, Row: fresh, Hook: on, Health: failing}, First, refusedTaken},
+		{"sync taken", storage.Claim{Found: true, Row: sync, Hook: on}, Sync, refusedTaken},
+	}
+	for _, tt := range tests {
+		if got := refusal(tt.c, tt.mode, now); got != tt.want {
+			t.Errorf("%s: refusal %d, want %d", tt.name, got, tt.want)
 		}
 	}
 }

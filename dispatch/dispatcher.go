@@ -1,7 +1,9 @@
 // Package dispatch turns events into delivery records and runs attempts:
 // fan-out (event → one record per matching webhook), the attempt itself
-// (claim → send → record) shared by first attempts, retries and the
-// synchronous workflow_transition path.
+// (claim → decide → send → record) shared by first attempts, retries and
+// the synchronous workflow_transition path. Every statement it runs goes
+// through one storage.Store; which one (batched on PostgreSQL, plain
+// elsewhere) is decided once, in New.
 package dispatch
 
 import (
@@ -14,6 +16,7 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch/storage"
 	"github.com/homingdev/homing/retry"
 	"github.com/homingdev/homing/secretbox"
 )
@@ -22,11 +25,6 @@ import (
 // another task already sent it, it is not due yet, or it is final. The
 // caller drops its task; nothing was sent.
 var ErrNotClaimed = errors.New("delivery not claimable")
-
-// claimMargin is added to a webhook's timeout to form the claim lease: while
-// an attempt is in flight its row is Failed with next_retry in the future, so
-// no sweep picks it up; if the worker dies, the row comes due again by itself.
-const claimMargin = time.Minute
 
 // Config holds what the dispatcher needs from Homing's configuration.
 type Config struct {
@@ -52,7 +50,7 @@ type Config struct {
 
 // Dispatcher fans out events and runs attempts against one database.
 type Dispatcher struct {
-	db           *gorm.DB
+	store        storage.Store
 	sender       *delivery.Sender
 	box          *secretbox.Box
 	schedule     retry.Schedule
@@ -64,23 +62,14 @@ type Dispatcher struct {
 	observer     Observer
 	limiter      Limiter
 	maxPayload   int
-	// postgres enables the single-statement claim and record, which use
-	// PostgreSQL's UPDATE … FROM … RETURNING, interval arithmetic and
-	// data-modifying WITH. SQLite is in-process: its round trips are
-	// function calls, and it keeps the portable statements.
-	postgres bool
-	// batch shares the hot path's statements between concurrent tasks on
-	// PostgreSQL (batch.go, on internal/groupcommit); nil elsewhere.
-	batch *batched
-	// hooks caches fan-out's webhooks where batch is set (hookCache).
-	hooks *hookCache
 }
 
-// New builds a Dispatcher. The sender is shared by every attempt so that
-// connections to a receiver are reused.
+// New builds a Dispatcher on db, through the Store made for its database
+// (storage.For). The sender is shared by every attempt so that connections
+// to a receiver are reused.
 func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *Dispatcher {
 	d := &Dispatcher{
-		db:           db,
+		store:        storage.For(db),
 		sender:       sender,
 		box:          box,
 		schedule:     cfg.Schedule,
@@ -92,12 +81,6 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		observer:     cfg.Observer,
 		limiter:      cfg.Limiter,
 		maxPayload:   cfg.MaxPayloadBytes,
-		postgres:     db.Dialector.Name() == "postgres",
-	}
-	if d.postgres {
-		if sqlDB, err := db.DB(); err == nil {
-			d.batch, d.hooks = newBatched(sqlDB), newHookCache()
-		}
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

@@ -2,10 +2,8 @@ package dispatch
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/homingdev/homing/delivery"
@@ -81,7 +79,8 @@ func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error
 			err = fmt.Errorf("enqueue first attempt of delivery %s: %w", p.ID, err)
 			if inline != nil {
 				// Due again and unattempted: the re-run queues it.
-				err = errors.Join(err, d.release(inline.row, d.now()))
+				now := d.now()
+				err = errors.Join(err, d.release(ctx, inline.row, &now))
 			}
 			return err
 		}
@@ -93,85 +92,56 @@ func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error
 	return err
 }
 
-// errStaleHooks means rows were planned from cached webhooks that have
-// changed since: nothing was written, and the event is planned again.
-var errStaleHooks = errors.New("webhooks changed since they were cached")
-
 // fanOut is FanOut, inlining one delivery on queue when queue is not empty.
-// It plans from the cached webhooks first and, when those turn out stale or
-// take nothing, once more from a fresh read.
 func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pending, *claimed, error) {
 	if err := ev.Validate(); err != nil {
 		return nil, nil, err
 	}
-	pending, inline, err := d.fanOutOnce(ctx, ev, queue, true)
-	if errors.Is(err, errStaleHooks) {
-		pending, inline, err = d.fanOutOnce(ctx, ev, queue, false)
-	}
-	return pending, inline, err
-}
-
-// fanOutOnce plans and writes the event's rows from the webhooks matching
-// reads, cached when useCache. An answer from the cache is only trusted
-// through the INSERT's check, so when it plans no row at all (every
-// condition false) the result is errStaleHooks, to be confirmed by a fresh
-// read.
-func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, useCache bool) ([]Pending, *claimed, error) {
-	hooks, version, cached, err := d.matching(ctx, ev, useCache)
-	if err != nil {
-		return nil, nil, fmt.Errorf("load webhooks: %w", err)
-	}
-	if !cached {
-		version = 0 // a fresh read is written as read, like an uncached fan-out
-	}
-	if len(hooks) == 0 {
-		return nil, nil, nil
-	}
-	now := d.now()
-	rows := make([]models.Delivery, 0, len(hooks))
-	queues := make(map[string]string, len(hooks))
-	ids := make([]string, 0, len(hooks))
-	var inline *claimed
-	for _, w := range hooks {
-		row, ok := d.plan(w, ev)
-		if !ok {
-			continue
-		}
-		row.CreatedAt, row.UpdatedAt = now, now
-		if row.Status == models.StatusFailed {
-			// The first attempt's task normally runs long before this; if that
-			// task is lost, the sweeper picks the row up here.
-			next := now.Add(d.schedule.Delay(1))
-			row.NextRetry = &next
-			if inline == nil && queue != "" && w.Queue == queue {
-				inline = d.claimAtInsert(&row, w, now)
+	var (
+		queues map[string]string
+		inline *claimed
+	)
+	// The store may plan more than once (storage.Plan): each call starts
+	// over, with fresh IDs.
+	planRows := func(hooks []models.Webhook) []models.Delivery {
+		now := d.now()
+		rows := make([]models.Delivery, 0, len(hooks))
+		queues, inline = make(map[string]string, len(hooks)), nil
+		for _, w := range hooks {
+			row, ok := d.plan(w, ev)
+			if !ok {
+				continue
 			}
+			row.CreatedAt, row.UpdatedAt = now, now
+			if row.Status == models.StatusFailed {
+				// The first attempt's task normally runs long before this;
+				// if that task is lost, the sweeper picks the row up here.
+				next := now.Add(d.schedule.Delay(1))
+				row.NextRetry = &next
+				if inline == nil && queue != "" && w.Queue == queue {
+					inline = d.claimAtInsert(&row, w, now)
+				}
+			}
+			rows = append(rows, row)
+			queues[w.ID] = w.Queue
 		}
-		rows = append(rows, row)
-		queues[w.ID] = w.Queue
-		ids = append(ids, w.ID)
+		return rows
 	}
-	if len(rows) == 0 {
-		if cached {
-			return nil, nil, errStaleHooks
-		}
-		return nil, nil, nil
-	}
-	inserted, err := d.insert(ctx, rows, version)
-	if errors.Is(err, errStaleHooks) {
+	written, err := d.store.FanOut(ctx, ev.DocType, ev.Event, planRows)
+	if err != nil {
 		return nil, nil, err
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("create deliveries: %w", err)
+	if len(written.Rows) == 0 {
+		return nil, nil, nil
 	}
 	wantStatus := models.StatusFailed
 	if ev.Event == models.EventWorkflowTransition {
 		wantStatus = models.StatusExhausted
 	}
-	if inserted == len(rows) {
+	if written.Created {
 		// Every row is ours, as planned: no need to read them back.
-		pending := make([]Pending, 0, len(rows))
-		for _, r := range rows {
+		pending := make([]Pending, 0, len(written.Rows))
+		for _, r := range written.Rows {
 			if inline != nil && r.ID == inline.row.ID {
 				continue
 			}
@@ -182,18 +152,10 @@ func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, use
 		return pending, inline, nil
 	}
 	// Some rows existed already (an earlier or a concurrent fan-out of the
-	// same event): read back what exists now, ours or theirs. Served by
-	// deliveries_event_webhook (event_id, webhook_id).
-	var existing []models.Delivery
-	if err := d.db.WithContext(ctx).
-		Select("id", "webhook_id", "webhook_name", "status", "attempts").
-		Where("event_id = ? AND webhook_id IN ?", ev.ID, ids).
-		Find(&existing).Error; err != nil {
-		return nil, nil, fmt.Errorf("read deliveries: %w", err)
-	}
+	// same event): what exists now, ours or theirs, says what is pending.
 	ownClaim := false
-	pending := make([]Pending, 0, len(existing))
-	for _, r := range existing {
+	pending := make([]Pending, 0, len(written.Existing))
+	for _, r := range written.Existing {
 		if inline != nil && r.ID == inline.row.ID {
 			ownClaim = true // we inserted it, so the claim is ours
 			continue
@@ -201,7 +163,7 @@ func (d *Dispatcher) fanOutOnce(ctx context.Context, ev Event, queue string, use
 		if r.Attempts != 0 || r.Status != wantStatus {
 			continue
 		}
-		if wantStatus == models.StatusExhausted && !isSyncPending(rows, r.ID) {
+		if wantStatus == models.StatusExhausted && !isSyncPending(written.Rows, r.ID) {
 			continue
 		}
 		pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
@@ -301,115 +263,6 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	row.Headers = headers
 	row.Payload = body
 	return row, true
-}
-
-// webhookColumns is what fan-out and the first attempt need of a webhook, in
-// the order matching scans them.
-const webhookColumns = `id, name, doc_type, doc_event, condition, request_url, request_method, request_structure,
-	body_template, fields, headers, secret, previous_secrets, signature_scheme, enabled, disabled_reason,
-	rate_limit, max_retries, queue, timeout_ms, follow_redirects, url_template, compat, condition_language`
-
-// matching loads the enabled webhooks of the event's doctype and event, in
-// ID order (so two fan-outs of one event insert in the same order). Served
-// by webhooks_match (doc_type, doc_event) WHERE enabled. It scans by hand:
-// this runs once per event, and GORM's reflection was a tenth of the
-// worker's CPU. On PostgreSQL most events are answered from hookCache
-// (useCache), whose answer the INSERT checks, and the others share one
-// SELECT between concurrent events (runMatch). cached reports an answer from
-// the cache, read at version.
-func (d *Dispatcher) matching(ctx context.Context, ev Event, useCache bool) (hooks []models.Webhook, version int64, cached bool, err error) {
-	if d.batch == nil {
-		rows, err := d.db.WithContext(ctx).Raw("SELECT "+webhookColumns+
-			" FROM webhooks WHERE doc_type = ? AND doc_event = ? AND enabled = ? ORDER BY id", ev.DocType, ev.Event, true).Rows()
-		if err != nil {
-			return nil, 0, false, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var w models.Webhook
-			if err := scanWebhook(rows, &w); err != nil {
-				return nil, 0, false, err
-			}
-			hooks = append(hooks, w)
-		}
-		return hooks, 0, false, rows.Err()
-	}
-	key := matchKey{ev.DocType, ev.Event}
-	if useCache {
-		if hooks, version, ok := d.hooks.get(key); ok {
-			return hooks, version, true, nil
-		}
-	}
-	r, err := d.batch.match.Do(ctx, key)
-	if err != nil {
-		return nil, 0, false, err
-	}
-	d.hooks.put(key, r.hooks, r.version)
-	return r.hooks, r.version, false, nil
-}
-
-// scanWebhook reads one row of webhookColumns, after the columns of first.
-func scanWebhook(rows *sql.Rows, w *models.Webhook, first ...any) error {
-	return rows.Scan(append(first, &w.ID, &w.Name, &w.DocType, &w.DocEvent, &w.Condition, &w.RequestURL, &w.RequestMethod,
-		&w.RequestStructure, &w.BodyTemplate, &w.Fields, &w.Headers, &w.Secret, &w.PreviousSecrets, &w.SignatureScheme,
-		&w.Enabled, &w.DisabledReason, &w.RateLimit, &w.MaxRetries, &w.Queue, &w.TimeoutMS,
-		&w.FollowRedirects, &w.URLTemplate, &w.Compat, &w.ConditionLanguage)...)
-}
-
-// deliveryColumns are the columns fan-out writes, in insert's order.
-const deliveryColumns = `id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
-	payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, url_doc`
-
-// insertBatch keeps one INSERT's parameters (19 per row) well under
-// PostgreSQL's 65,535.
-const insertBatch = 200
-
-// insert writes rows with INSERT … ON CONFLICT (event_id, webhook_id) DO
-// NOTHING, one statement per batch, and reports how many it created. A row
-// that already exists (an earlier fan-out of the same event) is left alone.
-// Rows planned from webhooks cached at version (not 0) are written only
-// while webhooks_version still reads it, else none is and the error is
-// errStaleHooks.
-func (d *Dispatcher) insert(ctx context.Context, rows []models.Delivery, version int64) (int, error) {
-	if d.batch != nil {
-		// Concurrent fan-outs share one INSERT and its commit (runInsert);
-		// the rows are committed before this returns, so before any request.
-		r, err := d.batch.insert.Do(ctx, insertSet{rows: rows, version: version})
-		if err != nil {
-			return 0, err
-		}
-		d.hooks.saw(r.version)
-		if version != 0 && r.version != version {
-			return 0, errStaleHooks
-		}
-		return r.created, nil
-	}
-	inserted := 0
-	for start := 0; start < len(rows); start += insertBatch {
-		batch := rows[start:min(start+insertBatch, len(rows))]
-		var sql strings.Builder
-		sql.WriteString("INSERT INTO deliveries (" + deliveryColumns + ") VALUES ")
-		args := make([]any, 0, 19*len(batch))
-		for i, r := range batch {
-			if i > 0 {
-				sql.WriteString(", ")
-			}
-			sql.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			headers, err := r.Headers.Value()
-			if err != nil {
-				return inserted, err
-			}
-			args = append(args, r.ID, r.WebhookID, r.WebhookName, r.EventID, r.DocType, r.DocName, r.DocEvent, r.Method, r.URL,
-				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt, r.URLDoc)
-		}
-		sql.WriteString(" ON CONFLICT (event_id, webhook_id) DO NOTHING")
-		res := d.db.WithContext(ctx).Exec(sql.String(), args...)
-		if res.Error != nil {
-			return inserted, res.Error
-		}
-		inserted += int(res.RowsAffected)
-	}
-	return inserted, nil
 }
 
 // conditionCache keeps compiled conditions by source text; webhooks share

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/homingdev/homing/models"
 )
 
@@ -26,44 +24,6 @@ type Limiter interface {
 	Allow(ctx context.Context, webhookID string, perSecond int) (time.Duration, error)
 }
 
-// health reads webhook id's health; a webhook without a row is healthy.
-// Served by the primary key of webhook_health.
-func (d *Dispatcher) health(ctx context.Context, webhookID string) (models.WebhookHealth, error) {
-	var h models.WebhookHealth
-	err := d.db.WithContext(ctx).Where("webhook_id = ?", webhookID).Take(&h).Error
-	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
-		return h, fmt.Errorf("read health of webhook %s: %w", webhookID, err)
-	}
-	return h, nil
-}
-
-// holdIfFailing is the held-back rule of a retry on the path that claims
-// with a plain UPDATE (notHeldSQL is the same rule inside the joined
-// claims): while the webhook is failing, only its probe is sent. A held row
-// is handed back to the sweep at once (queued_at cleared), so that it can
-// be taken again as the next probe, or with the rest when the webhook
-// recovers. It also fills in hook.FailingSince for health.disable_after.
-func (d *Dispatcher) holdIfFailing(ctx context.Context, row models.Delivery, mode Mode, hook *models.Webhook) error {
-	h, err := d.health(ctx, hook.ID)
-	if err != nil {
-		return err
-	}
-	hook.FailingSince = h.FailingSince
-	if mode != Retry || !h.Failing() || (h.ProbeID != nil && *h.ProbeID == row.ID) {
-		return nil
-	}
-	if err := d.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("id = ? AND status = ?", row.ID, models.StatusFailed).
-		Update("queued_at", nil).Error; err != nil {
-		return fmt.Errorf("hand back held delivery %s: %w", row.ID, err)
-	}
-	if d.observer != nil {
-		d.observer.Postponed("held")
-	}
-	return fmt.Errorf("delivery %s of webhook %q (failing since %s, %d failures): %w",
-		row.ID, hook.Name, formatTime(h.FailingSince), h.Failures, ErrHeld)
-}
-
 // limit takes the attempt's request from its webhook's rate_limit. When the
 // budget is spent, the claim is given back with the row due when a request
 // is free (no attempt counted, no worker slot held while it waits: a sweep
@@ -74,7 +34,8 @@ func (d *Dispatcher) limit(ctx context.Context, claimed models.Delivery, hook *m
 	wait, err := d.limiter.Allow(ctx, hook.ID, hook.RateLimit)
 	if err != nil {
 		err = fmt.Errorf("rate limit of webhook %q: %w", hook.Name, err)
-		if rerr := d.release(claimed, d.now()); rerr != nil {
+		now := d.now()
+		if rerr := d.release(ctx, claimed, &now); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return Outcome{}, true, err
@@ -83,7 +44,7 @@ func (d *Dispatcher) limit(ctx context.Context, claimed models.Delivery, hook *m
 		return Outcome{}, false, nil
 	}
 	at := now.Add(wait)
-	if err := d.release(claimed, at); err != nil {
+	if err := d.release(ctx, claimed, &at); err != nil {
 		return Outcome{}, true, err
 	}
 	if d.observer != nil {

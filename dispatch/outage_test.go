@@ -19,83 +19,6 @@ import (
 	"github.com/homingdev/homing/ratelimit"
 )
 
-// The health rule is written twice: in SQL (recordSQL, for batches on
-// PostgreSQL) and in Go (recordHealth, one attempt per transaction). Both
-// must leave the same failing_since and failures after the same attempts,
-// whether the SQL gets them one at a time or in one batch.
-func TestHealthRuleSQLMatchesGo(t *testing.T) {
-	t.Parallel()
-	const (
-		F = healthFailure
-		K = healthOK
-		S = healthSilent
-	)
-	cases := [][]healthSignal{
-		{F},
-		{K},
-		{F, F, F, F, F, F},
-		{F, F, K},
-		{F, K, F, F},
-		{K, F, S, F},
-		{F, F, F, F, F, K, F},
-		{S, S},
-	}
-	t0 := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
-	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
-	for i, signals := range cases {
-		t.Run(fmt.Sprint(signals), func(t *testing.T) {
-			t.Parallel()
-			// Go, one attempt per transaction, on SQLite.
-			goDB := testenv.SQLite(t)
-			insertWebhook(t, goDB, "w", "Sales Order", "on_submit", true)
-			d := New(goDB, nil, nil, Config{})
-			hook := &models.Webhook{ID: "w", Name: "hook-w"}
-			for j, sig := range signals {
-				err := goDB.Transaction(func(tx *gorm.DB) error { return d.recordHealth(tx, hook, "x", sig, at(j), "") })
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			want := readHealth(t, goDB, "w")
-			// SQL, one attempt per statement, then all in one statement.
-			for _, batch := range []bool{false, true} {
-				db, b := batchedFor(t)
-				insertWebhook(t, db, "w", "Sales Order", "on_submit", true)
-				var ins []recordIn
-				for j, sig := range signals {
-					id := fmt.Sprintf("d%d-%d", i, j)
-					row := planned(id, "ev-"+id, "w", t0)
-					row.Attempts = 1
-					if _, err := b.runInsert(context.Background(), []insertSet{{rows: []models.Delivery{row}}}); err != nil {
-						t.Fatal(err)
-					}
-					ins = append(ins, recordIn{
-						attempt:    models.Attempt{DeliveryID: id, Attempt: 1, At: at(j), Method: "POST", URL: row.URL, RequestHeaders: models.StringMap{}},
-						outcome:    outcomeRow{status: models.StatusFailed, next: ptrTime(at(60)), method: "POST", url: row.URL, at: at(j)},
-						fromStatus: models.StatusFailed, fromAttempts: 1, webhookID: "w", health: sig,
-					})
-				}
-				if batch {
-					if _, err := b.runRecord(context.Background(), ins); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					for _, in := range ins {
-						if _, err := b.runRecord(context.Background(), []recordIn{in}); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				got := readHealth(t, db, "w")
-				if got.Failures != want.Failures || !sameTime(got.FailingSince, want.FailingSince) {
-					t.Fatalf("batch=%v: SQL left failures %d since %v; Go left %d since %v",
-						batch, got.Failures, got.FailingSince, want.Failures, want.FailingSince)
-				}
-			}
-		})
-	}
-}
-
 func readHealth(t *testing.T, db *gorm.DB, id string) models.WebhookHealth {
 	t.Helper()
 	var h models.WebhookHealth
@@ -103,10 +26,6 @@ func readHealth(t *testing.T, db *gorm.DB, id string) models.WebhookHealth {
 		t.Fatal(err)
 	}
 	return h
-}
-
-func sameTime(a, b *time.Time) bool {
-	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
 }
 
 // countingReceiver answers status and counts what it got.

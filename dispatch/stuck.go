@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/homingdev/homing/models"
 )
 
 // ErrSecretUnavailable marks an attempt that was not made because this
@@ -28,11 +26,8 @@ func (d *Dispatcher) secretFailed(id string, err error) error {
 	msg := fmt.Sprintf("%s%v (set secrets.key on every worker to the key the webhook's secret was sealed with, or give the webhook a new secret with homing webhook update --secret)", NotSentPrefix, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Served by deliveries' primary key.
-	if uerr := d.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("id = ? AND status = ?", id, models.StatusFailed).
-		Update("last_error", msg).Error; uerr != nil {
-		err = errors.Join(err, fmt.Errorf("record the cause in delivery %s: %w", id, uerr))
+	if uerr := d.store.NotSent(ctx, id, msg); uerr != nil {
+		err = errors.Join(err, uerr)
 	}
 	return fmt.Errorf("delivery %s: %w: %w", id, ErrSecretUnavailable, err)
 }

@@ -32,12 +32,9 @@ func (d *Dispatcher) DeliverNow(ctx context.Context, ev Event) ([]Outcome, error
 	}
 	// Report from the records, so a repeated publish and unbuildable
 	// requests are answered the same way as fresh failures.
-	var rows []models.Delivery
-	if err := d.db.WithContext(ctx).
-		Select("id", "webhook_name", "status", "last_error").
-		Where("event_id = ?", ev.ID).Order("webhook_name").
-		Find(&rows).Error; err != nil {
-		return outcomes, fmt.Errorf("read deliveries of event %s: %w", ev.ID, err)
+	rows, err := d.store.EventDeliveries(ctx, ev.ID)
+	if err != nil {
+		return outcomes, err
 	}
 	serr := &event.SyncError{EventID: ev.ID}
 	for _, r := range rows {

@@ -1,73 +1,23 @@
-package dispatch
+package storage
 
 import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/homingdev/homing/internal/groupcommit"
 	"github.com/homingdev/homing/models"
 )
 
-// The delivery hot path's statements on PostgreSQL (the webhooks of an
-// event, the fan-out's INSERT, the claim of a queued attempt, the outcome of
-// an attempt) each run through a group, so that concurrent tasks of one worker share statements
-// and commits. Each is one fixed statement text whatever the batch size:
-// the inputs travel as arrays and unnest into rows, so pgx prepares it once
-// per connection.
+// The Postgres store's batched statements: each run function takes the
+// inputs of every caller a group gathered and answers each in order.
 
-// planEach is given as the first argument of the batched statements that
-// join a table to their arrays (the outcome, the claim, the webhooks
-// SELECT): pgx then runs each as an unnamed statement (its description
-// cached), which PostgreSQL plans for the arrays at hand on every execution.
-// A named prepared statement switches to a generic plan after five runs,
-// and a generic plan made while deliveries was new and never analyzed (a
-// fresh install, the first minute of a benchmark) joined by walking every
-// Failed row of deliveries_due instead of looking each ID up in the primary
-// key: a statement that costs O(batch) became O(table) until autovacuum's
-// next ANALYZE. Planning each time costs less than that plan did in the
-// benchmark (docs/performance.md, round 3). The fan-out INSERT joins
-// nothing (its conflicts are found through the unique index whatever the
-// plan), so it keeps its prepared statement.
-const planEach = pgx.QueryExecModeCacheDescribe
-
-// groupMaxBatch bounds the inputs of one batched statement.
-const groupMaxBatch = 256
-
-// groupMaxRunning is how many statements of one kind may be in flight at
-// once. One lets the largest batches form: callers queue while it runs. Two
-// formed smaller batches and gave about half of the gain in the benchmark
-// (docs/performance.md); a lone caller never waits either way.
-const groupMaxRunning = 1
-
-// groupTimeout bounds one batched statement (groupcommit's run).
-const groupTimeout = time.Minute
-
-// newGroup is a group for run with the hot path's bounds.
-func newGroup[In, Out any](run func(context.Context, []In) ([]Out, error)) *groupcommit.Group[In, Out] {
-	return groupcommit.New(run, groupMaxBatch, groupMaxRunning, groupTimeout)
-}
-
-// batched holds the dispatcher's groups; nil when the database is not
-// PostgreSQL, whose arrays they need.
-type batched struct {
-	db     *sql.DB
-	match  *groupcommit.Group[matchKey, matchResult]
-	insert *groupcommit.Group[insertSet, insertResult]
-	record *groupcommit.Group[recordIn, bool]
-	claim  *groupcommit.Group[claimIn, claimOut]
-}
-
-func newBatched(db *sql.DB) *batched {
-	b := &batched{db: db}
-	b.match, b.insert = newGroup(b.runMatch), newGroup(b.runInsert)
-	b.record, b.claim = newGroup(b.runRecord), newGroup(b.runClaim)
-	return b
+// batch runs the batched statements on the database's pool.
+type batch struct {
+	db *sql.DB
 }
 
 // matchKey is what selects an event's webhooks.
@@ -89,7 +39,7 @@ ORDER BY id`
 
 // runMatch answers each key with its webhooks in ID order. Callers of one
 // key share the result's maps and slices, which nothing mutates.
-func (b *batched) runMatch(ctx context.Context, keys []matchKey) ([]matchResult, error) {
+func (b *batch) runMatch(ctx context.Context, keys []matchKey) ([]matchResult, error) {
 	docTypes := make([]string, 0, len(keys))
 	events := make([]string, 0, len(keys))
 	seen := make(map[matchKey]bool, len(keys))
@@ -164,7 +114,7 @@ SELECT id, NULL FROM ins UNION ALL SELECT NULL, n FROM cur`
 // with how many of its rows it created. The rows go in (event, webhook)
 // order, so two statements that hold rows of the same events wait for each
 // other instead of deadlocking.
-func (b *batched) runInsert(ctx context.Context, sets []insertSet) ([]insertResult, error) {
+func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult, error) {
 	type planned struct {
 		row     *models.Delivery
 		version *int64
@@ -243,27 +193,6 @@ func (b *batched) runInsert(ctx context.Context, sets []insertSet) ([]insertResu
 	return out, nil
 }
 
-// recordIn is one attempt's outcome for the batched record.
-type recordIn struct {
-	attempt      models.Attempt
-	outcome      outcomeRow
-	fromStatus   string
-	fromAttempts int
-	// webhookID and health feed the webhook's health (webhook_health).
-	webhookID string
-	health    healthSignal
-}
-
-// healthSignal is what an attempt tells of its webhook's health.
-type healthSignal int32
-
-// The values are spelled out because recordSQL compares them as numbers.
-const (
-	healthSilent  healthSignal = 0 // no answer worth counting: invalid request, shutdown
-	healthOK      healthSignal = 1 // a success: the clock stops
-	healthFailure healthSignal = 2 // a failure: the clock starts unless running
-)
-
 // recordSQL records several attempts in one statement: the attempt rows
 // are inserted, each delivery updated fenced on its status and attempt
 // count, and each webhook's health (webhook_health) moved. Served by the
@@ -273,7 +202,7 @@ const (
 // webhook, the batch's last success clears it (failing_since, failures and
 // the probe); the failures after that success, or all of the batch's when
 // it has none, start the failing_since clock unless it runs and add to
-// failures. (health is a healthSignal: 1 a success, 2 a failure.) Only a
+// failures: the health rule (health.go), with health a HealthSignal. Only a
 // row whose health changes is written, so a healthy webhook's successes
 // write nothing. webhook_health has no trigger: moving it leaves
 // webhooks_version, and every worker's webhook cache, alone. A batch that
@@ -300,8 +229,8 @@ const recordSQL = `WITH v AS (
 	UPDATE webhook_health h SET
 		failing_since = CASE WHEN c.last_ok IS NOT NULL THEN c.failing_since ELSE COALESCE(h.failing_since, c.failing_since) END,
 		failures = CASE WHEN c.last_ok IS NOT NULL THEN c.failures ELSE h.failures + c.failures END,
-		probe_id = CASE WHEN c.failures = 0 THEN NULL ELSE h.probe_id END,
-		probe_at = CASE WHEN c.failures = 0 THEN NULL ELSE h.probe_at END
+		probe_id = CASE WHEN c.last_ok IS NOT NULL THEN NULL ELSE h.probe_id END,
+		probe_at = CASE WHEN c.last_ok IS NOT NULL THEN NULL ELSE h.probe_at END
 	FROM clock c
 	WHERE h.webhook_id = c.webhook_id AND (c.failures > 0 OR h.failures > 0 OR h.failing_since IS NOT NULL OR h.probe_id IS NOT NULL)
 )
@@ -313,12 +242,12 @@ RETURNING d.id`
 // runRecord records every caller's outcome in one statement and answers
 // each with whether its delivery row took the outcome. The rows are updated
 // in ID order, so two statements never deadlock on each other's rows.
-func (b *batched) runRecord(ctx context.Context, ins []recordIn) ([]bool, error) {
+func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]bool, error) {
 	order := make([]int, len(ins))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(ins[x].attempt.DeliveryID, ins[y].attempt.DeliveryID) })
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(ins[x].Attempt.DeliveryID, ins[y].Attempt.DeliveryID) })
 	n := len(ins)
 	var (
 		ids, methods, urls, headers          = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -333,9 +262,9 @@ func (b *batched) runRecord(ctx context.Context, ins []recordIn) ([]bool, error)
 		health                               = make([]int32, n)
 	)
 	for i, k := range order {
-		in := ins[k]
-		webhookIDs[i], health[i] = in.webhookID, int32(in.health)
-		a, o := in.attempt, in.outcome
+		o := ins[k]
+		webhookIDs[i], health[i] = o.WebhookID, int32(o.Health)
+		a := o.Attempt
 		h, err := a.RequestHeaders.Value()
 		if err != nil {
 			return nil, fmt.Errorf("record attempt %d of delivery %s: %w", a.Attempt, a.DeliveryID, err)
@@ -346,8 +275,8 @@ func (b *batched) runRecord(ctx context.Context, ins []recordIn) ([]bool, error)
 			codes[i] = &c
 		}
 		durations[i], classes[i], errs[i], responses[i] = a.DurationMS, a.Class, a.Error, a.Response
-		statuses[i], nexts[i], lastErrors[i], lastResponses[i], updatedAts[i] = o.status, o.next, o.lastError, o.lastResponse, o.at
-		fromState[i], fromAttempts[i] = in.fromStatus, int32(in.fromAttempts)
+		statuses[i], nexts[i], lastErrors[i], lastResponses[i], updatedAts[i] = o.Status, o.NextRetry, o.LastError, o.LastResponse, o.UpdatedAt
+		fromState[i], fromAttempts[i] = o.FromStatus, int32(a.Attempt)
 	}
 	rows, err := b.db.QueryContext(ctx, recordSQL, planEach, ids, attempts, ats, methods, urls, headers, codes, durations,
 		classes, errs, responses, statuses, nexts, lastErrors, lastResponses, updatedAts, fromState, fromAttempts, webhookIDs, health)
@@ -367,26 +296,48 @@ func (b *batched) runRecord(ctx context.Context, ins []recordIn) ([]bool, error)
 		return nil, err
 	}
 	out := make([]bool, n)
-	for i, in := range ins {
-		out[i] = applied[in.attempt.DeliveryID]
+	for i, o := range ins {
+		out[i] = applied[o.Attempt.DeliveryID]
 	}
 	return out, nil
 }
 
-// claimIn is one attempt's claim: a first attempt, or a retry due at now.
-type claimIn struct {
-	id    string
-	retry bool
-	now   time.Time
-}
-
 // claimOut is what the claim took, when ok.
 type claimOut struct {
-	claim joinedClaim
+	claim Claim
 	ok    bool
 }
 
-// claimSQL is claimJoinedSQL for several deliveries: each row is claimed
+// claimColumns is what an attempt needs of the delivery and its webhook, in
+// the order scanClaim reads them, and the due time the claim replaced.
+const claimColumns = `d.id, d.webhook_id, d.webhook_name, d.event_id, d.headers, d.payload, d.status,
+	d.attempts, d.max_retries, d.next_retry, d.created_at, d.url, d.url_doc,
+	w.id, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
+	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit, w.headers,
+	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, w.compat, old.next_retry`
+
+func scanClaim(rows *sql.Rows, c *Claim) error {
+	row, hook := &c.Row, &models.Webhook{}
+	err := rows.Scan(&row.ID, &row.WebhookID, &row.WebhookName, &row.EventID, &row.Headers, &row.Payload, &row.Status,
+		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt, &row.URL, &row.URLDoc,
+		&hook.ID, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
+		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.Headers, &hook.TimeoutMS, &hook.Queue,
+		&hook.FollowRedirects, &hook.URLTemplate, &hook.Compat, &c.PrevNext)
+	if err != nil {
+		return err
+	}
+	if row.NextRetry == nil {
+		return errors.New("claimed row has no next_retry")
+	}
+	if hook.Headers == nil {
+		hook.Headers = models.StringMap{}
+	}
+	c.Hook, c.Claimed, c.Found = hook, true, true
+	return nil
+}
+
+// claimSQL claims several deliveries: each row is claimed, as the reference
+// Claim would,
 // under its own mode's condition and time, and read back with its webhook
 // and the due time the claim replaced (old reads the row as it was before
 // this statement). Served by the primary keys of both tables.
@@ -395,37 +346,37 @@ SET attempts = d.attempts + 1, updated_at = v.now, queued_at = NULL,
 	next_retry = v.now + (w.timeout_ms + $4) * interval '1 millisecond'
 FROM unnest($1::text[], $2::boolean[], $3::timestamptz[]) AS v(id, retry, now), deliveries AS old, webhooks AS w
 WHERE old.id = v.id AND d.id = v.id AND w.id = d.webhook_id AND w.enabled AND d.status = 'Failed'
-	AND CASE WHEN v.retry THEN d.next_retry <= v.now AND ` + notHeldSQL + ` ELSE d.attempts = 0 END
+	AND CASE WHEN v.retry THEN d.next_retry <= v.now AND ` + notHeld("d") + ` ELSE d.attempts = 0 END
 RETURNING ` + claimColumns
 
 // runClaim claims every caller's delivery in one statement. Of several
 // callers for the same delivery only the first can have it: the statement
 // updates a row once, and the others answer not claimed, as the loser of
 // two racing claims does.
-func (b *batched) runClaim(ctx context.Context, ins []claimIn) ([]claimOut, error) {
+func (b *batch) runClaim(ctx context.Context, ins []ClaimIn) ([]claimOut, error) {
 	first := make(map[string]int, len(ins))
 	var ids []string
 	var retries []bool
 	var nows []time.Time
 	for i, in := range ins {
-		if _, dup := first[in.id]; dup {
+		if _, dup := first[in.ID]; dup {
 			continue
 		}
-		first[in.id] = i
-		ids, retries, nows = append(ids, in.id), append(retries, in.retry), append(nows, in.now)
+		first[in.ID] = i
+		ids, retries, nows = append(ids, in.ID), append(retries, in.Mode == Retry), append(nows, in.Now)
 	}
-	rows, err := b.db.QueryContext(ctx, claimSQL, planEach, ids, retries, nows, claimMargin.Milliseconds())
+	rows, err := b.db.QueryContext(ctx, claimSQL, planEach, ids, retries, nows, LeaseMargin.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := make([]claimOut, len(ins))
 	for rows.Next() {
-		var c joinedClaim
+		var c Claim
 		if err := scanClaim(rows, &c); err != nil {
 			return nil, err
 		}
-		out[first[c.row.ID]] = claimOut{claim: c, ok: true}
+		out[first[c.Row.ID]] = claimOut{claim: c, ok: true}
 	}
 	return out, rows.Err()
 }

@@ -1,4 +1,4 @@
-package dispatch
+package storage
 
 import (
 	"context"
@@ -14,37 +14,14 @@ import (
 )
 
 // batchedFor opens a fresh PostgreSQL database and its batched statements.
-func batchedFor(t testing.TB) (*gorm.DB, *batched) {
+func batchedFor(t testing.TB) (*gorm.DB, *batch) {
 	t.Helper()
 	db := testenv.Postgres(t)
 	sqlDB, err := db.DB()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db, newBatched(sqlDB)
-}
-
-func insertWebhook(t testing.TB, db *gorm.DB, id, docType, event string, enabled bool) {
-	t.Helper()
-	now := time.Now().UTC()
-	w := models.Webhook{
-		ID: id, Name: "hook-" + id, DocType: docType, DocEvent: event, RequestURL: "http://127.0.0.1:1/" + id,
-		RequestMethod: "POST", RequestStructure: "json", Headers: models.StringMap{}, SignatureScheme: "none",
-		Enabled: enabled, MaxRetries: 3, Queue: "default", TimeoutMS: 1000, CreatedAt: now, UpdatedAt: now,
-	}
-	if err := db.Create(&w).Error; err != nil {
-		t.Fatal(err)
-	}
-}
-
-func planned(id, event, webhook string, now time.Time) models.Delivery {
-	next := now.Add(time.Minute)
-	return models.Delivery{
-		ID: id, WebhookID: webhook, WebhookName: "hook-" + webhook, EventID: event, DocType: "Sales Order", DocEvent: "on_submit",
-		Method: "POST", URL: "http://127.0.0.1:1/", Headers: models.StringMap{"Content-Type": "application/json"},
-		Payload: []byte(`{"name":"` + event + `"}`), Status: models.StatusFailed, MaxRetries: 3, NextRetry: &next,
-		CreatedAt: now, UpdatedAt: now,
-	}
+	return db, &batch{db: sqlDB}
 }
 
 // One SELECT answers every key with its own enabled webhooks, in ID order,
@@ -138,15 +115,14 @@ func TestRunRecordFencesEachDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := 200
-	in := func(id string, fromAttempts int) recordIn {
-		return recordIn{
-			attempt: models.Attempt{DeliveryID: id, Attempt: 1, At: now, Method: "POST", URL: "http://127.0.0.1:1/x",
+	in := func(id string, fromAttempts int) Outcome {
+		return Outcome{
+			Attempt: models.Attempt{DeliveryID: id, Attempt: fromAttempts, At: now, Method: "POST", URL: "http://127.0.0.1:1/x",
 				RequestHeaders: models.StringMap{"Webhook-Id": id}, StatusCode: &code, DurationMS: 3, Class: "2xx", Response: "ok"},
-			outcome:    outcomeRow{status: models.StatusDelivered, code: &code, lastResponse: "ok", method: "POST", url: "http://127.0.0.1:1/x", at: now},
-			fromStatus: models.StatusFailed, fromAttempts: fromAttempts,
+			FromStatus: models.StatusFailed, Status: models.StatusDelivered, LastResponse: "ok", UpdatedAt: now,
 		}
 	}
-	applied, err := b.runRecord(ctx, []recordIn{in("d2", 1), in("d1", 7)})
+	applied, err := b.runRecord(ctx, []Outcome{in("d2", 1), in("d1", 7)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +166,7 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	seq := 0
-	in := func(webhook string, health healthSignal, min int) recordIn {
+	in := func(webhook string, health HealthSignal, min int) Outcome {
 		seq++
 		id := fmt.Sprintf("d%d", seq)
 		row := planned(id, "ev-"+id, webhook, t0)
@@ -198,10 +174,10 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 		if _, err := b.runInsert(ctx, []insertSet{{rows: []models.Delivery{row}}}); err != nil {
 			t.Fatal(err)
 		}
-		return recordIn{
-			attempt:    models.Attempt{DeliveryID: id, Attempt: 1, At: at(min), Method: "POST", URL: row.URL, RequestHeaders: models.StringMap{}, Class: "5xx"},
-			outcome:    outcomeRow{status: models.StatusFailed, next: ptrTime(at(60)), method: "POST", url: row.URL, at: at(min)},
-			fromStatus: models.StatusFailed, fromAttempts: 1, webhookID: webhook, health: health,
+		return Outcome{
+			Attempt:    models.Attempt{DeliveryID: id, Attempt: 1, At: at(min), Method: "POST", URL: row.URL, RequestHeaders: models.StringMap{}, Class: "5xx"},
+			FromStatus: models.StatusFailed, Status: models.StatusFailed, NextRetry: ptrTime(at(60)), UpdatedAt: at(min),
+			WebhookID: webhook, Health: health,
 		}
 	}
 	health := func(id string) models.WebhookHealth {
@@ -227,7 +203,7 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 		}
 		return n
 	}
-	record := func(ins ...recordIn) {
+	record := func(ins ...Outcome) {
 		t.Helper()
 		if _, err := b.runRecord(ctx, ins); err != nil {
 			t.Fatal(err)
@@ -241,7 +217,7 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 	}
 
 	// Failures: wa's clock starts at its first; wb's keeps running from t0.
-	record(in("wa", healthFailure, 2), in("wa", healthFailure, 1), in("wb", healthFailure, 1))
+	record(in("wa", HealthFailure, 2), in("wa", HealthFailure, 1), in("wb", HealthFailure, 1))
 	same("wa after two failures", clock("wa"), ptrTime(at(1)))
 	same("wb already failing", clock("wb"), &t0)
 	failures("wa", 2)
@@ -250,7 +226,7 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 	// More failures keep the clocks and count; no answer counts nothing;
 	// none of it moves webhooks_version.
 	v := version()
-	record(in("wa", healthFailure, 3), in("wb", healthFailure, 3), in("wa", healthSilent, 4))
+	record(in("wa", HealthFailure, 3), in("wb", HealthFailure, 3), in("wa", HealthSilent, 4))
 	same("wa still failing", clock("wa"), ptrTime(at(1)))
 	failures("wa", 3)
 	failures("wb", 3)
@@ -260,8 +236,8 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 
 	// A success then failures restarts wa's clock at the first failure
 	// after the success; a failure then a success stops wb's.
-	record(in("wa", healthFailure, 5), in("wa", healthOK, 6), in("wa", healthFailure, 8), in("wa", healthFailure, 7),
-		in("wb", healthFailure, 5), in("wb", healthOK, 6))
+	record(in("wa", HealthFailure, 5), in("wa", HealthOK, 6), in("wa", HealthFailure, 8), in("wa", HealthFailure, 7),
+		in("wb", HealthFailure, 5), in("wb", HealthOK, 6))
 	same("wa restarted", clock("wa"), ptrTime(at(7)))
 	same("wb healed", clock("wb"), nil)
 	failures("wa", 2)
@@ -269,14 +245,12 @@ func TestRunRecordMovesTheFailingClockByTheDatabase(t *testing.T) {
 
 	// Successes of a healthy webhook write nothing.
 	v = version()
-	record(in("wb", healthOK, 9), in("wb", healthOK, 10))
+	record(in("wb", HealthOK, 9), in("wb", HealthOK, 10))
 	same("wb healthy", clock("wb"), nil)
 	if got := version(); got != v {
 		t.Fatalf("webhooks_version moved %d → %d for successes of a healthy webhook", v, got)
 	}
 }
-
-func ptrTime(t time.Time) *time.Time { return &t }
 
 // Rows planned from webhooks read at an older webhooks_version are not
 // written, and their caller learns the version that stopped them; rows of
@@ -316,71 +290,35 @@ func TestRunInsertWritesOnlyCurrentPlans(t *testing.T) {
 }
 
 // Fan-out serves an event's webhooks from its cache while webhooks_version
-// holds still, and never after a change: an edit, a new webhook and a
-// disabled one each show in the very next event.
-func TestFanOutCacheNeverServesAChangedWebhook(t *testing.T) {
+// holds still: a cache hit reads nothing, so a cached copy that says
+// something the table does not shows in the next event, until a change
+// moves webhooks_version (TestFanOutSeesEveryWebhookChange holds every
+// store to seeing each change).
+func TestFanOutServesTheCacheUntilAWebhookChanges(t *testing.T) {
 	t.Parallel()
 	db := testenv.Postgres(t)
-	d := New(db, nil, nil, Config{})
-	if d.hooks == nil {
-		t.Fatal("no webhook cache on PostgreSQL")
+	s, err := NewPostgres(db)
+	if err != nil {
+		t.Fatal(err)
 	}
 	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
-	ctx := context.Background()
-	urls := func(event string) []string {
-		t.Helper()
-		ev := Event{ID: event, DocType: "Sales Order", DocName: "SO-1", Event: "on_submit", Doc: map[string]any{"name": "SO-1"}}
-		if _, err := d.FanOut(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		if err := db.Model(&models.Delivery{}).Where("event_id = ?", event).Order("webhook_id").Pluck("url", &got).Error; err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	if got := urls("ev-1"); !slices.Equal(got, []string{"http://127.0.0.1:1/wa"}) {
+	if got := fanOutURLs(t, s, db, "ev-1"); !slices.Equal(got, []string{"http://127.0.0.1:1/wa"}) {
 		t.Fatalf("ev-1 went to %v", got)
 	}
-	// A cache hit reads nothing: make the cached copy say something the
-	// table does not, and the next event shows it.
 	key := matchKey{"Sales Order", "on_submit"}
-	d.hooks.mu.Lock()
-	cached := slices.Clone(d.hooks.byKey[key])
+	s.hooks.mu.Lock()
+	cached := slices.Clone(s.hooks.byKey[key])
 	cached[0].RequestURL = "http://127.0.0.1:9/cached"
-	d.hooks.byKey[key] = cached
-	d.hooks.mu.Unlock()
-	if got := urls("ev-2"); !slices.Equal(got, []string{"http://127.0.0.1:9/cached"}) {
+	s.hooks.byKey[key] = cached
+	s.hooks.mu.Unlock()
+	if got := fanOutURLs(t, s, db, "ev-2"); !slices.Equal(got, []string{"http://127.0.0.1:9/cached"}) {
 		t.Fatalf("ev-2 went to %v, want the cached copy's URL", got)
 	}
-	steps := []struct {
-		change func() error
-		want   []string
-	}{
-		{func() error {
-			return db.Model(&models.Webhook{}).Where("id = ?", "wa").Update("request_url", "http://127.0.0.1:2/wa").Error
-		}, []string{"http://127.0.0.1:2/wa"}},
-		{func() error { insertWebhook(t, db, "wb", "Sales Order", "on_submit", true); return nil },
-			[]string{"http://127.0.0.1:2/wa", "http://127.0.0.1:1/wb"}},
-		{func() error { return db.Model(&models.Webhook{}).Where("id = ?", "wa").Update("enabled", false).Error },
-			[]string{"http://127.0.0.1:1/wb"}},
-		{func() error {
-			return db.Model(&models.Webhook{}).Where("id = ?", "wb").Update("condition", "doc.name == 'SO-2'").Error
-		},
-			nil},
-		{func() error {
-			return db.Model(&models.Webhook{}).Where("id = ?", "wb").Update("condition", "doc.name == 'SO-1'").Error
-		},
-			[]string{"http://127.0.0.1:1/wb"}},
+	if err := db.Model(&models.Webhook{}).Where("id = ?", "wa").Update("request_url", "http://127.0.0.1:2/wa").Error; err != nil {
+		t.Fatal(err)
 	}
-	for i, s := range steps {
-		if err := s.change(); err != nil {
-			t.Fatal(err)
-		}
-		event := fmt.Sprintf("ev-step-%d", i)
-		if got := urls(event); !slices.Equal(got, s.want) {
-			t.Fatalf("step %d: %s went to %v, want %v", i, event, got, s.want)
-		}
+	if got := fanOutURLs(t, s, db, "ev-3"); !slices.Equal(got, []string{"http://127.0.0.1:2/wa"}) {
+		t.Fatalf("ev-3 went to %v after the webhook changed", got)
 	}
 }
 
@@ -404,9 +342,9 @@ func TestRunClaimTakesEachRowOnce(t *testing.T) {
 	if _, err := b.runInsert(ctx, []insertSet{{rows: []models.Delivery{fresh, due, notDue, off}}}); err != nil {
 		t.Fatal(err)
 	}
-	ins := []claimIn{
-		{id: "fresh", now: now}, {id: "due", retry: true, now: now}, {id: "notdue", retry: true, now: now},
-		{id: "off", now: now}, {id: "fresh", now: now}, {id: "missing", now: now},
+	ins := []ClaimIn{
+		{ID: "fresh", Now: now}, {ID: "due", Mode: Retry, Now: now}, {ID: "notdue", Mode: Retry, Now: now},
+		{ID: "off", Now: now}, {ID: "fresh", Now: now}, {ID: "missing", Now: now},
 	}
 	got, err := b.runClaim(ctx, ins)
 	if err != nil {
@@ -420,8 +358,8 @@ func TestRunClaimTakesEachRowOnce(t *testing.T) {
 		t.Fatalf("claimed %v, want %v", ok, want)
 	}
 	c := got[1].claim
-	if c.row.Attempts != 2 || !c.prevNext.Equal(now) || !c.row.NextRetry.Equal(now.Add(time.Second+claimMargin)) || c.hook.ID != "wa" {
-		t.Fatalf("due's claim: attempts %d, was due %v, lease %v, hook %s", c.row.Attempts, c.prevNext, c.row.NextRetry, c.hook.ID)
+	if c.Row.Attempts != 2 || !c.PrevNext.Equal(now) || !c.Row.NextRetry.Equal(now.Add(time.Second+LeaseMargin)) || c.Hook.ID != "wa" {
+		t.Fatalf("due's claim: attempts %d, was due %v, lease %v, hook %s", c.Row.Attempts, c.PrevNext, c.Row.NextRetry, c.Hook.ID)
 	}
 	var attempts []int
 	if err := db.Model(&models.Delivery{}).Order("id").Pluck("attempts", &attempts).Error; err != nil {

@@ -1,4 +1,4 @@
-package dispatch
+package storage
 
 import (
 	"context"
@@ -25,18 +25,17 @@ func BenchmarkBatchedWrites(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				sets := make([]insertSet, size)
-				recs := make([]recordIn, size)
+				recs := make([]Outcome, size)
 				for i := range sets {
 					seq++
 					id := fmt.Sprintf("d-%d-%d", size, seq)
 					row := planned(id, "ev-"+id, "wa", now)
 					row.Attempts = 1
 					sets[i] = insertSet{rows: []models.Delivery{row}}
-					recs[i] = recordIn{
-						attempt: models.Attempt{DeliveryID: id, Attempt: 1, At: now, Method: "POST", URL: row.URL,
+					recs[i] = Outcome{
+						Attempt: models.Attempt{DeliveryID: id, Attempt: 1, At: now, Method: "POST", URL: row.URL,
 							RequestHeaders: models.StringMap{"Webhook-Id": id}, StatusCode: &code, DurationMS: 1, Class: "2xx", Response: `{"ok":true}`},
-						outcome:    outcomeRow{status: models.StatusDelivered, code: &code, lastResponse: `{"ok":true}`, method: "POST", url: row.URL, at: now},
-						fromStatus: models.StatusFailed, fromAttempts: 1,
+						FromStatus: models.StatusFailed, Status: models.StatusDelivered, LastResponse: `{"ok":true}`, UpdatedAt: now,
 					}
 				}
 				b.StartTimer()

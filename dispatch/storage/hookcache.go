@@ -1,4 +1,4 @@
-package dispatch
+package storage
 
 import (
 	"sync"
