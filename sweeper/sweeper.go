@@ -14,7 +14,7 @@
 // While a webhook is failing (models.WebhookHealth.Failing), a step takes
 // one of its rows at most every probe interval and records it as the
 // webhook's probe; its other rows stay due, and a claim refuses to send
-// them (dispatch's notHeldSQL) until a success clears the failure. A
+// them (dispatch/storage notHeld) until a success clears the failure. A
 // webhook with a rate_limit gets at most rate_limit × tick rows a tick,
 // spread over the tick with asynq's ProcessIn.
 package sweeper

@@ -1,6 +1,6 @@
 -- A counter every change to webhooks moves: a worker caches each event
 -- type's webhooks, and its fan-out INSERT writes the rows only while this
--- still reads the version the cache was filled at (dispatch.hookCache), so
+-- still reads the version the cache was filled at (dispatch/storage hookCache), so
 -- an event never goes out under a webhook definition older than its INSERT.
 CREATE TABLE webhooks_version (
     one boolean PRIMARY KEY DEFAULT true CHECK (one),
