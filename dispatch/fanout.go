@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/dispatch/storage"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/webhook"
 )
@@ -97,47 +98,66 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 	if err := ev.Validate(); err != nil {
 		return nil, nil, err
 	}
-	var (
-		queues map[string]string
-		inline *claimed
-	)
-	// The store may plan more than once (storage.Plan): each call starts
-	// over, with fresh IDs.
-	planRows := func(hooks []models.Webhook) []models.Delivery {
-		now := d.now()
-		rows := make([]models.Delivery, 0, len(hooks))
-		queues, inline = make(map[string]string, len(hooks)), nil
-		for _, w := range hooks {
-			row, ok := d.plan(w, ev)
-			if !ok {
-				continue
-			}
-			row.CreatedAt, row.UpdatedAt = now, now
-			if row.Status == models.StatusFailed {
-				// The first attempt's task normally runs long before this;
-				// if that task is lost, the sweeper picks the row up here.
-				next := now.Add(d.schedule.Delay(1))
-				row.NextRetry = &next
-				if inline == nil && queue != "" && w.Queue == queue {
-					inline = d.claimAtInsert(&row, w, now)
-				}
-			}
-			rows = append(rows, row)
-			queues[w.ID] = w.Queue
-		}
-		return rows
-	}
-	written, err := d.store.FanOut(ctx, ev.DocType, ev.Event, planRows)
+	p := &eventPlan{d: d, ev: ev, queue: queue}
+	written, err := d.store.FanOut(ctx, ev.DocType, ev.Event, p.rows)
 	if err != nil {
 		return nil, nil, err
 	}
+	pending, inline := p.pending(written)
+	return pending, inline, nil
+}
+
+// eventPlan plans one event's rows for the store's FanOut, which may ask
+// more than once (storage.Plan): each call starts over with fresh IDs, and
+// what it keeps (each webhook's queue, the inline claim) is the last call's,
+// the one written.
+type eventPlan struct {
+	d      *Dispatcher
+	ev     Event
+	queue  string
+	queues map[string]string
+	inline *claimed
+}
+
+// rows is the event's row for each webhook whose condition holds (plan).
+// A Failed row is due for the sweeper at the schedule's first delay, and
+// the first on the inline queue is claimed at insert.
+func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
+	now := p.d.now()
+	rows := make([]models.Delivery, 0, len(hooks))
+	p.queues, p.inline = make(map[string]string, len(hooks)), nil
+	for _, w := range hooks {
+		row, ok := p.d.plan(w, p.ev)
+		if !ok {
+			continue
+		}
+		row.CreatedAt, row.UpdatedAt = now, now
+		if row.Status == models.StatusFailed {
+			// The first attempt's task normally runs long before this; if
+			// that task is lost, the sweeper picks the row up here.
+			next := now.Add(p.d.schedule.Delay(1))
+			row.NextRetry = &next
+			if p.inline == nil && p.queue != "" && w.Queue == p.queue {
+				p.inline = p.d.claimAtInsert(&row, w, now)
+			}
+		}
+		rows = append(rows, row)
+		p.queues[w.ID] = w.Queue
+	}
+	return rows
+}
+
+// pending is what the written rows leave to do: the deliveries that still
+// need their first attempt, and the inline claim when its row is ours.
+func (p *eventPlan) pending(written storage.Written) ([]Pending, *claimed) {
 	if len(written.Rows) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
 	wantStatus := models.StatusFailed
-	if ev.Event == models.EventWorkflowTransition {
+	if p.ev.Event == models.EventWorkflowTransition {
 		wantStatus = models.StatusExhausted
 	}
+	inline := p.inline
 	if written.Created {
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(written.Rows))
@@ -146,10 +166,10 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 				continue
 			}
 			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
-				pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
+				pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
 			}
 		}
-		return pending, inline, nil
+		return pending, inline
 	}
 	// Some rows existed already (an earlier or a concurrent fan-out of the
 	// same event): what exists now, ours or theirs, says what is pending.
@@ -166,12 +186,12 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 		if wantStatus == models.StatusExhausted && !isSyncPending(written.Rows, r.ID) {
 			continue
 		}
-		pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: queues[r.WebhookID]})
+		pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
 	}
 	if !ownClaim {
 		inline = nil
 	}
-	return pending, inline, nil
+	return pending, inline
 }
 
 // isSyncPending reports whether id is a synchronous row this fan-out created
