@@ -59,9 +59,9 @@ func outageBed(t *testing.T, db *gorm.DB, limiter Limiter, rateLimit int) (*Disp
 	var ids [2]string
 	for i := range ids {
 		ids[i] = fmt.Sprintf("d%d", i)
-		row := planned(ids[i], "ev-"+ids[i], "w", now.Add(-time.Hour))
+		row := testenv.PlannedDelivery(ids[i], "ev-"+ids[i], "w", now.Add(-time.Hour))
 		row.Attempts = 1
-		row.NextRetry = ptrTime(now.Add(-time.Minute))
+		row.NextRetry = new(now.Add(-time.Minute))
 		if err := db.Create(&row).Error; err != nil {
 			t.Fatal(err)
 		}

@@ -48,8 +48,8 @@ func TestAttemptFollowsTheWebhooksRedirects(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range []string{"d0", "d1"} {
-				row := planned(id, "ev-"+id, "w", now.Add(-time.Hour))
-				row.Attempts, row.NextRetry = 1, ptrTime(now.Add(-time.Minute))
+				row := testenv.PlannedDelivery(id, "ev-"+id, "w", now.Add(-time.Hour))
+				row.Attempts, row.NextRetry = 1, new(now.Add(-time.Minute))
 				if err := db.Create(&row).Error; err != nil {
 					t.Fatal(err)
 				}

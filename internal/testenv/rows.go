@@ -1,4 +1,4 @@
-package dispatch
+package testenv
 
 import (
 	"time"
@@ -6,8 +6,9 @@ import (
 	"github.com/homingdev/homing/models"
 )
 
-// planned is a Failed delivery of webhook for event, as fan-out plans it.
-func planned(id, event, webhook string, now time.Time) models.Delivery {
+// PlannedDelivery is a Failed delivery of webhook for event, due a minute
+// after now, as fan-out plans one: for tests that write rows directly.
+func PlannedDelivery(id, event, webhook string, now time.Time) models.Delivery {
 	next := now.Add(time.Minute)
 	return models.Delivery{
 		ID: id, WebhookID: webhook, WebhookName: "hook-" + webhook, EventID: event, DocType: "Sales Order", DocEvent: "on_submit",
@@ -16,5 +17,3 @@ func planned(id, event, webhook string, now time.Time) models.Delivery {
 		CreatedAt: now, UpdatedAt: now,
 	}
 }
-
-func ptrTime(t time.Time) *time.Time { return &t }
