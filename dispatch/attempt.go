@@ -98,46 +98,46 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 	// A secret that cannot be opened is this worker's configuration
 	// problem (a wrong secrets.key), not the receiver's: fail the task, and
 	// give the row back as it was.
-	secrets, err := d.secrets(c.Hook, now)
-	if err != nil {
-		if rerr := d.release(ctx, c.Row, c.PrevNext); rerr != nil {
-			return Outcome{}, errors.Join(err, rerr)
-		}
-		return Outcome{}, d.secretFailed(id, err)
+	own := claimed{row: c.Row, prevNext: c.PrevNext, hook: *c.Hook, at: now}
+	if own.secrets, err = d.secrets(c.Hook, now); err != nil {
+		return Outcome{}, d.notSent(ctx, own, ErrSecretUnavailable, err)
 	}
-	return d.send(ctx, c.Row, mode, c.Hook, secrets, now)
+	return d.send(ctx, own, mode)
 }
 
 // send makes the request of a claimed attempt and records its outcome. A
-// request interrupted by the caller's shutdown releases the claim instead.
-func (d *Dispatcher) send(ctx context.Context, claimed models.Delivery, mode Mode, hook *models.Webhook, secrets []signing.Secret, now time.Time) (Outcome, error) {
+// request interrupted by the caller's shutdown releases the claim instead,
+// and so does one that cannot be built (notSent).
+func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, error) {
+	hook := &c.hook
 	if mode != Sync && hook.RateLimit > 0 && d.limiter != nil {
-		if out, done, err := d.limit(ctx, claimed, hook, now); done {
+		if out, done, err := d.limit(ctx, c.row, hook, c.at); done {
 			return out, err
 		}
 	}
-	req, err := d.request(claimed, hook, secrets, now)
+	req, why, err := d.request(c.row, hook, c.secrets, c.at)
 	if err != nil {
-		// Like a secret that cannot be opened: this worker's configuration,
-		// not the receiver's. The claim's lease brings the row back.
-		return Outcome{}, err
+		return Outcome{}, d.notSent(ctx, c, why, err)
 	}
 	res := d.sender.Send(ctx, req)
 	if errors.Is(res.Err, context.Canceled) && mode != Sync {
 		now := d.now()
-		if rerr := d.release(ctx, claimed, &now); rerr != nil {
+		if rerr := d.release(ctx, c.row, &now); rerr != nil {
 			return Outcome{}, errors.Join(res.Err, rerr)
 		}
-		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", claimed.ID, res.Err)
+		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", c.row.ID, res.Err)
 	}
-	return d.recordSent(ctx, claimed, mode, hook, now, req, res)
+	return d.recordSent(ctx, c.row, mode, hook, c.at, req, res)
 }
 
 // request builds the HTTP request of this attempt: the frozen payload and
 // headers, the webhook's current URL (or, for a webhook with a URL
-// template, the URL rendered from the event's document at fan-out), method,
-// redirect limit and credential (sealed) headers, fresh signatures.
-func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets []signing.Secret, now time.Time) (delivery.Request, error) {
+// template, the template rendered with the document the delivery keeps),
+// method, redirect limit and credential (sealed) headers, fresh signatures.
+// When it cannot, why says whose the problem is: this worker's secrets.key
+// (ErrSecretUnavailable) or the webhook's url_template
+// (ErrRequestUnbuildable).
+func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets []signing.Secret, now time.Time) (req delivery.Request, why, err error) {
 	h := make(http.Header, len(row.Headers)+4)
 	for k, v := range row.Headers {
 		h.Set(k, v)
@@ -148,7 +148,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		}
 		plain, err := webhook.OpenHeader(d.box, v)
 		if err != nil {
-			return delivery.Request{}, fmt.Errorf("webhook %q: header %s: %w", hook.Name, k, err)
+			return req, ErrSecretUnavailable, fmt.Errorf("webhook %q: header %s: %w", hook.Name, k, err)
 		}
 		h.Set(k, plain)
 	}
@@ -159,7 +159,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 	signing.Sign(h, scheme, secrets, row.ID, now, row.Payload)
 	url, err := d.url(row, hook)
 	if err != nil {
-		return delivery.Request{}, fmt.Errorf("webhook %q: %w", hook.Name, err)
+		return req, ErrRequestUnbuildable, fmt.Errorf("webhook %q: %w", hook.Name, err)
 	}
 	return delivery.Request{
 		Method:          hook.RequestMethod,
@@ -168,7 +168,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		Body:            row.Payload,
 		Timeout:         hook.Timeout(),
 		FollowRedirects: hook.FollowRedirects,
-	}, nil
+	}, nil, nil
 }
 
 // url is where this attempt goes: the webhook's URL or, for a webhook with

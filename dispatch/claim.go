@@ -10,13 +10,16 @@ import (
 	"github.com/homingdev/homing/signing"
 )
 
-// claimed is a delivery whose first attempt this fan-out owns: fanOut
-// inserted its row already claimed, so no other task can send it.
+// claimed is a delivery this attempt owns: taken by the store's Claim, or
+// inserted already claimed by fan-out (claimAtInsert), so that no other
+// task can send it.
 type claimed struct {
-	row     models.Delivery
-	hook    models.Webhook
-	secrets []signing.Secret
-	at      time.Time
+	row models.Delivery
+	// prevNext is next_retry before the claim: a release gives it back.
+	prevNext *time.Time
+	hook     models.Webhook
+	secrets  []signing.Secret
+	at       time.Time
 }
 
 // claimAtInsert turns a planned Failed row into one claimed for its first
@@ -29,10 +32,11 @@ func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now t
 	if err != nil {
 		return nil
 	}
+	planned := row.NextRetry
 	lease := storage.Lease(now, w)
 	row.Attempts = 1
 	row.NextRetry = &lease
-	return &claimed{row: *row, hook: w, secrets: secrets, at: now}
+	return &claimed{row: *row, prevNext: planned, hook: w, secrets: secrets, at: now}
 }
 
 // refused answers an attempt whose claim took nothing, by what the claim

@@ -89,7 +89,7 @@ func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error
 	if inline == nil {
 		return nil
 	}
-	_, err = d.send(ctx, inline.row, First, &inline.hook, inline.secrets, inline.at)
+	_, err = d.send(ctx, *inline, First)
 	return err
 }
 

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -108,7 +109,25 @@ func TestURLTemplateRendersPerDocument(t *testing.T) {
 			if got := srv.Requests(); len(got) != 1 || got[0].URI != "/api/resource/Sales%20Order/SO-0001" {
 				t.Fatalf("first attempt: %+v", got)
 			}
-			// The operator changes the template: the retry renders the new one
+			// A template that no longer renders for the kept document sends
+			// nothing and counts no attempt: the row stays due, and says why
+			// where homing stats looks (last_error "not sent: …").
+			if err := db.Model(&models.Webhook{}).Where("id = ?", "w").Update("url_template", "{{ doc.no_such_field }}").Error; err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Hour)
+			due := loadRow(t, db, pending[0].ID).NextRetry
+			if _, err := d.Attempt(ctx, pending[0].ID, Retry); !errors.Is(err, ErrRequestUnbuildable) {
+				t.Fatalf("retry with a broken template: %v, want ErrRequestUnbuildable", err)
+			}
+			if row := loadRow(t, db, pending[0].ID); row.Status != models.StatusFailed || row.Attempts != 1 || !row.NextRetry.Equal(*due) ||
+				!strings.HasPrefix(row.LastError, NotSentPrefix) || !strings.Contains(row.LastError, "url_template") {
+				t.Fatalf("after the broken template: %s, %d attempts, due %v (was %v), last_error %q", row.Status, row.Attempts, row.NextRetry, due, row.LastError)
+			}
+			if got := srv.Requests(); len(got) != 1 {
+				t.Fatalf("a broken template sent %d requests", len(got)-1)
+			}
+			// The operator fixes the template: the retry renders the new one
 			// with the document the delivery was made from (1500.0 still a
 			// float, as the fan-out read it).
 			if err := db.Model(&models.Webhook{}).Where("id = ?", "w").Update("url_template", srv.URL+"/other/{{ doc.name }}/{{ doc.amount }}").Error; err != nil {

@@ -8,26 +8,45 @@ import (
 )
 
 // ErrSecretUnavailable marks an attempt that was not made because this
-// worker cannot open the webhook's signing secret: secrets.key is missing,
-// or is not the key the secret was sealed with. It is the worker's
-// configuration, not the receiver: the delivery stays Failed with its
-// attempts unchanged, and the cause is written to its last_error.
+// worker cannot open the webhook's signing secret or a sealed header:
+// secrets.key is missing, or is not the key they were sealed with. It is the
+// worker's configuration, not the receiver: the delivery stays Failed with
+// its attempts unchanged, and the cause is written to its last_error.
 var ErrSecretUnavailable = errors.New("webhook secret cannot be opened")
 
+// ErrRequestUnbuildable marks an attempt that was not made because the
+// webhook, as it is now, cannot make this delivery's request: its
+// url_template fails with the document the delivery keeps. It is the
+// webhook's definition, not the receiver: the delivery stays Failed with its
+// attempts unchanged, the cause is written to its last_error, and the
+// attempt is made once the template is fixed.
+var ErrRequestUnbuildable = errors.New("webhook request cannot be built")
+
 // NotSentPrefix starts the last_error of a delivery that could not be sent
-// for a reason on Homing's side (ErrSecretUnavailable), so that homing stats
-// can find and show such deliveries.
+// for a reason on Homing's side (ErrSecretUnavailable,
+// ErrRequestUnbuildable), so that homing stats can find and show such
+// deliveries.
 const NotSentPrefix = "not sent: "
 
-// secretFailed records why delivery id could not be signed in its
-// last_error (row left Failed, attempts and next_retry untouched) and
-// returns the attempt's error, marked ErrSecretUnavailable.
-func (d *Dispatcher) secretFailed(id string, err error) error {
-	msg := fmt.Sprintf("%s%v (set secrets.key on every worker to the key the webhook's secret was sealed with, or give the webhook a new secret with homing webhook update --secret)", NotSentPrefix, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// notSent gives back a claim whose request could not be made for a reason
+// on Homing's side, why (ErrSecretUnavailable or ErrRequestUnbuildable)
+// because of err: the row is as it was before the claim, its last_error
+// says why and what to do, and the error returned fails the task, to be run
+// again.
+func (d *Dispatcher) notSent(ctx context.Context, c claimed, why, err error) error {
+	hint := "fix the webhook's url_template with homing webhook update --url-template; the delivery is sent once it renders"
+	if why == ErrSecretUnavailable {
+		hint = "set secrets.key on every worker to the key the webhook's secret was sealed with, or give the webhook a new secret with homing webhook update --secret"
+	}
+	cause := fmt.Sprintf("%s%v (%s)", NotSentPrefix, err, hint)
+	err = fmt.Errorf("delivery %s: %w: %w", c.row.ID, why, err)
+	if rerr := d.release(ctx, c.row, c.prevNext); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if uerr := d.store.NotSent(ctx, id, msg); uerr != nil {
+	if uerr := d.store.NotSent(ctx, c.row.ID, cause); uerr != nil {
 		err = errors.Join(err, uerr)
 	}
-	return fmt.Errorf("delivery %s: %w: %w", id, ErrSecretUnavailable, err)
+	return err
 }

@@ -17,6 +17,7 @@ const (
 	ReasonBadPayload = "bad_payload" // archived at once: it can never succeed
 	ReasonBadInput   = "bad_input"   // the database refused the event's text: archived at once
 	ReasonSecret     = "secret"      // the webhook's secret cannot be opened (secrets.key)
+	ReasonWebhook    = "webhook"     // the webhook cannot make the request (its url_template fails)
 	ReasonDatabase   = "database"
 	ReasonRedis      = "redis"
 	ReasonTimeout    = "timeout"
@@ -27,7 +28,7 @@ const (
 
 // Reasons lists every reason, so a metric can start each at zero.
 func Reasons() []string {
-	return []string{ReasonBadPayload, ReasonBadInput, ReasonSecret, ReasonDatabase, ReasonRedis, ReasonTimeout,
+	return []string{ReasonBadPayload, ReasonBadInput, ReasonSecret, ReasonWebhook, ReasonDatabase, ReasonRedis, ReasonTimeout,
 		ReasonCanceled, ReasonPanic, ReasonOther}
 }
 
@@ -43,6 +44,8 @@ func FailureReason(err error) string {
 		return ReasonBadInput
 	case errors.Is(err, dispatch.ErrSecretUnavailable):
 		return ReasonSecret
+	case errors.Is(err, dispatch.ErrRequestUnbuildable):
+		return ReasonWebhook
 	case errors.Is(err, context.DeadlineExceeded):
 		return ReasonTimeout
 	case errors.Is(err, context.Canceled):

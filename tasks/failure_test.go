@@ -44,6 +44,7 @@ func TestFailureReason(t *testing.T) {
 	}{
 		{fmt.Errorf("fan out event e1: %w", permanent(&pgconn.PgError{Code: "22021", Message: "invalid byte sequence"})), ReasonBadInput},
 		{fmt.Errorf("delivery d1: %w: %w", dispatch.ErrSecretUnavailable, errors.New("cannot decrypt secret")), ReasonSecret},
+		{fmt.Errorf("delivery d1: %w: %w", dispatch.ErrRequestUnbuildable, errors.New(`webhook "dyn": url template rendered ""`)), ReasonWebhook},
 		{fmt.Errorf("fan out event e1: %w", &pgconn.PgError{Code: "40P01"}), ReasonDatabase},
 		{fmt.Errorf("enqueue first attempt of delivery d1: %w", errors.New("dial tcp: connection refused")), ReasonRedis},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), ReasonTimeout},
