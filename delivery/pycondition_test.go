@@ -2,7 +2,9 @@ package delivery
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -107,5 +109,34 @@ func TestPythonConditionsAreBounded(t *testing.T) {
 		if _, err := c.Match(map[string]any{"s": big}); !errors.Is(err, ErrLimit) {
 			t.Errorf("%s: %v, want a limit", src, err)
 		}
+	}
+}
+
+// One compiled condition serves concurrent evaluations (fan-out's workers
+// share it through their condition cache), each with its own document.
+func TestPythonConditionIsSharedByConcurrentEvaluations(t *testing.T) {
+	t.Parallel()
+	c, err := CompileConditionIn(LanguagePython, "doc.grand_total > 100 and doc.name.startswith('SO-')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				total := float64(g*200 + i)
+				ok, err := c.Match(map[string]any{"name": "SO-1", "grand_total": total})
+				if err != nil || ok != (total > 100) {
+					errs <- fmt.Errorf("grand_total %v: matched %v, %v", total, ok, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
