@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/homingdev/homing/internal/jsondoc"
 )
@@ -57,6 +58,9 @@ type Spec struct {
 	// Frappe sends (buildFrappe), whose Content-Type comes only from the
 	// webhook's headers (Build returns "").
 	Compat string
+	// Now is the time Frappe's date helpers read in a compat frappe
+	// template (nowdate(), now()); zero is the wall clock.
+	Now time.Time
 }
 
 // Build renders the body for doc and returns it with its Content-Type.

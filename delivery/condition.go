@@ -109,17 +109,22 @@ func CompileCondition(src string) (*Condition, error) {
 	return &Condition{src: src, program: program}, nil
 }
 
-// Match evaluates the condition for doc. A nil or empty condition matches
-// everything. Errors wrap ErrUnbuildable: a condition that cannot be
-// evaluated for this document will not become evaluable by retrying.
-func (c *Condition) Match(doc map[string]any) (matched bool, err error) {
+// Match is MatchAt on the wall clock.
+func (c *Condition) Match(doc map[string]any) (bool, error) { return c.MatchAt(doc, time.Time{}) }
+
+// MatchAt evaluates the condition for doc, with now as the time Frappe's
+// date helpers read in a Python condition (nowdate(), now(); zero is the
+// wall clock). A nil or empty condition matches everything. Errors wrap
+// ErrUnbuildable: a condition that cannot be evaluated for this document
+// will not become evaluable by retrying.
+func (c *Condition) MatchAt(doc map[string]any, now time.Time) (matched bool, err error) {
 	if c != nil && c.py != nil {
 		defer func() {
 			if r := recover(); r != nil {
 				matched, err = false, unbuildable("condition %q: evaluation failed: %v", c.src, r)
 			}
 		}()
-		return c.py.match(doc)
+		return c.py.match(doc, now)
 	}
 	if c == nil || c.program == nil {
 		return true, nil

@@ -55,11 +55,16 @@ func refuseDatabaseHelpers(template string) error {
 	return nil
 }
 
-// frappeUtils is the utils namespace of Frappe templates.
-func frappeUtils() map[string]any {
+// frappeUtils is the utils namespace of Frappe templates and conditions,
+// with now as the current time (in UTC: Homing has no site time zone) of
+// nowdate, now and the helpers given no date.
+func frappeUtils(now time.Time) map[string]any {
+	now = now.UTC()
+	getdate := func(args ...*exec.Value) (time.Time, error) { return getdateAt(now, args...) }
+	getdatetime := func(args ...*exec.Value) (time.Time, error) { return getdatetimeAt(now, args...) }
 	return map[string]any{
-		"nowdate": func(...*exec.Value) (any, error) { return time.Now().UTC().Format("2006-01-02"), nil },
-		"now":     func(...*exec.Value) (any, error) { return time.Now().UTC().Format("2006-01-02 15:04:05.000000"), nil },
+		"nowdate": func(...*exec.Value) (any, error) { return now.Format("2006-01-02"), nil },
+		"now":     func(...*exec.Value) (any, error) { return now.Format("2006-01-02 15:04:05.000000"), nil },
 		"getdate": func(args ...*exec.Value) (any, error) {
 			d, err := getdate(args...)
 			if err != nil {
@@ -162,10 +167,27 @@ var frappeFilters = sync.OnceValue(func() map[string]exec.FilterFunction {
 })
 
 // frappeEnv is the environment of Frappe templates.
+// Its helpers stand for the names at parse time; each render puts in their
+// place helpers that read the render's own time (frappeGlobals).
 var frappeEnv = sync.OnceValue(func() *exec.Environment {
-	utils := frappeUtils()
-	return buildEnv(frappeFilters(), map[string]any{"utils": utils, "frappe": map[string]any{"utils": utils}})
+	return buildEnv(frappeFilters(), frappeGlobals(time.Time{}))
 })
+
+// wallIfZero is t, or the wall clock's time when t is zero: the one place
+// the helpers read it, for callers (previews, tests) that give no time.
+func wallIfZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now().UTC()
+	}
+	return t
+}
+
+// frappeGlobals are the names Frappe's templates and conditions read
+// besides doc, with now as the current time.
+func frappeGlobals(now time.Time) map[string]any {
+	utils := frappeUtils(now)
+	return map[string]any{"utils": utils, "frappe": map[string]any{"utils": utils}}
+}
 
 // flt is frappe.utils.flt without precision: a float, 0.0 for what is no
 // number.
@@ -206,17 +228,21 @@ func cstr(v *exec.Value) string {
 	return pyText(v)
 }
 
-func getdate(args ...*exec.Value) (time.Time, error) {
-	t, err := getdatetime(args...)
+// getdateAt is Frappe's getdate: the date of its argument, or of now
+// without one.
+func getdateAt(now time.Time, args ...*exec.Value) (time.Time, error) {
+	t, err := getdatetimeAt(now, args...)
 	if err != nil {
 		return t, err
 	}
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), nil
 }
 
-func getdatetime(args ...*exec.Value) (time.Time, error) {
+// getdatetimeAt is Frappe's get_datetime: its argument parsed, or now
+// without one.
+func getdatetimeAt(now time.Time, args ...*exec.Value) (time.Time, error) {
 	if len(args) == 0 || args[0].IsNil() {
-		return time.Now().UTC(), nil
+		return now, nil
 	}
 	s := strings.TrimSpace(args[0].String())
 	for _, layout := range []string{"2006-01-02 15:04:05.999999", "2006-01-02 15:04:05", "2006-01-02T15:04:05.999999Z07:00", "2006-01-02T15:04:05", "2006-01-02"} {
@@ -295,7 +321,7 @@ func buildFrappe(spec Spec, doc map[string]any) ([]byte, error) {
 		if maxBytes <= 0 {
 			maxBytes = MaxRenderedBytes
 		}
-		text, err := renderFrappeTemplate(spec.Template, doc, maxBytes)
+		text, err := renderFrappeTemplate(spec.Template, doc, maxBytes, spec.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -326,9 +352,9 @@ func ValidateFrappeTemplate(src string) (err error) {
 // renderFrappeTemplate renders src as Frappe's Jinja would, under the
 // same limits as every template (MaxRenderTime, in this goroutine;
 // MaxRenderSteps; RenderMemoryFactor × maxBytes of values).
-func renderFrappeTemplate(src string, doc map[string]any, maxBytes int) (body []byte, err error) {
+func renderFrappeTemplate(src string, doc map[string]any, maxBytes int, now time.Time) (body []byte, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), MaxRenderTime)
 	defer cancel()
 	defer recoverInto(&err)
-	return render(ctx, src, doc, maxBytes, MaxRenderTime, renderMode{text: true, keepFloats: true, frappe: true})
+	return render(ctx, src, doc, maxBytes, MaxRenderTime, renderMode{text: true, keepFloats: true, frappe: true, now: now})
 }

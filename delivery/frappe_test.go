@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The expected texts were printed by python3's json.dumps (3.11) with the
@@ -89,5 +90,37 @@ func TestFrappeTemplatesRefusedAndBounded(t *testing.T) {
 	_, _, err = Build(Spec{Compat: CompatFrappe, MaxBytes: 1000, Template: `{"x": "{% for i in range(900) %}{{ doc.s ~ doc.s }}{% endfor %}"}`}, map[string]any{"s": strings.Repeat("a", 900)})
 	if !errors.Is(err, ErrLimit) {
 		t.Fatalf("values over the memory budget: %v, want a limit", err)
+	}
+}
+
+// Frappe's date helpers read the time they are given, in templates, URL
+// templates and Python conditions alike, so a dispatcher's clock decides
+// what nowdate() says.
+func TestFrappeDateHelpersReadTheGivenTime(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2031, 1, 2, 23, 30, 0, 0, time.FixedZone("UTC+1", 3600))
+	doc := map[string]any{"name": "SO-1", "delivery_date": "2031-01-05"}
+
+	body, _, err := Build(Spec{Compat: CompatFrappe, Template: `{"today": "{{ frappe.utils.nowdate() }}", "now": "{{ utils.now() }}", "left": {{ frappe.utils.date_diff(doc.delivery_date, frappe.utils.nowdate()) }}, "due": "{{ frappe.utils.add_days(frappe.utils.getdate(), 1) }}"}`, Now: at}, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"today": "2031-01-02", "now": "2031-01-02 22:30:00.000000", "left": 3, "due": "2031-01-03"}`; string(body) != want {
+		t.Fatalf("template at %s rendered %s, want %s", at, body, want)
+	}
+
+	u, err := RenderURL("http://127.0.0.1:1/{{ frappe.utils.nowdate() }}/{{ doc.name }}", doc, CompatFrappe, at)
+	if err != nil || u != "http://127.0.0.1:1/2031-01-02/SO-1" {
+		t.Fatalf("url at %s: %q, %v", at, u, err)
+	}
+
+	c, err := CompileConditionIn(LanguagePython, "nowdate() == '2031-01-02' and date_diff(doc.delivery_date, nowdate()) == 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for when, want := range map[time.Time]bool{at: true, at.Add(24 * time.Hour): false} {
+		if ok, err := c.MatchAt(doc, when); err != nil || ok != want {
+			t.Errorf("condition at %s: %v, %v; want %v", when, ok, err, want)
+		}
 	}
 }

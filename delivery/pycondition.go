@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/homingdev/homing/internal/gonja/exec"
 	"go.starlark.net/starlark"
@@ -479,8 +480,9 @@ func isWordByte(c byte) bool {
 // match evaluates the condition for doc within MaxConditionTime,
 // MaxConditionSteps and MaxPythonConditionBytes; the evaluation runs in
 // the caller's goroutine and a timeout cancels its thread, so it stops.
-func (c *pyCondition) match(doc map[string]any) (bool, error) {
+func (c *pyCondition) match(doc map[string]any, now time.Time) (bool, error) {
 	thread := &starlark.Thread{Name: "condition"}
+	thread.SetLocal("homing:now", wallIfZero(now))
 	thread.SetMaxExecutionSteps(MaxConditionSteps)
 	budget := &pyBudget{left: MaxPythonConditionBytes}
 	thread.SetLocal("homing:budget", budget)
@@ -724,7 +726,7 @@ func pyIn(x, y starlark.Value) (bool, error) {
 }
 
 // pyHelper runs a frappe.utils helper with the template helpers' code.
-func pyHelper(_ *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+func pyHelper(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	if len(kwargs) > 0 {
 		return nil, fmt.Errorf("%s: keyword arguments are not supported", fn.Name())
 	}
@@ -732,7 +734,8 @@ func pyHelper(_ *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwa
 	for i, a := range args {
 		in[i] = fromStarlark(a)
 	}
-	out, err := callHelper(fn.Name(), in...)
+	now, _ := thread.Local("homing:now").(time.Time)
+	out, err := callHelper(now, fn.Name(), in...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fn.Name(), err)
 	}
@@ -866,9 +869,9 @@ func fromStarlark(v starlark.Value) any {
 }
 
 // callHelper runs the frappe.utils helper name (frappeUtils) on plain
-// values.
-func callHelper(name string, args ...any) (any, error) {
-	fn, ok := frappeUtils()[name].(func(...*exec.Value) (any, error))
+// values, at now.
+func callHelper(now time.Time, name string, args ...any) (any, error) {
+	fn, ok := frappeUtils(now)[name].(func(...*exec.Value) (any, error))
 	if !ok {
 		return nil, fmt.Errorf("no helper %q", name)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -267,6 +268,8 @@ type renderMode struct {
 	// frappe reads the template as Frappe does (frappeTemplateConfig) with
 	// Frappe's filters and helpers.
 	frappe bool
+	// now is the time of frappe's date helpers; zero is the wall clock.
+	now time.Time
 }
 
 func render(ctx context.Context, src string, doc map[string]any, maxBytes int, limit time.Duration, mode ...renderMode) ([]byte, error) {
@@ -286,10 +289,16 @@ func render(ctx context.Context, src string, doc map[string]any, maxBytes int, l
 	limits := newRenderLimits(ctx, limit, maxBytes)
 	limits.text = m.text
 	out := &bodyWriter{limits: limits}
-	data := exec.NewContext(map[string]any{
+	vars := map[string]any{
 		"doc":   normalized,
 		"range": limits.rangeFunc,
-	})
+	}
+	if m.frappe {
+		// The environment's helpers only stand for the names: these read
+		// this render's time.
+		maps.Copy(vars, frappeGlobals(wallIfZero(m.now)))
+	}
+	data := exec.NewContext(vars)
 	execErr := tpl.ExecuteLimited(out, data, limits)
 	// The limits' own error wins: gonja ignores some errors (a loop's
 	// inline if filter) and buries the others under its own wrapping.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/homingdev/homing/event"
 )
@@ -28,12 +29,13 @@ func HasTemplateSyntax(s string) bool {
 // error wraps ErrUnbuildable.
 //
 // compat CompatFrappe renders it as Frappe's Jinja does (an unknown name as
-// its tag, a missing field as None, Frappe's filters and helpers).
-func RenderURL(src string, doc map[string]any, compat string) (u string, err error) {
+// its tag, a missing field as None, Frappe's filters and helpers, whose
+// nowdate() and now() read now; zero is the wall clock).
+func RenderURL(src string, doc map[string]any, compat string, now time.Time) (u string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), MaxRenderTime)
 	defer cancel()
 	defer recoverInto(&err)
-	out, err := render(ctx, src, doc, MaxURLBytes, MaxRenderTime, renderMode{text: true, keepFloats: true, frappe: compat == CompatFrappe})
+	out, err := render(ctx, src, doc, MaxURLBytes, MaxRenderTime, renderMode{text: true, keepFloats: true, frappe: compat == CompatFrappe, now: now})
 	if err != nil {
 		return "", unbuildable("url template: %s", strings.TrimPrefix(err.Error(), "template: "))
 	}
@@ -57,12 +59,12 @@ func FreezeDoc(doc map[string]any) (string, error) {
 }
 
 // RenderFrozenURL is RenderURL with a document FreezeDoc kept.
-func RenderFrozenURL(src, frozen, compat string) (string, error) {
+func RenderFrozenURL(src, frozen, compat string, now time.Time) (string, error) {
 	doc, err := event.DecodeDoc([]byte(frozen))
 	if err != nil {
 		return "", unbuildable("url template: the kept document: %v", err)
 	}
-	return RenderURL(src, doc, compat)
+	return RenderURL(src, doc, compat, now)
 }
 
 // ValidateURLTemplate parses src without rendering it.

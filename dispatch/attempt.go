@@ -157,7 +157,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		scheme = signing.SchemeNone
 	}
 	signing.Sign(h, scheme, secrets, row.ID, now, row.Payload)
-	url, err := d.url(row, hook)
+	url, err := d.url(row, hook, now)
 	if err != nil {
 		return req, ErrRequestUnbuildable, fmt.Errorf("webhook %q: %w", hook.Name, err)
 	}
@@ -176,12 +176,12 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 // delivery keeps (a template fixed since reaches the retries still due, and
 // a resend). A row without the document (made before it was kept) goes to
 // the URL rendered at fan-out.
-func (d *Dispatcher) url(row models.Delivery, hook *models.Webhook) (string, error) {
+func (d *Dispatcher) url(row models.Delivery, hook *models.Webhook, now time.Time) (string, error) {
 	switch {
 	case hook.URLTemplate == "" || row.URL == "":
 		return hook.RequestURL, nil
 	case row.URLDoc != nil:
-		return delivery.RenderFrozenURL(hook.URLTemplate, *row.URLDoc, hook.Compat)
+		return delivery.RenderFrozenURL(hook.URLTemplate, *row.URLDoc, hook.Compat, now)
 	}
 	return row.URL, nil
 }

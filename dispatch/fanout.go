@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch/storage"
@@ -127,7 +128,7 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 	rows := make([]models.Delivery, 0, len(hooks))
 	p.queues, p.inline = make(map[string]string, len(hooks)), nil
 	for _, w := range hooks {
-		row, ok := p.d.plan(w, p.ev)
+		row, ok := p.d.plan(w, p.ev, now)
 		if !ok {
 			continue
 		}
@@ -208,7 +209,7 @@ func isSyncPending(rows []models.Delivery, id string) bool {
 // plan builds the delivery record for one webhook, or reports false when the
 // webhook's condition does not hold. A request that cannot be built becomes
 // an Exhausted record saying why, so the operator sees it.
-func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
+func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Delivery, bool) {
 	row := models.Delivery{
 		ID:          d.newID(),
 		WebhookID:   w.ID,
@@ -240,7 +241,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	if err != nil {
 		return exhaust(fmt.Sprintf("condition %q does not compile: %v", w.Condition, err))
 	}
-	ok, err := cond.Match(ev.Doc)
+	ok, err := cond.MatchAt(ev.Doc, now)
 	if err != nil {
 		return exhaust(fmt.Sprintf("condition %q failed: %v", w.Condition, err))
 	}
@@ -254,7 +255,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 	if w.URLTemplate != "" {
 		// Rendered once and frozen into the row: every attempt of this
 		// delivery goes to the same URL (dispatch.request).
-		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc, w.Compat)
+		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc, w.Compat, now)
 		if err != nil {
 			return exhaust("cannot build request: " + err.Error())
 		}
@@ -264,7 +265,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event) (models.Delivery, bool) {
 		}
 		row.URL, row.URLDoc = u, &frozen
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload, Compat: w.Compat}, ev.Doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload, Compat: w.Compat, Now: now}, ev.Doc)
 	if err != nil {
 		return exhaust("cannot build request: " + err.Error())
 	}

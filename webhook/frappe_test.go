@@ -80,7 +80,7 @@ func TestRenderURL(t *testing.T) {
 		{"https://{{ doc.missing }}/x", "", "missing"},
 		{"https://x/{% for i in range(100000000) %}a{% endfor %}", "", "limit"},
 	} {
-		got, err := delivery.RenderURL(tc.src, doc, "")
+		got, err := delivery.RenderURL(tc.src, doc, "", time.Time{})
 		if tc.err == "" && (err != nil || got != tc.want) {
 			t.Errorf("%q: %q %v, want %q", tc.src, got, err, tc.want)
 		}

@@ -180,7 +180,7 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	if err != nil {
 		return Preview{Error: err.Error()}, nil
 	}
-	ok, err := cond.Match(doc)
+	ok, err := cond.MatchAt(doc, s.now())
 	if err != nil {
 		return Preview{Error: err.Error()}, nil
 	}
@@ -193,13 +193,13 @@ func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) 
 	}
 	target := w.RequestURL
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat)
+		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
 		if err != nil {
 			return Preview{Matched: true, Method: w.RequestMethod, URL: w.URLTemplate, Error: "cannot build request: " + err.Error()}, nil
 		}
 		target = u
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat}, doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now()}, doc)
 	if err != nil {
 		return Preview{Matched: true, Method: w.RequestMethod, URL: target, Error: "cannot build request: " + err.Error()}, nil
 	}

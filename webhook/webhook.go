@@ -612,11 +612,11 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	if sample != nil {
 		with = " (with the sample document)"
 	}
-	if _, err := cond.Match(doc); err != nil && refuse(err) {
+	if _, err := cond.MatchAt(doc, s.now()); err != nil && refuse(err) {
 		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
 	}
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat)
+		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
 		if err != nil && refuse(err) {
 			return invalid("url-template", "%s%s", strings.TrimPrefix(err.Error(), "url template: "), with)
 		}
@@ -630,7 +630,7 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
-	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat}
+	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now()}
 	if _, _, err := delivery.Build(spec, doc); err != nil && refuse(err) {
 		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
 	}
