@@ -12,7 +12,7 @@ PKG ?= ./...
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-short cover bench lint fmt release clean
+.PHONY: help build run test test-short cover screenshots bench lint fmt release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,6 +34,10 @@ test: ## start (or install) PostgreSQL and Redis, then go vet and go test -race
 cover: ## the hot path's coverage (dispatch, event, outbox) and every function of it no test reaches
 	scripts/services.sh
 	scripts/cover.sh
+
+screenshots: ## drive the console in headless Chromium and save its pages into docs/console/
+	scripts/services.sh
+	HOMING_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run TestConsoleInABrowser ./tests/
 
 test-short: ## the same with -short (skips the slow end-to-end tests)
 	scripts/services.sh

@@ -19,9 +19,16 @@ import (
 // chromiumPath is Debian's chromium, which scripts/services.sh installs.
 const chromiumPath = "/usr/bin/chromium"
 
-// screenshotDir receives a PNG of each console page; docs/console.md shows
-// them.
-const screenshotDir = "../docs/console"
+// screenshotDir is where the test saves a PNG of each console page:
+// $HOMING_SCREENSHOTS when set (make screenshots sets it to docs/console,
+// whose pictures docs/console.md shows), else a directory of the system's
+// temporary one, so that make test leaves the repository as it was.
+func screenshotDir() string {
+	if dir := os.Getenv("HOMING_SCREENSHOTS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(os.TempDir(), "homing-console-screenshots")
+}
 
 // TestConsoleInABrowser drives the delivery console in a real headless
 // Chromium against real homing serve, worker and scheduler processes,
@@ -29,7 +36,8 @@ const screenshotDir = "../docs/console"
 // refused), watch a failing delivery appear with its error and next retry,
 // Retry it once its receiver is back and see it Delivered, Resend it,
 // Recover a webhook's Exhausted deliveries, and see a cross-site form and
-// a POST without the CSRF token refused. Each page is saved to docs/console/.
+// a POST without the CSRF token refused. Each page is saved as a PNG in
+// screenshotDir.
 func TestConsoleInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
@@ -81,9 +89,10 @@ func TestConsoleInABrowser(t *testing.T) {
 	t.Cleanup(cancelTimeout)
 
 	b := browser{t: t, ctx: ctx, base: c.base}
-	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+	if err := os.MkdirAll(screenshotDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("screenshots of the console's pages: %s", screenshotDir())
 
 	// Without a session every page sends the browser to the login form.
 	b.run(chromedp.Navigate(c.base + "/console/deliveries"))
@@ -244,14 +253,14 @@ func (b browser) eventually(what, path string, cond func() bool) {
 	})
 }
 
-// shot saves the page as docs/console/name.png.
+// shot saves the page as name.png in screenshotDir.
 func (b browser) shot(name string) {
 	b.t.Helper()
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("browser: screenshot: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(screenshotDir, name+".png"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(screenshotDir(), name+".png"), png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
 }
