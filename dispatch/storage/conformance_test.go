@@ -560,3 +560,74 @@ func TestAbandonHandBackNotSentAndReads(t *testing.T) {
 		}
 	})
 }
+
+// Fan-outs of one event racing each other create each row once: between
+// them, every planned row is created by exactly one, and the others report
+// it as existing.
+func TestConcurrentFanOutsCreateEachRowOnce(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, s Store, db *gorm.DB) {
+		for _, id := range []string{"wa", "wb", "wc"} {
+			insertWebhook(t, db, id, "Sales Order", "on_submit", true)
+		}
+		const racers = 6
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			created = map[string]int{} // row ID → how many fan-outs say they created it
+			errs    []error
+		)
+		for r := range racers {
+			wg.Go(func() {
+				w, err := s.FanOut(context.Background(), "Sales Order", "on_submit", func(hooks []models.Webhook) []models.Delivery {
+					now := time.Now().UTC().Truncate(time.Microsecond)
+					var rows []models.Delivery
+					for _, h := range hooks {
+						rows = append(rows, planned(fmt.Sprintf("r%d-%s", r, h.ID), "ev-1", h.ID, now))
+					}
+					return rows
+				})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				if w.Created {
+					for _, row := range w.Rows {
+						created[row.ID]++
+					}
+					return
+				}
+				mine := map[string]bool{}
+				for _, row := range w.Rows {
+					mine[row.ID] = true
+				}
+				for _, e := range w.Existing {
+					if mine[e.ID] {
+						created[e.ID]++ // this fan-out's own row, among others'
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		var ids []string
+		if err := db.Model(&models.Delivery{}).Order("webhook_id").Pluck("id", &ids).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) != 3 {
+			t.Fatalf("%d rows for one event and three webhooks: %v", len(ids), ids)
+		}
+		for _, id := range ids {
+			if created[id] != 1 {
+				t.Errorf("row %s was reported created by %d fan-outs, want 1 (%v)", id, created[id], created)
+			}
+		}
+		if len(created) != 3 {
+			t.Errorf("fan-outs reported rows that do not exist as theirs: %v", created)
+		}
+	})
+}
