@@ -8,9 +8,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=$(mktemp)
-trap 'rm -f "$profile"' EXIT
+log=$(mktemp)
+trap 'rm -f "$profile" "$log"' EXIT
 pkgs=./dispatch,./dispatch/storage,./event,./outbox
-go test -count=1 -short -coverpkg="$pkgs" -coverprofile="$profile" ./dispatch ./dispatch/storage ./event ./outbox ./tasks ./metrics >/dev/null
+# The tests' output is shown only when one fails, so that a failure says which.
+if ! go test -count=1 -short -coverpkg="$pkgs" -coverprofile="$profile" ./dispatch ./dispatch/storage ./event ./outbox ./tasks ./metrics >"$log" 2>&1; then
+  grep -v '^ok ' "$log" >&2
+  echo "cover.sh: a test failed while measuring coverage (above)" >&2
+  exit 1
+fi
 report=$(go tool cover -func="$profile")
 echo "coverage of the hot path (go test -short; the tests of dispatch, dispatch/storage, event, outbox, tasks and metrics):"
 for p in dispatch dispatch/storage event outbox; do
