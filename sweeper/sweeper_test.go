@@ -398,3 +398,28 @@ func TestFailedEnqueuesHandTheirRowsBack(t *testing.T) {
 		t.Fatalf("%d retries in asynq, want %d", len(got), len(ids))
 	}
 }
+
+// A tick whose budget ends mid-step is not an error, whichever way the
+// database reports the interrupted statement (PostgreSQL the deadline,
+// SQLite "interrupted"): the next tick goes on.
+func TestTickBudgetEndingMidStepIsNotAnError(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{BatchSize: 500, MaxPending: 100000, Interval: time.Second})
+			b.webhook("a", 0)
+			b.due("a", 2000, t0.Add(-time.Hour))
+			// Budgets from nothing to a few milliseconds end at every point
+			// of a step: in the query, in the enqueues, between steps.
+			for budget := time.Duration(0); budget < 5*time.Millisecond; budget += 250 * time.Microsecond {
+				ctx, cancel := context.WithTimeout(context.Background(), budget)
+				_, err := b.s.Tick(ctx)
+				cancel()
+				if err != nil {
+					t.Fatalf("a tick with a budget of %s: %v", budget, err)
+				}
+			}
+		})
+	}
+}
