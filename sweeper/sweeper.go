@@ -291,10 +291,10 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 			t.Stop()
 		}
 	}
-	if err != nil && ctx.Err() != nil {
-		// The budget ended mid-step, which each database reports its own
-		// way (PostgreSQL: the context's deadline; SQLite: "interrupted"):
-		// the next tick goes on.
+	if err != nil && budgetEnded(ctx) {
+		// The budget ended mid-step, which each driver reports its own
+		// way (the context's deadline, an i/o timeout, SQLite's
+		// "interrupted"): the next tick goes on.
 		err = nil
 	}
 	if total.Due > 0 {
@@ -305,6 +305,18 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 		s.cfg.Observer.Sweep(s.cfg.Clock.Now().Sub(start), total.Enqueued)
 	}
 	return total, err
+}
+
+// budgetEnded reports whether ctx has ended or its deadline has passed. A
+// driver's own deadline (a dial's or a socket's, taken from ctx's) can fire
+// a moment before ctx's timer marks it done, so the deadline is read too;
+// it is wall-clock time, as a context's deadline always is.
+func budgetEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) <= 0
 }
 
 // fullQueues reports which of queues hold at least MaxPending pending

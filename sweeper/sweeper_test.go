@@ -407,9 +407,9 @@ func TestTickBudgetEndingMidStepIsNotAnError(t *testing.T) {
 	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := newBed(t, open, sweeper.Config{BatchSize: 500, MaxPending: 100000, Interval: time.Second})
+			b := newBed(t, open, sweeper.Config{BatchSize: 200, MaxPending: 100000, Interval: time.Second})
 			b.webhook("a", 0)
-			b.due("a", 2000, t0.Add(-time.Hour))
+			b.due("a", 600, t0.Add(-time.Hour))
 			// Budgets from nothing to a few milliseconds end at every point
 			// of a step: in the query, in the enqueues, between steps.
 			for budget := time.Duration(0); budget < 5*time.Millisecond; budget += 250 * time.Microsecond {
