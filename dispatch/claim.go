@@ -97,7 +97,13 @@ func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason st
 // sweep) can claim it. It runs whatever ctx says: a shutdown must not leave
 // the claim behind.
 func (d *Dispatcher) release(ctx context.Context, row models.Delivery, due *time.Time) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	return d.store.Release(ctx, row, due, d.now())
+}
+
+// detached is ctx without its cancellation, bounded on its own: for the
+// writes that end a claim, which a shutdown must not leave undone.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }

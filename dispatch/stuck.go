@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // ErrSecretUnavailable marks an attempt that was not made because this
@@ -43,7 +42,7 @@ func (d *Dispatcher) notSent(ctx context.Context, c claimed, why, err error) err
 	if rerr := d.release(ctx, c.row, c.prevNext); rerr != nil {
 		return errors.Join(err, rerr)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	if uerr := d.store.NotSent(ctx, c.row.ID, cause); uerr != nil {
 		err = errors.Join(err, uerr)

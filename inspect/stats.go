@@ -44,8 +44,9 @@ type Stats struct {
 	OutboxPending int64      `json:"outbox_pending"`
 	OutboxOldest  *time.Time `json:"outbox_oldest_created_at"`
 	// NotSent are Failed deliveries a worker could not send for a reason
-	// on Homing's side (a secret secrets.key does not open), by webhook
-	// and cause: they stay stuck until the configuration is fixed.
+	// on Homing's side (a secret secrets.key does not open, a url_template
+	// that does not render), by webhook and cause: they stay stuck until
+	// the configuration or the webhook is fixed.
 	NotSent []NotSent `json:"not_sent"`
 	At      time.Time `json:"at"`
 }

@@ -73,7 +73,9 @@ type Store interface {
 	EventDeliveries(ctx context.Context, eventID string) ([]models.Delivery, error)
 }
 
-// For is the Store for db: Postgres on PostgreSQL, GORM elsewhere.
+// For is the Store for db: Postgres on PostgreSQL, GORM elsewhere. A
+// PostgreSQL *gorm.DB without a pool of its own (one inside a transaction)
+// gets GORM too, whose statements are as correct there, only unbatched.
 func For(db *gorm.DB) Store {
 	if db.Dialector.Name() == "postgres" {
 		if s, err := NewPostgres(db); err == nil {
