@@ -52,14 +52,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		f(&o)
 	}
 	db := testenv.Postgres(t)
-	key, err := secretbox.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	box, err := secretbox.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	box := testenv.SecretBox(t)
 	// The receivers are httptest servers on loopback: no SSRF guard.
 	sender := delivery.NewSender(app.SenderConfig(config.Delivery{AllowPrivateNetworks: true}, nil))
 	t.Cleanup(sender.Close)
@@ -75,6 +68,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	})
 	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box}
 	t.Cleanup(s.srv.Close)
+	var err error
 	_, s.publish, err = tokens.Create(context.Background(), "producer", token.ScopePublish)
 	if err != nil {
 		t.Fatal(err)

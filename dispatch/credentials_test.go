@@ -12,7 +12,6 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -23,14 +22,7 @@ func TestRetryTakesCredentialsFromTheWebhookAsItIsNow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testenv.Postgres(t)
-	key, err := secretbox.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	box, err := secretbox.New(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	box := testenv.SecretBox(t)
 	var (
 		mu   sync.Mutex
 		auth []string

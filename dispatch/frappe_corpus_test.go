@@ -17,7 +17,6 @@ import (
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -71,14 +70,7 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 			t.Parallel()
 			db := open(t)
 			srv := testreceiver.New(t)
-			key, err := secretbox.GenerateKey()
-			if err != nil {
-				t.Fatal(err)
-			}
-			box, err := secretbox.New(key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			box := testenv.SecretBox(t)
 			now := time.Now().UTC().Truncate(time.Second)
 			clk := clock.NewStub(now)
 			svc := webhook.New(db, box, clk, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
-	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -78,14 +78,7 @@ func TestUnopenableSecretLeavesTheRowAsItWas(t *testing.T) {
 				t.Fatalf("fan-out %v %v", pending, err)
 			}
 			before := h.delivery("ev-key")
-			key, err := secretbox.GenerateKey()
-			if err != nil {
-				t.Fatal(err)
-			}
-			other, err := secretbox.New(key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			other := testenv.SecretBox(t)
 			wrong := dispatch.New(h.db, h.app.Sender, other, dispatch.Config{Clock: h.clock})
 			for _, mode := range []dispatch.Mode{dispatch.First, dispatch.Retry} {
 				if mode == dispatch.Retry {
