@@ -141,11 +141,11 @@ func (c *Condition) MatchAt(doc map[string]any, now time.Time) (matched bool, er
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), MaxConditionTime)
 	defer cancel()
-	limits := &conditionLimits{ctx: ctx, steps: MaxConditionSteps}
+	limits := &conditionLimits{budget: conditionBudget(ctx)}
 	machine := vm.VM{MemoryBudget: MaxConditionMemory}
 	out, err := machine.Run(c.program, map[string]any{"doc": doc, limitsKey: limits})
 	if limits.err != nil {
-		return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, limits.err)}
+		return false, stoppedBy(fmt.Sprintf("condition %q", c.src), limits.err)
 	}
 	if err != nil {
 		return false, unbuildable("condition %q: %s", c.src, describeExprError(err))
@@ -235,32 +235,30 @@ func isLimitsCall(call *ast.CallNode) bool {
 
 // conditionLimits bounds one evaluation of a condition. expr has a memory
 // budget for its ranges but no deadline and no step count, and its string
-// concatenation is unbounded; the patched program calls these methods.
+// concatenation is unbounded; the patched program calls these methods,
+// which charge the evaluation's budget.
 type conditionLimits struct {
-	ctx   context.Context
-	steps int
-	err   error
+	*budget
 }
 
-func (l *conditionLimits) fail(err error) error {
-	if l.err == nil {
-		l.err = err
-	}
-	return l.err
+// conditionBudget is the budget of one evaluation of a condition, in
+// either language.
+func conditionBudget(ctx context.Context) *budget {
+	return newBudget(ctx, budgetLimits{
+		what:     "evaluation",
+		hint:     "; nested predicates over large lists are too big",
+		limit:    MaxConditionTime,
+		steps:    MaxConditionSteps,
+		bytes:    MaxPythonConditionBytes,
+		maxValue: MaxConditionValueBytes,
+	})
 }
 
 // Step spends a step, notices the deadline, and refuses a value larger
 // than MaxConditionValueBytes; it returns v unchanged.
 func (l *conditionLimits) Step(v any) (any, error) {
-	if l.err != nil {
-		return nil, l.err
-	}
-	if l.ctx.Err() != nil {
-		return nil, l.fail(overLimit("evaluation took longer than the time limit of %s", MaxConditionTime))
-	}
-	l.steps--
-	if l.steps < 0 {
-		return nil, l.fail(overLimit("evaluation needs more than the limit of %d steps; nested predicates over large lists are too big", MaxConditionSteps))
+	if err := l.budget.Step(); err != nil {
+		return nil, err
 	}
 	switch x := v.(type) {
 	case string:

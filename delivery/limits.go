@@ -30,65 +30,26 @@ func overLimit(format string, args ...any) error {
 }
 
 // renderLimits bounds one rendering from inside the engine (it is the
-// exec.Limits of internal/gonja). It counts steps, watches the deadline and
-// charges every value the template builds against an allocation budget,
-// before the value is built when its size comes from an argument. Only the
-// rendering goroutine uses it, and its first error is final.
+// exec.Limits of internal/gonja): its budget counts steps, watches the
+// deadline and is charged every value the template builds, before the
+// value is built when its size comes from an argument. Only the rendering
+// goroutine uses it, and its first error is final.
 type renderLimits struct {
-	ctx      context.Context
-	limit    time.Duration
-	steps    int // left
-	maxBytes int // the largest value, and the body
-	bytes    int // left of the allocation budget
-	budget   int // the whole allocation budget, for messages
-	err      error
+	*budget
 	// text makes Output write values as text, not JSON (renderMode).
 	text bool
 }
 
 func newRenderLimits(ctx context.Context, limit time.Duration, maxBytes int) *renderLimits {
-	budget := RenderMemoryFactor * maxBytes
-	return &renderLimits{ctx: ctx, limit: limit, steps: MaxRenderSteps, maxBytes: maxBytes, bytes: budget, budget: budget}
-}
-
-func (l *renderLimits) fail(err error) error {
-	if l.err == nil {
-		l.err = err
-	}
-	return l.err
-}
-
-// Step spends one step and notices the deadline.
-func (l *renderLimits) Step() error { return l.charge(1) }
-
-// charge spends n steps.
-func (l *renderLimits) charge(n int) error {
-	if l.err != nil {
-		return l.err
-	}
-	if l.ctx.Err() != nil {
-		return l.fail(overLimit("rendering took longer than the time limit of %s", l.limit))
-	}
-	if n > l.steps {
-		return l.fail(overLimit("rendering needs more than the limit of %d steps; loops over large ranges or nested loops are too big", MaxRenderSteps))
-	}
-	l.steps -= n
-	return nil
-}
-
-// Alloc charges a value of n bytes (or items) about to be built.
-func (l *renderLimits) Alloc(n int) error {
-	if l.err != nil {
-		return l.err
-	}
-	if n > l.maxBytes {
-		return l.fail(overLimit("a value of %s would be larger than the size limit of %d bytes (delivery.max_payload_bytes)", sizeText(n), l.maxBytes))
-	}
-	if n > l.bytes {
-		return l.fail(overLimit("rendering would build more than the memory limit of %d bytes of values (%d × delivery.max_payload_bytes)", l.budget, RenderMemoryFactor))
-	}
-	l.bytes -= n
-	return nil
+	return &renderLimits{budget: newBudget(ctx, budgetLimits{
+		what:     "rendering",
+		hint:     "; loops over large ranges or nested loops are too big",
+		memHint:  fmt.Sprintf(" (%d × delivery.max_payload_bytes)", RenderMemoryFactor),
+		limit:    limit,
+		steps:    MaxRenderSteps,
+		bytes:    RenderMemoryFactor * maxBytes,
+		maxValue: maxBytes,
+	})}
 }
 
 func sizeText(n int) string {
@@ -401,8 +362,8 @@ func (w *bodyWriter) Write(p []byte) (int, error) {
 	if err := w.limits.Step(); err != nil {
 		return 0, err
 	}
-	if len(w.buf)+len(p) > w.limits.maxBytes {
-		return 0, w.limits.fail(overLimit("rendered body is larger than the size limit of %d bytes (delivery.max_payload_bytes)", w.limits.maxBytes))
+	if len(w.buf)+len(p) > w.limits.maxValue {
+		return 0, w.limits.fail(overLimit("rendered body is larger than the size limit of %d bytes (delivery.max_payload_bytes)", w.limits.maxValue))
 	}
 	for _, c := range p {
 		switch {

@@ -484,15 +484,15 @@ func (c *pyCondition) match(doc map[string]any, now time.Time) (bool, error) {
 	thread := &starlark.Thread{Name: "condition"}
 	thread.SetLocal("homing:now", wallIfZero(now))
 	thread.SetMaxExecutionSteps(MaxConditionSteps)
-	budget := &pyBudget{left: MaxPythonConditionBytes}
-	thread.SetLocal("homing:budget", budget)
 	ctx, cancel := context.WithTimeout(context.Background(), MaxConditionTime)
 	defer cancel()
+	budget := conditionBudget(ctx)
+	thread.SetLocal("homing:budget", budget)
 	stop := context.AfterFunc(ctx, func() { thread.Cancel("time limit") })
 	defer stop()
 	v, err := starlark.Call(thread, c.fn, starlark.Tuple{&pyDoc{m: doc}}, nil)
 	if budget.err != nil {
-		return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, budget.err)}
+		return false, stoppedBy(fmt.Sprintf("condition %q", c.src), budget.err)
 	}
 	if err != nil {
 		msg := err.Error()
@@ -509,28 +509,6 @@ func (c *pyCondition) match(doc map[string]any, now time.Time) (bool, error) {
 		return false, unbuildable("condition %q: %s", c.src, strings.ReplaceAll(msg, pyOpName, "operator"))
 	}
 	return bool(v.Truth()), nil
-}
-
-// pyBudget counts the bytes operators build.
-type pyBudget struct {
-	left int
-	err  error
-}
-
-func (b *pyBudget) charge(n int) error {
-	if b.err != nil {
-		return b.err
-	}
-	if n > MaxConditionValueBytes {
-		b.err = overLimit("a value of %d bytes would be larger than the limit of %d", n, MaxConditionValueBytes)
-		return b.err
-	}
-	if n > b.left {
-		b.err = overLimit("the condition would build more than the memory limit of %d bytes", MaxPythonConditionBytes)
-		return b.err
-	}
-	b.left -= n
-	return nil
 }
 
 // pyEnv is the environment of the helpers, without doc (the compiled
@@ -593,14 +571,14 @@ func pyOp(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ [
 	x, y = pyNumeric(x, y)
 	if op == syntax.STAR {
 		if n, ok := sizeOfRepeat(x, y); ok {
-			if err := thread.Local("homing:budget").(*pyBudget).charge(n); err != nil {
+			if err := thread.Local("homing:budget").(*budget).Alloc(n); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if op == syntax.PLUS {
 		if n := sizeOf(x) + sizeOf(y); n > 0 {
-			if err := thread.Local("homing:budget").(*pyBudget).charge(n); err != nil {
+			if err := thread.Local("homing:budget").(*budget).Alloc(n); err != nil {
 				return nil, err
 			}
 		}

@@ -303,6 +303,9 @@ func render(ctx context.Context, src string, doc map[string]any, maxBytes int, l
 	// The limits' own error wins: gonja ignores some errors (a loop's
 	// inline if filter) and buries the others under its own wrapping.
 	if limits.err != nil {
+		if errors.Is(limits.err, ErrOverloaded) {
+			return nil, fmt.Errorf("template: %w", limits.err)
+		}
 		var lim *limitError
 		if errors.As(limits.err, &lim) {
 			return nil, &unbuildableError{err: fmt.Errorf("template: %s%w", lineOf(execErr), limits.err)}
