@@ -42,19 +42,27 @@ type harness struct {
 	db     *gorm.DB
 	dsn    string
 	// logs holds everything the worker logged at debug level.
-	logs *bytes.Buffer
+	logs *logBuffer
 }
 
-// syncWriter serialises writes from the worker's goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+// logBuffer keeps what the worker's goroutines log. They may still be
+// writing an attempt's line while a test reads, so both take the lock.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was logged so far.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 type backend string
@@ -89,8 +97,8 @@ func newHarness(t *testing.T, b backend) *harness {
 	// Start at the real time so independent verifiers accept attempt 1's
 	// timestamp; after that the test moves the clock itself.
 	stub := clock.NewStub(time.Now().Truncate(time.Second))
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewTextHandler(&syncWriter{w: io.MultiWriter(logs, warnOnly{t})}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, warnOnly{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a, err := app.Open(context.Background(), cfg, log, app.Options{Clock: stub})
 	if err != nil {
 		t.Fatalf("open app: %v", err)

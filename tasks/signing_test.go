@@ -1,7 +1,6 @@
 package tasks_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -131,10 +130,10 @@ func TestRotationOverlapThenOnlyTheNewSecret(t *testing.T) {
 
 func TestSecretsAreSealedAndNeverLogged(t *testing.T) {
 	t.Parallel()
-	var logs bytes.Buffer
+	var logs logBuffer
 	h := newHarness(t, pg)
 	// A debug-level logger on everything the lifecycle touches.
-	dbg := slog.New(slog.NewJSONHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	dbg := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.hooks = webhook.New(h.db, h.app.Box, h.clock, webhook.Defaults{MaxRetries: 3, Timeout: 2 * time.Second}, dbg)
 	recv := testreceiver.New(t)
 	recv.SetStatus(http.StatusInternalServerError)
