@@ -2,10 +2,16 @@ package delivery
 
 import (
 	"errors"
+	"maps"
+	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homingdev/homing/internal/gonja/builtins"
+	"github.com/homingdev/homing/internal/gonja/exec"
 )
 
 // literal60K is the 60 KB literal of issue 25's reproduction: big, but
@@ -115,4 +121,49 @@ func TestArithmeticErrors(t *testing.T) {
 			t.Errorf("%s = %q, %v; want %q", src, got, err, want)
 		}
 	}
+}
+
+// TestEveryFilterHasACost walks every filter Homing's and Frappe's
+// environments register, and holds that buildEnv refuses one without a
+// cost.
+func TestEveryFilterHasACost(t *testing.T) {
+	t.Parallel()
+
+	names := append(slices.Clone(templateFilters), slices.Collect(maps.Keys(frappeFilters()))...)
+	for _, name := range names {
+		if filterCosts[name] == nil {
+			t.Errorf("filter %q has no cost", name)
+		}
+		if !templateEnv().Filters.Exists(name) && !frappeEnv().Filters.Exists(name) {
+			t.Errorf("filter %q is not registered", name)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("buildEnv registered a filter without a cost")
+		}
+	}()
+	buildEnv(map[string]exec.FilterFunction{"free": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return in }}, nil)
+}
+
+// TestNodeBytesIsAnUpperBound measures what a list of one-letter strings
+// (|list on a string, the cheapest item a template can make) takes, and
+// holds that what a filter is charged before it runs (itemBytes an item)
+// and after (the walk of its result) is at least that.
+func TestNodeBytesIsAnUpperBound(t *testing.T) {
+	const n = 100_000
+	in := exec.AsValue(strings.Repeat("x", n))
+	list, _ := builtins.Filters.Get("list")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out := list(nil, in, exec.NewVarArgs())
+	runtime.ReadMemStats(&after)
+	built := int(after.TotalAlloc - before.TotalAlloc)
+	w := sizeWalk{left: 1 << 40}
+	w.walk(reflect.ValueOf(out), 0)
+	if charged := n*itemBytes + w.memory(); charged < built {
+		t.Errorf("|list is charged %d bytes (before and after it runs) for a list that took %d (%d an item)", charged, built, built/n)
+	}
+	t.Logf("list of %d one-letter strings: built %d bytes (%d an item), walk charges %d, pre-charge %d", n, built, built/n, w.memory(), n*itemBytes)
 }

@@ -23,9 +23,10 @@ const (
 	// about 100 ns a byte, and a step is budgeted about 2 µs
 	// (MaxRenderTime / MaxRenderSteps).
 	slowTextBytes = 8
-	// itemBytes is what a filter that makes a list pays per item it makes:
-	// a gonja list item is four nodes (nodeBytes each).
-	itemBytes = 4 * nodeBytes
+	// itemBytes is what a filter that makes a list pays per item before it
+	// runs: |list on a string allocates about 93 bytes an item, the list's
+	// growth included (TestNodeBytesIsAnUpperBound).
+	itemBytes = 128
 )
 
 // filterCosts is the allow-list of filters with the cost of each: buildEnv

@@ -107,10 +107,10 @@ func identity(v reflect.Value) uintptr {
 const (
 	// nodeBytes is what one node of a value (a list item, a map entry's
 	// key or value, an exec.Value, a boxed interface) costs in memory
-	// beyond its strings' bytes, as an upper bound: an item of a gonja list
-	// is a pointer to an exec.Value holding a reflect.Value of a boxed
-	// string, four nodes and about 64 bytes (TestNodeBytesIsAnUpperBound
-	// measures it).
+	// beyond its strings' bytes: a string header or interface is 16 bytes,
+	// an exec.Value 32 over two nodes, a map entry's slot about 40 over
+	// two. Filters also pay itemBytes an item before they run
+	// (TestNodeBytesIsAnUpperBound measures the two together).
 	nodeBytes = 24
 	// textNodeBytes is what a node adds to a value's size as text, for the
 	// cap on one value: a separator and a little punctuation.
