@@ -165,3 +165,24 @@ func stoppedBy(prefix string, err error) error {
 	}
 	return &unbuildableError{err: fmt.Errorf("%s: %w", prefix, err)}
 }
+
+// Hold charges a value that is value bytes long as text (checked against
+// the largest single value) and takes mem bytes of memory to hold (charged
+// to the allocation budget): a list of a million one-letter strings is a
+// few megabytes of text to print but tens of megabytes of Go values.
+func (b *budget) Hold(value, mem int) error {
+	if b.err != nil {
+		return b.err
+	}
+	if value > b.maxValue {
+		return b.fail(overLimit("a value of %s would be larger than the size limit of %d bytes (delivery.max_payload_bytes)", sizeText(value), b.maxValue))
+	}
+	if mem > b.bytes {
+		return b.fail(overLimit("%s would build more than the memory limit of %d bytes of values%s", b.what, b.maxBytes, b.memHint))
+	}
+	b.bytes -= mem
+	if mem >= heapCheckBytes {
+		return b.checkHeap()
+	}
+	return nil
+}

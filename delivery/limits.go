@@ -76,7 +76,16 @@ func (l *renderLimits) Store(into, v *exec.Value) error {
 	if w.cycle {
 		return l.fail(overLimit("a value cannot be stored inside itself (a collection that contains itself never ends)"))
 	}
-	return l.Alloc(w.size)
+	return l.Hold(w.size, w.memory())
+}
+
+// Result charges what a filter, global function or method built, as Store
+// does.
+func (l *renderLimits) Result(v *exec.Value) error {
+	if err := l.Step(); err != nil {
+		return err
+	}
+	return l.Store(nil, v)
 }
 
 // identity is the address of the map or pointer a value holds, which a
@@ -95,14 +104,37 @@ func identity(v reflect.Value) uintptr {
 	return 0
 }
 
-// sizeWalk adds up a value's size: its strings' bytes and eight bytes a
-// node, following every reference, and stops as soon as it passes left, so
-// its cost is bounded by the budget it charges against.
+const (
+	// nodeBytes is what one node of a value (a list item, a map entry's
+	// key or value, an exec.Value, a boxed interface) costs in memory
+	// beyond its strings' bytes: a string header or interface is 16 bytes,
+	// an exec.Value 32 over two nodes, a map entry's slot about 40 over
+	// two. Filters also pay itemBytes an item before they run
+	// (TestNodeBytesIsAnUpperBound measures the two together).
+	nodeBytes = 24
+	// textNodeBytes is what a node adds to a value's size as text, for the
+	// cap on one value: a separator and a little punctuation.
+	textNodeBytes = 8
+)
+
+// sizeWalk adds up a value's size: its strings' bytes and textNodeBytes a
+// node as text (size), and nodeBytes a node in memory (memory), following
+// every reference, and stops as soon as it passes left, so its cost is
+// bounded by the budget it charges against.
 type sizeWalk struct {
 	self  uintptr
 	left  int
 	size  int
+	mem   int
 	cycle bool
+}
+
+// memory is what the walked value takes in memory, as an upper bound.
+func (w *sizeWalk) memory() int { return w.mem }
+
+// scalar reports whether values of kind k hold no references.
+func scalar(k reflect.Kind) bool {
+	return k >= reflect.Bool && k <= reflect.Complex128
 }
 
 var (
@@ -111,14 +143,15 @@ var (
 )
 
 func (w *sizeWalk) walk(v reflect.Value, depth int) {
-	if w.size > w.left || w.cycle || !v.IsValid() {
+	if w.memory() > w.left || w.cycle || !v.IsValid() {
 		return
 	}
 	if depth > maxDocDepth {
 		w.size = w.left + 1 // deeper than any document: too big
 		return
 	}
-	w.size += 8
+	w.size += textNodeBytes
+	w.mem += nodeBytes
 	if v.Type() == typeOfReflectValue && v.CanInterface() {
 		w.walk(v.Interface().(reflect.Value), depth)
 		return
@@ -137,10 +170,17 @@ func (w *sizeWalk) walk(v reflect.Value, depth int) {
 		w.walk(v.Elem(), depth+1)
 	case reflect.String:
 		w.size += v.Len()
+		w.mem += v.Len()
 	case reflect.Slice, reflect.Array:
+		if scalar(v.Type().Elem().Kind()) {
+			// range's []int: no references to follow.
+			w.size = addSize(w.size, mulSize(v.Len(), textNodeBytes))
+			w.mem = addSize(w.mem, mulSize(v.Len(), int(v.Type().Elem().Size())))
+			return
+		}
 		for i := range v.Len() {
 			w.walk(v.Index(i), depth+1)
-			if w.size > w.left || w.cycle {
+			if w.memory() > w.left || w.cycle {
 				return
 			}
 		}
@@ -153,7 +193,7 @@ func (w *sizeWalk) walk(v reflect.Value, depth int) {
 		for it.Next() {
 			w.walk(it.Key(), depth+1)
 			w.walk(it.Value(), depth+1)
-			if w.size > w.left || w.cycle {
+			if w.memory() > w.left || w.cycle {
 				return
 			}
 		}
@@ -337,6 +377,43 @@ func (l *renderLimits) Output(w io.Writer, v *exec.Value) error {
 	}
 	_, err = w.Write(out)
 	return err
+}
+
+// Capture is the buffer a block renders into ({% set %}…{% endset %},
+// {% filter %}): each write costs a step and is charged before it is
+// copied, with every backing array the buffer grows into, and the buffer
+// refuses to hold more than one value may (delivery.max_payload_bytes).
+func (l *renderLimits) Capture() exec.Capture { return &captureBuffer{limits: l} }
+
+type captureBuffer struct {
+	limits *renderLimits
+	buf    []byte
+}
+
+func (c *captureBuffer) Write(p []byte) (int, error) {
+	if err := c.limits.Step(); err != nil {
+		return 0, err
+	}
+	need := addSize(len(c.buf), len(p))
+	if need > c.limits.maxValue {
+		return 0, c.limits.fail(overLimit("a block captures more than the size limit of %d bytes (delivery.max_payload_bytes)", c.limits.maxValue))
+	}
+	if need > cap(c.buf) {
+		grown := min(max(need, 2*cap(c.buf), 64), c.limits.maxValue)
+		if err := c.limits.Alloc(grown); err != nil {
+			return 0, err
+		}
+		c.buf = append(make([]byte, 0, grown), c.buf...)
+	}
+	c.buf = append(c.buf, p...)
+	return len(p), nil
+}
+
+// String is the captured text; the copy is charged too (its refusal stops
+// the rendering at its next step).
+func (c *captureBuffer) String() string {
+	_ = c.limits.Alloc(len(c.buf))
+	return string(c.buf)
 }
 
 // limitsOf finds the rendering's limits, nil outside a limited rendering.

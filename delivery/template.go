@@ -112,6 +112,11 @@ func buildEnv(extraFilters map[string]exec.FilterFunction, extraGlobals map[stri
 	for name, f := range extraFilters {
 		filters[name] = guardFilter(name, f)
 	}
+	for name := range filters {
+		if filterCosts[name] == nil {
+			panic("filter " + name + " has no cost in filterCosts: a filter that does not charge the budget cannot be registered")
+		}
+	}
 	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	for name, v := range extraGlobals {
 		globals.Set(name, v)
@@ -407,15 +412,16 @@ func rangeLen(start, stop, step int) int {
 	return int(n)
 }
 
-// guardFilter charges a filter's step, checks the size of what it will
-// build from its arguments before it runs, and charges what it built.
+// guardFilter charges a filter's cost (filterCosts), checks the size of
+// what it will build from its arguments before it runs, and charges what
+// it built.
 func guardFilter(name string, f exec.FilterFunction) exec.FilterFunction {
 	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 		l := limitsOf(e)
 		if l == nil {
 			return f(e, in, params)
 		}
-		if err := l.Step(); err != nil {
+		if err := l.chargeFilter(name, in, params); err != nil {
 			return exec.AsValue(err)
 		}
 		if err := l.beforeFilter(name, in, params); err != nil {

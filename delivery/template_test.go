@@ -147,6 +147,10 @@ func FuzzTemplate(f *testing.F) {
 	for _, h := range hostileTemplates {
 		f.Add(h.src)
 	}
+	for _, h := range captureTemplates {
+		f.Add(h.src)
+	}
+	f.Add(`{{ 1 // 0 }}{{ 1 % 0 }}{{ 9223372036854775807 * 2 }}`)
 	doc := map[string]any{"name": "SO-1", "x": true, "items": []any{int64(1), "two", nil}}
 	f.Fuzz(func(t *testing.T, src string) {
 		// A rendering that outlives its limits crashes the run, which saves

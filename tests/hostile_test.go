@@ -91,6 +91,9 @@ var literalTemplates = []struct{ name, src, want string }{
 	{"include", `{% include "/etc/passwd" %}`, "{% include %} is not supported"},
 	{"unknown-filter", `"{{ doc.name | system('id') }}"`, "unknown filter 'system'"},
 	{"tojson-indent", `{{ [1] | tojson(indent=1000000) }}`, "indent 1000000 is more than the limit of 16"},
+	{"capture-doubling", `{% set a %}` + strings.Repeat("y", 1000) + `{% endset %}` + strings.Repeat(`{% set a %}{{ a }}{{ a }}{% endset %}`, 24) + `{{ a | length }}`, "limit"},
+	{"list-of-capture", `{% set a %}{% for i in range(17) %}` + strings.Repeat("x", 60000) + `{% endfor %}{% endset %}{{ a | list | length }}`, "limit"},
+	{"urlize-capture", `{% set a %}{% for i in range(17) %}` + strings.Repeat("x", 60000) + `{% endfor %}{% endset %}{% for i in range(100) %}{{ a | urlize | length }}{% endfor %}`, "limit"},
 }
 
 // documentTemplates pass creation (the empty document lacks the fields they
@@ -105,6 +108,8 @@ var documentTemplates = []struct{ name, src, want string }{
 	{"replace-doc-big", `"{{ doc.big | replace('a', doc.s) }}"`, "size limit"},
 	{"join-doc-big", `"{{ doc.items | join(doc.big) }}"`, "size limit"},
 	{"double-doc-s", `{% set ns = namespace(s=doc.s) %}{% for i in range(doc.n) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}1`, "size limit"},
+	{"capture-doc-n", `{% set b %}{% for i in range(doc.n * 3) %}` + strings.Repeat("x", 60000) + `{% endfor %}{% endset %}{{ b | length }}`, "size limit"},
+	{"filter-block-doc-n", `{% filter upper %}{% for i in range(doc.n * 3) %}` + strings.Repeat("x", 60000) + `{% endfor %}{% endfilter %}`, "size limit"},
 	{"tojson-doc-indent", `{{ doc.items | tojson(indent=doc.n) }}`, "more than the limit of 16"},
 }
 

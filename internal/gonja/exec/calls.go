@@ -80,6 +80,13 @@ func (e *Evaluator) evalCall(node *nodes.Call) *Value {
 		if err, ok := value.Interface().(ErrInvalidCall); ok {
 			return AsValue(fmt.Errorf("invalid call to function '%s': %s", functionName, err.Error()))
 		}
+		return value
+	}
+	if l := e.Environment.Limits; l != nil {
+		// homing: what a function built is charged before it is used.
+		if err := l.Result(value); err != nil {
+			return AsValue(err)
+		}
 	}
 	return value
 }
@@ -167,5 +174,12 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, method string, args []node
 		e.Environment.Context.Set(n.Name.Val, parent.Interface())
 	}
 
-	return AsValue(result)
+	value := AsValue(result)
+	if l := e.Environment.Limits; l != nil {
+		// homing: what a method built is charged before it is used.
+		if err := l.Result(value); err != nil {
+			return AsValue(err)
+		}
+	}
+	return value
 }

@@ -37,6 +37,20 @@ type Limits interface {
 	Method(name string, self *Value, args *VarArgs) error
 	// Output writes the value of a {{ }} expression.
 	Output(w io.Writer, v *Value) error
+	// Capture is the buffer a block renders into when its output becomes a
+	// value ({% set %}…{% endset %}, {% filter %}, a macro's body): every
+	// write is charged, and it refuses to grow past one value's size.
+	Capture() Capture
+	// Result is called with the value a filter, test, global function or
+	// method built, before the template can keep or use it.
+	Result(v *Value) error
+}
+
+// Capture is a buffer a block renders into (a homing addition): its
+// writes may fail, and String is what was written.
+type Capture interface {
+	io.Writer
+	String() string
 }
 
 type FilterSet struct {

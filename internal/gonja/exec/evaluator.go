@@ -104,6 +104,12 @@ func (e *Evaluator) evalBinaryExpression(node *nodes.BinaryExpression) *Value {
 		return AsValue(err)
 	}
 
+	if right != nil && left.IsNumber() && right.IsNumber() {
+		if v, ok := arithmetic(node.Operator.Token.Type, left, right); ok {
+			return v // homing: Python's rules (arith.go)
+		}
+	}
+
 	switch node.Operator.Token.Type {
 	case tokens.Addition:
 		if left.IsList() {

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/pkg/errors"
@@ -43,9 +42,9 @@ func (ms *MacroSet) Replace(name string, fn Macro) error {
 
 func MacroNodeToFunc(node *nodes.Macro, r *Renderer) (Macro, error) {
 	return func(params *VarArgs) *Value {
-		var out strings.Builder
+		out := r.Capture() // homing: charged
 		sub := r.Inherit()
-		sub.Output = &out
+		sub.Output = out
 
 		// --- Bind positional arguments to named macro params (up to len(Kwargs)) ---
 		macroArguments := make([]*Pair, len(node.Kwargs))

@@ -55,6 +55,16 @@ func (r *Renderer) Inherit() *Renderer {
 	return sub
 }
 
+// Capture is the buffer a block renders into when its output becomes a
+// value. homing: every capture takes it from here, so that a limited
+// rendering charges every byte a block captures (Limits.Capture).
+func (r *Renderer) Capture() Capture {
+	if r.Environment.Limits != nil {
+		return r.Environment.Limits.Capture()
+	}
+	return new(strings.Builder)
+}
+
 // Visit implements the nodes.Visitor interface
 func (r *Renderer) Visit(node nodes.Node) (nodes.Visitor, error) {
 	switch n := node.(type) {

@@ -2,7 +2,6 @@ package exec
 
 import (
 	"maps"
-	"strings"
 
 	"github.com/homingdev/homing/internal/gonja/nodes"
 )
@@ -22,8 +21,8 @@ func Self(r *Renderer) map[string]func() string {
 		block := b
 		blocks[name] = func() string {
 			sub := r.Inherit()
-			var out strings.Builder
-			sub.Output = &out
+			out := r.Capture() // homing: charged
+			sub.Output = out
 			sub.ExecuteWrapper(block)
 			return out.String()
 		}

@@ -2,7 +2,6 @@ package controlStructures
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/pkg/errors"
 
@@ -61,8 +60,8 @@ func (bi *BlockInfos) super() string {
 	r := bi.Renderer
 	block, blocks := bi.Blocks[0], bi.Blocks[1:]
 	sub := r.Inherit()
-	var out strings.Builder
-	sub.Output = &out
+	out := r.Capture() // homing: charged
+	sub.Output = out
 	infos := &BlockInfos{
 		Block:    bi.Block,
 		Renderer: sub,

@@ -6,7 +6,6 @@ import (
 	// "github.com/homingdev/homing/internal/gonja/exec"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/pkg/errors"
 
@@ -31,9 +30,9 @@ func (fcs *FilterControlStructure) String() string {
 }
 
 func (fcs *FilterControlStructure) Execute(r *exec.Renderer, tag *nodes.ControlStructureBlock) error {
-	var out strings.Builder
+	out := r.Capture() // homing: charged
 	sub := r.Inherit()
-	sub.Output = &out
+	sub.Output = out
 	// temp := bytes.NewBuffer(make([]byte, 0, 1024)) // 1 KiB size
 
 	err := sub.ExecuteWrapper(fcs.bodyWrapper)

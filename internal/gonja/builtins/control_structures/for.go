@@ -1,7 +1,6 @@
 package controlStructures
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/homingdev/homing/internal/gonja/exec"
@@ -254,7 +253,7 @@ func (fcs *ForControlStructure) renderIterable(r *exec.Renderer, obj *exec.Value
 				return exec.AsValue("")
 			}
 			childItems := va.Args[0]
-			buf := new(bytes.Buffer)
+			buf := r.Capture() // homing: charged
 			sub := r.Inherit()
 			originalOutput := sub.Output
 			sub.Output = buf

@@ -1,7 +1,6 @@
 package controlStructures
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/homingdev/homing/internal/gonja/exec"
@@ -33,7 +32,7 @@ func (scs *SetControlStructure) Execute(r *exec.Renderer, tag *nodes.ControlStru
 
 	// --- Block form: {% set x %}...{% endset %} ---
 	if scs.body != nil {
-		buf := new(bytes.Buffer)
+		buf := r.Capture() // homing: charged
 		sub := r.Inherit()
 		originalOutput := sub.Output
 		sub.Output = buf
