@@ -72,7 +72,7 @@ var literalTemplates = []struct{ name, src, want string }{
 	{"batch", `{{ [1] | batch(1000000000, 'x') | list | length }}`, "size limit"},
 	{"slice", `{{ [1] | slice(1000000000) | list | length }}`, "size limit"},
 	{"replace", `"{{ ('x' * 1000) | replace('x', 'y' * 10000) }}"`, "size limit"},
-	{"join", `"{{ range(100000) | join('x' * 1000) }}"`, "size limit"},
+	{"join", `"{{ range(100000) | join('x' * 1000) }}"`, "limit"},
 	{"range", `{{ range(1000000000) | list | length }}`, "limit of"},
 	{"nested-loops", `{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}1`, "limit of"},
 	{"double-string", `{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}1`, "limit"},
