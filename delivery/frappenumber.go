@@ -93,21 +93,25 @@ func frappeSum(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Va
 	)
 	add := func(v *exec.Value) {
 		switch {
-		case v == nil || !v.IsNumber() && !v.IsBool():
-		case v.IsBool():
-			if v.Bool() {
-				total++
-				ftotal++
-			}
+		case v == nil:
 		case v.IsFloat():
 			if !isFloat {
 				ftotal, isFloat = float64(total), true
 			}
 			ftotal += v.Float()
-		case isFloat:
-			ftotal += v.Float()
-		default:
-			total += int64(v.Integer())
+		case v.IsInteger() || v.IsBool():
+			n := int64(v.Integer())
+			if v.IsBool() {
+				n = 0
+				if v.Bool() {
+					n = 1
+				}
+			}
+			if isFloat {
+				ftotal += float64(n)
+			} else {
+				total += n
+			}
 		}
 	}
 	if start != nil && !start.IsNil() {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/homingdev/homing/event"
 )
@@ -89,5 +90,25 @@ func TestFrappeNumbersExpectedIsCurrent(t *testing.T) {
 	}
 	if !bytes.Equal(out, want) {
 		t.Errorf("expected.json is not what expected.py writes: run python3 expected.py > expected.json in %s", numbersCorpus)
+	}
+}
+
+// The json and tojson filters write what Python writes (printed by python3
+// 3.11: frappe.as_json's json.dumps(v, indent=1, sort_keys=True,
+// separators=(",", ": ")), and Jinja's tojson with and without indent),
+// for a dict a template builds as well as for the document's values.
+func TestFrappeJSONFiltersWriteWhatPythonWrites(t *testing.T) {
+	t.Parallel()
+	doc := map[string]any{"b": []any{int64(1), 2.0, map[string]any{}}, "a": map[string]any{"z": []any{}, "y": 1e-05}, "c": "é<"}
+	for tpl, want := range map[string]string{
+		`{{ doc | json }}`:                                    "{\n \"a\": {\n  \"y\": 1e-05,\n  \"z\": []\n },\n \"b\": [\n  1,\n  2.0,\n  {}\n ],\n \"c\": \"\\u00e9<\"\n}",
+		`{{ doc | tojson }}`:                                  "{\"a\": {\"y\": 1e-05, \"z\": []}, \"b\": [1, 2.0, {}], \"c\": \"\\u00e9\\u003c\"}",
+		`{{ doc | tojson(indent=2) }}`:                        "{\n  \"a\": {\n    \"y\": 1e-05,\n    \"z\": []\n  },\n  \"b\": [\n    1,\n    2.0,\n    {}\n  ],\n  \"c\": \"\\u00e9\\u003c\"\n}",
+		`{{ {"b": doc.b, "a": doc.a, "c": doc.c} | tojson }}`: "{\"a\": {\"y\": 1e-05, \"z\": []}, \"b\": [1, 2.0, {}], \"c\": \"\\u00e9\\u003c\"}",
+	} {
+		got, err := renderFrappeTemplate(tpl, doc, MaxRenderedBytes, time.Time{})
+		if err != nil || string(got) != want {
+			t.Errorf("%s:\n got %q %v\nwant %q", tpl, got, err, want)
+		}
 	}
 }
