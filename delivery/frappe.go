@@ -157,7 +157,10 @@ var frappeFilters = sync.OnceValue(func() map[string]exec.FilterFunction {
 		"tojson": frappeToJSON,
 		// Jinja's sum is Python's: an int while every term is one.
 		"sum": frappeSum,
-		"len": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(in.Len()) },
+		// Python's round() and % operator.
+		"round":  frappeRound,
+		"format": frappeFormat,
+		"len":    func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(in.Len()) },
 		// set_filters maps "str" to cstr and "int" to cint.
 		"str":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cstr(in)) },
 		"int":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cint(in)) },
