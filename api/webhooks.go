@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/signing"
 	"github.com/homingdev/homing/webhook"
 )
@@ -33,14 +34,15 @@ type webhookRequest struct {
 	Headers   *map[string]string `json:"headers"`
 	// SecretHeaders are stored sealed and shown as ****.
 	SecretHeaders *map[string]string `json:"secret_headers"`
-	// SampleDoc is rendered and evaluated before the webhook is saved.
-	SampleDoc  map[string]any `json:"sample_doc"`
-	Signature  *string        `json:"signature"`
-	MaxRetries *int           `json:"max_retries"`
-	Timeout    *string        `json:"timeout"`
-	Queue      *string        `json:"queue"`
-	Enabled    *bool          `json:"enabled"`
-	RateLimit  *int           `json:"rate_limit"`
+	// SampleDoc is rendered and evaluated before the webhook is saved,
+	// read as a published document is (docJSON).
+	SampleDoc  json.RawMessage `json:"sample_doc"`
+	Signature  *string         `json:"signature"`
+	MaxRetries *int            `json:"max_retries"`
+	Timeout    *string         `json:"timeout"`
+	Queue      *string         `json:"queue"`
+	Enabled    *bool           `json:"enabled"`
+	RateLimit  *int            `json:"rate_limit"`
 	// FollowRedirects is how many redirects an attempt follows (0: none).
 	FollowRedirects *int `json:"follow_redirects"`
 	// URLTemplate is a Jinja URL rendered with the document per event.
@@ -76,11 +78,15 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 			return webhook.Input{}, false, invalidRequest(field, "%s is read-only: leave it out", field)
 		}
 	}
+	sample, err := docJSON("sample_doc", req.SampleDoc)
+	if err != nil {
+		return webhook.Input{}, false, err
+	}
 	in := webhook.Input{
 		Name: req.Name, DocType: req.DocType, Event: req.Event, Condition: req.Condition, URL: req.URL,
 		Method: req.Method, Structure: req.Structure, Template: req.Template, Fields: req.Fields,
 		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
-		Secret: req.Secret, SampleDoc: req.SampleDoc, RateLimit: req.RateLimit,
+		Secret: req.Secret, SampleDoc: sample, RateLimit: req.RateLimit,
 		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate, Compat: req.Compat, ConditionLanguage: req.ConditionLanguage,
 	}
 	if req.Headers != nil {
@@ -238,7 +244,24 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 
 // previewRequest is the body of POST /v1/webhooks/{name}/preview.
 type previewRequest struct {
-	Doc map[string]any `json:"doc"`
+	// Doc is read as a published document is (docJSON).
+	Doc json.RawMessage `json:"doc"`
+}
+
+// docJSON reads a document given in a request (field names it) as the
+// worker reads a published one (event.DecodeDoc), so that a preview or a
+// sample renders what a delivery would: an integer stays an int and 1500.0 a
+// float, which compat frappe bodies write as Python does ("3", "1500.0").
+// Absent or null is no document.
+func docJSON(field string, raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	doc, err := event.DecodeDoc(raw)
+	if err != nil {
+		return nil, invalidRequest(field, "%s: %v (give the document as a JSON object)", field, err)
+	}
+	return doc, nil
 }
 
 // previewWebhook is POST /v1/webhooks/{name}/preview: what the webhook would
@@ -249,7 +272,11 @@ func (s *Server) previewWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	p, err := s.cfg.Webhooks.Preview(r.Context(), name, req.Doc)
+	doc, err := docJSON("doc", req.Doc)
+	if err != nil {
+		return err
+	}
+	p, err := s.cfg.Webhooks.Preview(r.Context(), name, doc)
 	if err != nil {
 		return webhookNotFound(name, err)
 	}

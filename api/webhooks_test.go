@@ -218,3 +218,28 @@ func TestWebhookPreviewAndSecretHeaders(t *testing.T) {
 		t.Errorf("refusal = %q, want it to name the size limit", msg)
 	}
 }
+
+// A compat frappe preview reads its document as the worker reads a
+// published one: 3 stays an int and 1500.0 a float (issue 25), in the
+// template, its filters and data rows; so does a sample document.
+func TestFrappePreviewKeepsNumberTypes(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	doc := `{"name": "SO-7", "grand_total": 1500.0, "is_paid": 0, "items": [{"qty": 3, "rate": 500.0}]}`
+	s.expect(http.StatusCreated, "POST", "/v1/webhooks", s.admin, `{
+		"name": "so-template", "doctype": "Sales Order", "event": "on_submit", "url": "https://erp.example.com/hook", "compat": "frappe",
+		"template": "{\"total\": {{ doc.grand_total }}, \"paid\": {%- if doc.is_paid %} 1{% else %} {{ doc.is_paid }}{% endif %}, \"lines\": [{% for i in doc['items'] %}{\"qty\": {{ i.qty }}, \"rate\": {{ i.rate }}}{% endfor %}], \"json\": {{ doc.grand_total | json }}}",
+		"sample_doc": `+doc+`}`)
+	s.expect(http.StatusCreated, "POST", "/v1/webhooks", s.admin, `{
+		"name": "so-rows", "doctype": "Sales Order", "event": "on_submit", "url": "https://erp.example.com/hook", "compat": "frappe",
+		"fields": ["name=id", "grand_total=amount", "is_paid=paid", "items=items"], "sample_doc": `+doc+`}`)
+	for name, want := range map[string]string{
+		"so-template": `{"total": 1500.0, "paid": 0, "lines": [{"qty": 3, "rate": 500.0}], "json": 1500.0}`,
+		"so-rows":     `{"id": "SO-7", "amount": 1500.0, "paid": 0, "items": [{"qty": 3, "rate": 500.0}]}`,
+	} {
+		p := s.expect(http.StatusOK, "POST", "/v1/webhooks/"+name+"/preview", s.admin, `{"doc": `+doc+`}`).object(t)
+		if p["body"] != want {
+			t.Errorf("%s: preview body %v (error %v)\nwant %s", name, p["body"], p["error"], want)
+		}
+	}
+}

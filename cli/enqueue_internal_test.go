@@ -55,3 +55,22 @@ func TestAfterBareSecret(t *testing.T) {
 		}
 	}
 }
+
+// --doc and --sample-doc are read as a published document is: 3 an int,
+// 1500.0 a float, which compat frappe bodies write as Python does (issue 25).
+func TestDocArgKeepsNumberTypes(t *testing.T) {
+	t.Parallel()
+	doc, err := readDocArg("--doc", `{"qty": 3, "grand_total": 1500.0, "items": [{"qty": 2}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, _ := doc["items"].([]any)
+	if doc["qty"] != int64(3) || doc["grand_total"] != 1500.0 || len(items) != 1 || items[0].(map[string]any)["qty"] != int64(2) {
+		t.Errorf("doc = %#v, want qty int64(3), grand_total float64(1500) and items' qty int64(2)", doc)
+	}
+	for _, bad := range []string{"[]", "null", "not json"} {
+		if _, err := readDocArg("--doc", bad); err == nil || !strings.Contains(err.Error(), "--doc") {
+			t.Errorf("readDocArg(%q) = %v, want an error naming --doc", bad, err)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
 	"github.com/homingdev/homing/webhook"
@@ -170,7 +171,9 @@ func listFlag(values []string) *[]string {
 }
 
 // readTemplate returns the template text, reading @FILE exactly as stored.
-// readDocArg reads a JSON object given inline or as @FILE.
+// readDocArg reads a JSON object given inline or as @FILE, as the worker
+// reads a published document (event.DecodeDoc): 3 stays an int and 1500.0
+// a float, so that a preview or a sample renders what a delivery would.
 func readDocArg(flag, v string) (map[string]any, error) {
 	raw := []byte(v)
 	if path, ok := strings.CutPrefix(v, "@"); ok {
@@ -180,8 +183,8 @@ func readDocArg(flag, v string) (map[string]any, error) {
 		}
 		raw = b
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+	doc, err := event.DecodeDoc(raw)
+	if err != nil {
 		return nil, usagef("%s: not a JSON object (give {\"name\": \"SO-1\"} or @file.json): %v", flag, err)
 	}
 	return doc, nil

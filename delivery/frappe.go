@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -149,14 +148,19 @@ func firstArg(args []*exec.Value) *exec.Value {
 var frappeFilters = sync.OnceValue(func() map[string]exec.FilterFunction {
 	return map[string]exec.FilterFunction{
 		"json": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
-			// frappe.as_json: indent 1, sorted keys (Go maps are sorted).
-			b, err := json.MarshalIndent(in.Interface(), "", " ")
-			if err != nil {
-				return exec.AsValue(fmt.Errorf("json: %w", err))
-			}
-			return exec.AsValue(string(b))
+			// frappe.as_json: json.dumps(obj, indent=1, sort_keys=True,
+			// separators=(",", ": ")), so a float stays 1500.0.
+			indent := 1
+			return pyFilterDumps("json", in, pyEncoder{indent: &indent, itemSep: ",", sortKeys: true}, false)
 		},
-		"len": func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(in.Len()) },
+		// Jinja's tojson: htmlsafe_json_dumps with sort_keys=True.
+		"tojson": frappeToJSON,
+		// Jinja's sum is Python's: an int while every term is one.
+		"sum": frappeSum,
+		// Python's round() and % operator.
+		"round":  frappeRound,
+		"format": frappeFormat,
+		"len":    func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(in.Len()) },
 		// set_filters maps "str" to cstr and "int" to cint.
 		"str":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cstr(in)) },
 		"int":  func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value { return exec.AsValue(cint(in)) },

@@ -39,14 +39,39 @@ type pyInt string
 
 // pyDumps writes v as json.dumps(v) would.
 func pyDumps(v any) ([]byte, error) {
+	return pyEncoder{itemSep: ", "}.dumps(v)
+}
+
+// pyEncoder holds the json.dumps arguments that change its bytes.
+type pyEncoder struct {
+	// indent is json.dumps' indent: nil writes everything on one line,
+	// else each item on its own line, indented by this many spaces per level.
+	indent *int
+	// itemSep is what separates items: ", " by default, "," with an indent.
+	itemSep string
+	// sortKeys sorts every object's keys (sort_keys=True); otherwise a
+	// pyObject keeps its order and a Go map, which has none, is sorted.
+	sortKeys bool
+}
+
+func (e pyEncoder) dumps(v any) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := pyWrite(&buf, v, 0); err != nil {
+	if err := e.write(&buf, v, 0); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-func pyWrite(buf *bytes.Buffer, v any, depth int) error {
+// newline starts an item at depth levels of indent, when there is one.
+func (e pyEncoder) newline(buf *bytes.Buffer, depth int) {
+	if e.indent == nil {
+		return
+	}
+	buf.WriteByte('\n')
+	buf.WriteString(strings.Repeat(" ", max(0, *e.indent)*depth))
+}
+
+func (e pyEncoder) write(buf *bytes.Buffer, v any, depth int) error {
 	if depth > maxDocDepth {
 		return unbuildable("body nests deeper than %d levels", maxDocDepth)
 	}
@@ -78,49 +103,61 @@ func pyWrite(buf *bytes.Buffer, v any, depth int) error {
 		if err != nil {
 			return err
 		}
-		return pyWrite(buf, n, depth)
+		return e.write(buf, n, depth)
 	case pyObject:
-		buf.WriteByte('{')
-		for i, p := range x {
-			if i > 0 {
-				buf.WriteString(", ")
-			}
-			pyString(buf, p.key)
-			buf.WriteString(": ")
-			if err := pyWrite(buf, p.value, depth+1); err != nil {
-				return err
-			}
+		if e.sortKeys {
+			x = slices.SortedStableFunc(slices.Values(x), func(a, b pyPair) int { return strings.Compare(a.key, b.key) })
 		}
-		buf.WriteByte('}')
+		return e.object(buf, len(x), func(i int) (string, any) { return x[i].key, x[i].value }, depth)
 	case map[string]any:
 		// A Go map has lost its order: sorted, as frappe.as_json sorts.
-		buf.WriteByte('{')
-		for i, k := range slices.Sorted(maps.Keys(x)) {
-			if i > 0 {
-				buf.WriteString(", ")
-			}
-			pyString(buf, k)
-			buf.WriteString(": ")
-			if err := pyWrite(buf, x[k], depth+1); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte('}')
+		keys := slices.Sorted(maps.Keys(x))
+		return e.object(buf, len(keys), func(i int) (string, any) { return keys[i], x[keys[i]] }, depth)
 	case []any:
+		if len(x) == 0 {
+			buf.WriteString("[]")
+			return nil
+		}
 		buf.WriteByte('[')
 		for i, item := range x {
 			if i > 0 {
-				buf.WriteString(", ")
+				buf.WriteString(e.itemSep)
 			}
-			if err := pyWrite(buf, item, depth+1); err != nil {
+			e.newline(buf, depth+1)
+			if err := e.write(buf, item, depth+1); err != nil {
 				return err
 			}
 		}
+		e.newline(buf, depth)
 		buf.WriteByte(']')
 	default:
 		// default=str: what json cannot encode is sent as its text.
 		pyString(buf, fmt.Sprint(x))
 	}
+	return nil
+}
+
+// object writes n pairs as a JSON object.
+func (e pyEncoder) object(buf *bytes.Buffer, n int, pair func(int) (string, any), depth int) error {
+	if n == 0 {
+		buf.WriteString("{}")
+		return nil
+	}
+	buf.WriteByte('{')
+	for i := range n {
+		if i > 0 {
+			buf.WriteString(e.itemSep)
+		}
+		e.newline(buf, depth+1)
+		k, v := pair(i)
+		pyString(buf, k)
+		buf.WriteString(": ")
+		if err := e.write(buf, v, depth+1); err != nil {
+			return err
+		}
+	}
+	e.newline(buf, depth)
+	buf.WriteByte('}')
 	return nil
 }
 
