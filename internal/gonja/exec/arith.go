@@ -67,11 +67,8 @@ func arithmetic(op tokens.Type, left, right *Value) (*Value, bool) {
 			if right.Float() == 0 {
 				return AsValue(errDivisionByZero), true
 			}
-			q := math.Floor(left.Float() / right.Float())
-			if q >= math.MaxInt64 || q < math.MinInt64 || math.IsNaN(q) {
-				return AsValue(errTooLarge), true
-			}
-			return AsValue(int(q)), true // gonja's: floor division gives an integer
+			// As in Python, a float operand makes a float, floored.
+			return floatResult(math.Floor(left.Float() / right.Float())), true
 		}
 		a, b := left.Integer(), right.Integer()
 		if b == 0 {

@@ -161,28 +161,12 @@ func (e *Evaluator) evalBinaryExpression(node *nodes.BinaryExpression) *Value {
 		// Float division
 		return AsValue(left.Float() / right.Float())
 	case tokens.FloorDivision:
-		// homing: as in Python, a float operand makes a float, floored.
-		if left.IsFloat() || right.IsFloat() {
-			return AsValue(math.Floor(left.Float() / right.Float()))
-		}
 		// Int division
 		return AsValue(int(left.Float() / right.Float()))
 	case tokens.Modulo:
-		// homing: as in Python, a float operand makes a float with the
-		// divisor's sign.
-		if left.IsFloat() || right.IsFloat() {
-			return AsValue(pythonFloatMod(left.Float(), right.Float()))
-		}
 		// Result will be int
 		return AsValue(left.Integer() % right.Integer())
 	case tokens.Power:
-		// homing: as in Python, an int to a non-negative int power is an
-		// int (when it fits).
-		if left.IsInteger() && right.IsInteger() && right.Integer() >= 0 {
-			if n, ok := intPower(left.Integer(), right.Integer()); ok {
-				return AsValue(n)
-			}
-		}
 		return AsValue(math.Pow(left.Float(), right.Float()))
 	case tokens.Tilde:
 		return AsValue(strings.Join([]string{left.String(), right.String()}, ""))
@@ -761,39 +745,4 @@ func (e *Evaluator) evalParams(node *nodes.Call, fn *Value) ([]reflect.Value, er
 	}
 
 	return parameters, nil
-}
-
-// homing: pythonFloatMod is Python's float %: the remainder has the
-// divisor's sign.
-func pythonFloatMod(a, b float64) float64 {
-	m := math.Mod(a, b)
-	if m != 0 && (m < 0) != (b < 0) {
-		m += b
-	}
-	return m
-}
-
-// homing: intPower is base**exp for exp >= 0, and whether it fits an int.
-func intPower(base, exp int) (int, bool) {
-	switch base {
-	case 0, 1:
-		if exp == 0 {
-			return 1, true
-		}
-		return base, true
-	case -1:
-		if exp%2 == 0 {
-			return 1, true
-		}
-		return -1, true
-	}
-	result := 1
-	for i := 0; i < exp; i++ { // |base| >= 2: it overflows within 64 steps
-		next := result * base
-		if next/base != result {
-			return 0, false
-		}
-		result = next
-	}
-	return result, true
 }
