@@ -22,7 +22,19 @@ import (
 const (
 	DefaultPollInterval = time.Second
 	DefaultBatchSize    = 500
-	DefaultRecoverAfter = 5 * time.Minute
+	DefaultRecoverAfter = 30 * time.Second
+)
+
+// Why Recover queued an event's task again (its WARN says which).
+const (
+	// TaskMissing: Redis has no task with the event's TaskID (it lost its
+	// data: restart without persistence, FLUSHDB, a failover that dropped
+	// writes).
+	TaskMissing = "missing"
+	// TaskArchived: the event's task was archived (asynq gave up on it, or
+	// someone archived it from the monitor); it is deleted and queued
+	// afresh, as its TaskID would refuse a new one while it stays.
+	TaskArchived = "archived"
 )
 
 // RelayConfig says how a Relay finds and paces its work.
@@ -30,12 +42,17 @@ type RelayConfig struct {
 	// PollInterval (outbox.poll_interval) is how often the relay looks for
 	// committed events without being told; DefaultPollInterval when zero.
 	PollInterval time.Duration
-	// RecoverAfter (outbox.recover_after) is how long an event may stay
-	// queued in Redis without being fanned out before the relay queues it
-	// again: its task was lost (Redis restarted without persistence, was
-	// flushed, or failed over and dropped writes). DefaultRecoverAfter when
-	// zero. Too short only costs a refused enqueue per waiting event.
+	// RecoverAfter (outbox.recover_after) is how long after queueing an
+	// event not yet fanned out the relay looks at its task in Redis (and
+	// again every RecoverAfter after that): a task that is missing (Redis
+	// lost its data) or archived is queued again; one still pending,
+	// scheduled, retrying or running is left alone, however long the
+	// backlog. DefaultRecoverAfter when zero. Too short only costs a Redis
+	// lookup per waiting event.
 	RecoverAfter time.Duration
+	// Inspector reads the state of an event's task for Recover; Recover
+	// fails without one (RunOnce and Drain do not need it).
+	Inspector *asynq.Inspector
 	// BatchSize is the most rows one RunOnce moves (one transaction).
 	BatchSize int
 	// ListenURL is the PostgreSQL URL the relay LISTENs on for the outbox
@@ -97,44 +114,102 @@ func NewRelay(db *gorm.DB, client *asynq.Client, cfg RelayConfig) *Relay {
 // failure is returned and the remaining rows wait for the next run.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	// Served by outbox_events_unqueued (id) WHERE queued_at IS NULL.
-	n, _, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB { return q.Where("queued_at IS NULL").Order("id") })
+	n, _, err := r.queue(ctx, nil, func(q *gorm.DB) *gorm.DB { return q.Where("queued_at IS NULL").Order("id") })
 	if n > 0 {
 		r.cfg.Logger.Debug("outbox relayed", "events", n)
 	}
 	return n, err
 }
 
-// Recover queues again, at most one batch, the events queued longer than
-// RecoverAfter ago and still not fanned out, and reports how many tasks it
-// put back into Redis. An event whose task is still in Redis (waiting
-// behind a backlog, retrying, or archived) is refused by its TaskID and
-// left to it; either way the row is looked at again after RecoverAfter.
-func (r *Relay) Recover(ctx context.Context) (int, error) {
+// Recover looks, in at most one batch, at the events queued longer than
+// RecoverAfter ago and still not fanned out, and queues again those whose
+// task Redis no longer holds or holds archived; it reports how many it
+// looked at and how many it queued again. The state is asked of Redis, not
+// guessed from the time: an event whose task still waits behind a backlog,
+// retries or runs is never queued twice, and a lost one moves within
+// RecoverAfter plus a quarter of it. Every row looked at is marked queued
+// now, so it is looked at again only after another RecoverAfter.
+//
+// What can happen twice? Two relays (homing serve's, the scheduler's) never
+// look at one row at once: the batch is locked (SKIP LOCKED) until its rows
+// are marked, and the fan-out's release of a row (Completer) waits for that
+// lock, so a task found missing under the lock was lost, not finished.
+func (r *Relay) Recover(ctx context.Context) (looked, requeued int, err error) {
+	if r.cfg.Inspector == nil {
+		return 0, 0, errors.New("outbox recovery needs an asynq inspector (RelayConfig.Inspector)")
+	}
 	cutoff := r.cfg.Clock.Now().Add(-r.cfg.RecoverAfter)
 	// Served by outbox_events_queued (queued_at) WHERE queued_at IS NOT NULL.
-	_, lost, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB {
+	looked, lost, err := r.queue(ctx, r.lost, func(q *gorm.DB) *gorm.DB {
 		return q.Where("queued_at IS NOT NULL AND queued_at < ?", cutoff).Order("queued_at")
 	})
-	if len(lost) > 0 {
-		// One line per batch, naming the first events: a Redis that lost
-		// its data may have lost thousands.
-		ids := make([]string, 0, min(len(lost), 10))
-		for _, row := range lost[:min(len(lost), 10)] {
-			ids = append(ids, row.EventID)
+	for _, why := range []string{TaskMissing, TaskArchived} {
+		// One line per reason and batch, naming the first events: a Redis
+		// that lost its data may have lost thousands.
+		var ids []string
+		n := 0
+		var first time.Time
+		for _, l := range lost {
+			if l.why != why {
+				continue
+			}
+			if n == 0 {
+				first = l.row.CreatedAt
+			}
+			n++
+			if len(ids) < 10 {
+				ids = append(ids, l.row.EventID)
+			}
 		}
-		r.cfg.Logger.Warn("outbox events were queued but never fanned out (their tasks were lost from Redis: check that Redis persists, see homing stats); queued them again",
-			"events", len(lost), "event_ids", ids, "first_accepted_at", lost[0].CreatedAt.UTC().Format(time.RFC3339), "recover_after", r.cfg.RecoverAfter.String())
+		if n == 0 {
+			continue
+		}
+		msg := "outbox events were queued but their tasks are gone from Redis (check that Redis persists, see homing stats); queued them again"
+		if why == TaskArchived {
+			msg = "outbox events' tasks were archived before their fan-out (by asynq after repeated failures, or from the monitor); deleted and queued them again"
+		}
+		r.cfg.Logger.Warn(msg, "reason", why, "events", n, "event_ids", ids,
+			"first_accepted_at", first.UTC().Format(time.RFC3339), "recover_after", r.cfg.RecoverAfter.String())
 	}
-	return len(lost), err
+	return looked, len(lost), err
+}
+
+// lost says why the task of row's event must be queued again (TaskMissing,
+// TaskArchived), or "" when Redis holds it in a state that will still run
+// it. An archived task is deleted first, so that its TaskID lets the new
+// one in.
+func (r *Relay) lost(row models.OutboxEvent) (string, error) {
+	info, err := r.cfg.Inspector.GetTaskInfo(event.Queue, event.TaskID(row.EventID))
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+		return TaskMissing, nil
+	case err != nil:
+		return "", fmt.Errorf("look up the task of outbox event %s: %w", row.EventID, err)
+	case info.State == asynq.TaskStateArchived:
+		err := r.cfg.Inspector.DeleteTask(event.Queue, info.ID)
+		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+			return "", fmt.Errorf("delete the archived task of outbox event %s: %w", row.EventID, err)
+		}
+		return TaskArchived, nil
+	default:
+		return "", nil
+	}
+}
+
+// requeued is a row Recover queued again, and why.
+type requeued struct {
+	row models.OutboxEvent
+	why string
 }
 
 // queue enqueues one batch of the rows where selects, locked, and marks those
-// it enqueued (or found already in Redis) queued now, in one statement. It
+// it enqueued (or found already in Redis) queued now, in one statement. With
+// check, a row is enqueued only when check gives a reason (Recover). It
 // reports how many rows it marked and which of them were newly put into
 // Redis (not refused as already there).
-func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, []models.OutboxEvent, error) {
+func (r *Relay) queue(ctx context.Context, check func(models.OutboxEvent) (string, error), where func(*gorm.DB) *gorm.DB) (int, []requeued, error) {
 	marked := 0
-	var added []models.OutboxEvent
+	var added []requeued
 	var enqueueErr error
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		added = added[:0]
@@ -149,10 +224,22 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 		}
 		done := make([]int64, 0, len(rows))
 		for _, row := range rows {
+			why := ""
+			if check != nil {
+				var err error
+				if why, err = check(row); err != nil {
+					enqueueErr = err
+					break
+				}
+				if why == "" {
+					done = append(done, row.ID) // still in Redis: looked at
+					continue
+				}
+			}
 			_, err := r.client.EnqueueContext(ctx, event.OutboxTask(row.EventID, []byte(row.Payload)))
 			switch {
 			case err == nil:
-				added = append(added, row)
+				added = append(added, requeued{row, why})
 			case errors.Is(err, asynq.ErrTaskIDConflict):
 				// The event's task is already in Redis: an earlier run
 				// enqueued it and died before marking the row, or it waits.
@@ -255,8 +342,8 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {
 	ticker := time.NewTicker(r.cfg.PollInterval)
 	defer ticker.Stop()
 	// Lost tasks are looked for four times per RecoverAfter, so an event
-	// lost with Redis's data is queued again at most 1.25 × RecoverAfter
-	// after it was queued.
+	// whose task Redis lost is queued again at most 1.25 × RecoverAfter
+	// after it was queued (or last looked at).
 	recoverTicker := time.NewTicker(max(r.cfg.RecoverAfter/4, r.cfg.PollInterval))
 	defer recoverTicker.Stop()
 	recoverNow := true
@@ -286,16 +373,10 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {
 func (r *Relay) RecoverAll(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		before := total
-		n, err := r.Recover(ctx)
+		looked, n, err := r.Recover(ctx)
 		total += n
-		if err != nil || ctx.Err() != nil {
+		if err != nil || ctx.Err() != nil || looked < r.cfg.BatchSize {
 			return total, err
-		}
-		// Recover reports re-added tasks only; a full batch of rows still
-		// in Redis also ends the round, as the next tick comes soon.
-		if total-before < r.cfg.BatchSize {
-			return total, nil
 		}
 	}
 }
