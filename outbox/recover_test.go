@@ -114,3 +114,54 @@ func TestDefaultRecoveryWithinAMinute(t *testing.T) {
 		t.Fatalf("a lost event waits up to %s at the defaults, want at most 1m", worst)
 	}
 }
+
+// TestRecoverHoldsNoLockAcrossRedis (issue 25): a fan-out's release of its
+// outbox row (Completer) must not wait while a relay looks up a batch's
+// tasks in Redis; it used to wait for the whole batch's round trips, which
+// held each event task (and its inline first attempt) behind them. An
+// event released while its task is being looked up is not queued again.
+func TestRecoverHoldsNoLockAcrossRedis(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t)
+	ctx := context.Background()
+	publishTx(t, s.app.DB, "lost-1", "released-1", "lost-2")
+	stub := clock.NewStub(time.Now())
+	first := asynq.NewClient(s.app.Redis)
+	t.Cleanup(func() { _ = first.Close() })
+	if n, err := outbox.NewRelay(s.app.DB, first, outbox.RelayConfig{Clock: stub}).Drain(ctx); err != nil || n != 3 {
+		t.Fatalf("Drain = %d, %v; want 3", n, err)
+	}
+	if err := s.rdb.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A relay started after the flush (a fresh client registers the queue
+	// again; asynq's client remembers it did so once).
+	queue := asynq.NewClient(s.app.Redis)
+	t.Cleanup(func() { _ = queue.Close() })
+	relay := outbox.NewRelay(s.app.DB, queue, outbox.RelayConfig{Clock: stub, RecoverAfter: time.Minute, Inspector: s.insp})
+	completer := outbox.NewCompleter(s.app.DB)
+	var releaseErr error
+	outbox.SetOnLookup(relay, func(eventID string) {
+		if eventID != "released-1" {
+			return
+		}
+		// As a worker whose fan-out of the event just committed.
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		releaseErr = completer.FannedOut(rctx, eventID)
+	})
+	stub.Advance(2 * time.Minute)
+	n, err := relay.RecoverAll(ctx)
+	if releaseErr != nil {
+		t.Fatalf("the fan-out's release waited on the relay's Redis look-ups: %v", releaseErr)
+	}
+	if err != nil || n != 2 {
+		t.Fatalf("RecoverAll = %d, %v; want the 2 events still lost", n, err)
+	}
+	for id, want := range map[string]bool{"lost-1": true, "lost-2": true, "released-1": false} {
+		_, err := s.insp.GetTaskInfo(tasks.DefaultQueue, event.TaskID(id))
+		if got := err == nil; got != want {
+			t.Errorf("event %s queued again: %v, want %v (%v)", id, got, want, err)
+		}
+	}
+}

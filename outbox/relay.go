@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -82,6 +83,9 @@ type Relay struct {
 	// as a crash would: the transaction rolls back and the rows stay
 	// unqueued.
 	afterEnqueue func() error
+	// onLookup, when set (by tests), runs after Recover looked up the task
+	// of an event.
+	onLookup func(eventID string)
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -114,7 +118,7 @@ func NewRelay(db *gorm.DB, client *asynq.Client, cfg RelayConfig) *Relay {
 // failure is returned and the remaining rows wait for the next run.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	// Served by outbox_events_unqueued (id) WHERE queued_at IS NULL.
-	n, _, err := r.queue(ctx, nil, func(q *gorm.DB) *gorm.DB { return q.Where("queued_at IS NULL").Order("id") })
+	n, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB { return q.Where("queued_at IS NULL").Order("id") })
 	if n > 0 {
 		r.cfg.Logger.Debug("outbox relayed", "events", n)
 	}
@@ -130,19 +134,21 @@ func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 // RecoverAfter plus a quarter of it. Every row looked at is marked queued
 // now, so it is looked at again only after another RecoverAfter.
 //
-// What can happen twice? Two relays (homing serve's, the scheduler's) never
-// look at one row at once: the batch is locked (SKIP LOCKED) until its rows
-// are marked, and the fan-out's release of a row (Completer) waits for that
-// lock, so a task found missing under the lock was lost, not finished.
+// What can happen twice? No row lock is held across Redis round trips:
+// the tasks are looked up first, in parallel, then the rows still waiting
+// as they were read are locked (SKIP LOCKED) and marked in one short
+// transaction, and only then are the lost ones queued. A row fanned out
+// meanwhile is gone (the Completer deletes it before its task ends), and
+// one another relay (homing serve's, the scheduler's) marked meanwhile has
+// a newer queued_at: neither is queued again. A fan-out's release of its
+// row (Completer) therefore never waits for a batch's Redis lookups.
 func (r *Relay) Recover(ctx context.Context) (looked, requeued int, err error) {
 	if r.cfg.Inspector == nil {
 		return 0, 0, errors.New("outbox recovery needs an asynq inspector (RelayConfig.Inspector)")
 	}
 	cutoff := r.cfg.Clock.Now().Add(-r.cfg.RecoverAfter)
 	// Served by outbox_events_queued (queued_at) WHERE queued_at IS NOT NULL.
-	looked, lost, err := r.queue(ctx, r.lost, func(q *gorm.DB) *gorm.DB {
-		return q.Where("queued_at IS NOT NULL AND queued_at < ?", cutoff).Order("queued_at")
-	})
+	looked, lost, err := r.recover(ctx, cutoff)
 	for _, why := range []string{TaskMissing, TaskArchived} {
 		// One line per reason and batch, naming the first events: a Redis
 		// that lost its data may have lost thousands.
@@ -202,17 +208,141 @@ type requeued struct {
 	why string
 }
 
-// queue enqueues one batch of the rows where selects, locked, and marks those
-// it enqueued (or found already in Redis) queued now, in one statement. With
-// check, a row is enqueued only when check gives a reason (Recover). It
-// reports how many rows it marked and which of them were newly put into
-// Redis (not refused as already there).
-func (r *Relay) queue(ctx context.Context, check func(models.OutboxEvent) (string, error), where func(*gorm.DB) *gorm.DB) (int, []requeued, error) {
-	marked := 0
+// lookups is how many task look-ups (and re-enqueues) Recover has in
+// flight at once: a batch costs a few round trips, not one per row.
+const lookups = 32
+
+// recover is one batch of Recover, in three steps so that no row lock is
+// held across Redis: read the rows queued before cutoff (no lock) → look up
+// their tasks (parallel, no transaction) → lock those still as read (SKIP
+// LOCKED, queued_at unchanged) and mark them looked at now, in one short
+// transaction → queue again the lost ones among them. It reports how many
+// rows it marked looked at and which it queued again. A row marked whose enqueue then
+// fails is looked at again after RecoverAfter.
+func (r *Relay) recover(ctx context.Context, cutoff time.Time) (int, []requeued, error) {
+	var rows []models.OutboxEvent
+	// Served by outbox_events_queued (queued_at) WHERE queued_at IS NOT NULL.
+	err := r.db.WithContext(ctx).Select("id", "event_id", "payload", "created_at", "queued_at").
+		Where("queued_at IS NOT NULL AND queued_at < ?", cutoff).Order("queued_at").
+		Limit(r.cfg.BatchSize).Find(&rows).Error
+	if err != nil {
+		return 0, nil, fmt.Errorf("read outbox: %w", err)
+	}
+	if len(rows) == 0 {
+		return 0, nil, nil
+	}
+	whys := make([]string, len(rows))
+	if err := parallel(len(rows), func(i int) error {
+		why, err := r.lost(rows[i])
+		whys[i] = why
+		if r.onLookup != nil {
+			r.onLookup(rows[i].EventID)
+		}
+		return err
+	}); err != nil {
+		return len(rows), nil, err
+	}
+	ours, err := r.markLooked(ctx, rows)
+	if err != nil {
+		return len(rows), nil, err
+	}
+	var lost []requeued
+	for i, row := range rows {
+		if whys[i] != "" && ours[row.ID] {
+			lost = append(lost, requeued{row, whys[i]})
+		}
+	}
+	var mu sync.Mutex
 	var added []requeued
+	err = parallel(len(lost), func(i int) error {
+		_, err := r.client.EnqueueContext(ctx, event.OutboxTask(lost[i].row.EventID, []byte(lost[i].row.Payload)))
+		switch {
+		case err == nil:
+			mu.Lock()
+			added = append(added, lost[i])
+			mu.Unlock()
+		case errors.Is(err, asynq.ErrTaskIDConflict):
+			// Queued since it was looked up (a republish): in Redis.
+		default:
+			return fmt.Errorf("queue outbox event %s in Redis: %w", lost[i].row.EventID, err)
+		}
+		return nil
+	})
+	slices.SortFunc(added, func(a, b requeued) int { return a.row.QueuedAt.Compare(*b.row.QueuedAt) })
+	return len(ours), added, err
+}
+
+// markLooked marks, in one short transaction, those of rows still waiting
+// as they were read (not fanned out, not marked by another relay since)
+// looked at now, and reports which.
+func (r *Relay) markLooked(ctx context.Context, rows []models.OutboxEvent) (map[int64]bool, error) {
+	ours := make(map[int64]bool, len(rows))
+	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		clear(ours)
+		var mine []models.OutboxEvent
+		// Served by the primary key.
+		q := tx.Select("id", "queued_at").Where("id IN ?", ids(rows))
+		if tx.Dialector.Name() == "postgres" { // SQLite has no row locks: it serialises writers
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		if err := q.Find(&mine).Error; err != nil {
+			return fmt.Errorf("lock outbox rows: %w", err)
+		}
+		read := make(map[int64]time.Time, len(rows))
+		for _, row := range rows {
+			read[row.ID] = *row.QueuedAt
+		}
+		done := make([]int64, 0, len(mine))
+		for _, m := range mine {
+			if m.QueuedAt != nil && m.QueuedAt.Equal(read[m.ID]) {
+				ours[m.ID] = true
+				done = append(done, m.ID)
+			}
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		now := r.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
+		if err := tx.Model(&models.OutboxEvent{}).Where("id IN ?", done).Update("queued_at", now).Error; err != nil {
+			return fmt.Errorf("mark outbox rows looked at: %w", err)
+		}
+		return nil
+	})
+	return ours, err
+}
+
+func ids(rows []models.OutboxEvent) []int64 {
+	out := make([]int64, len(rows))
+	for i, row := range rows {
+		out[i] = row.ID
+	}
+	return out
+}
+
+// parallel runs fn(0) … fn(n-1), at most lookups at once, and returns the
+// first error.
+func parallel(n int, fn func(i int) error) error {
+	sem := make(chan struct{}, lookups)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// queue enqueues one batch of the rows where selects, locked, and marks those
+// it enqueued (or found already in Redis) queued now, in one statement. It
+// reports how many rows it marked.
+func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, error) {
+	marked := 0
 	var enqueueErr error
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		added = added[:0]
 		var rows []models.OutboxEvent
 		q := where(tx.Select("id", "event_id", "payload", "created_at")).Limit(r.cfg.BatchSize)
 		if tx.Dialector.Name() == "postgres" { // SQLite has no row locks: it serialises writers
@@ -224,22 +354,9 @@ func (r *Relay) queue(ctx context.Context, check func(models.OutboxEvent) (strin
 		}
 		done := make([]int64, 0, len(rows))
 		for _, row := range rows {
-			why := ""
-			if check != nil {
-				var err error
-				if why, err = check(row); err != nil {
-					enqueueErr = err
-					break
-				}
-				if why == "" {
-					done = append(done, row.ID) // still in Redis: looked at
-					continue
-				}
-			}
 			_, err := r.client.EnqueueContext(ctx, event.OutboxTask(row.EventID, []byte(row.Payload)))
 			switch {
 			case err == nil:
-				added = append(added, requeued{row, why})
 			case errors.Is(err, asynq.ErrTaskIDConflict):
 				// The event's task is already in Redis: an earlier run
 				// enqueued it and died before marking the row, or it waits.
@@ -268,9 +385,9 @@ func (r *Relay) queue(ctx context.Context, check func(models.OutboxEvent) (strin
 		return nil
 	})
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	return marked, added, enqueueErr
+	return marked, enqueueErr
 }
 
 // Drain runs batches until the outbox is empty (or a batch fails) and
