@@ -118,22 +118,23 @@ func SenderConfig(cfg config.Delivery, now func() time.Time) delivery.SenderConf
 	return sc
 }
 
-// Relay builds this process's outbox relay, enqueuing with client: woken by
-// PostgreSQL's NOTIFY on commit, and polling every outbox.poll_interval
-// (only polling on SQLite).
-func (a *App) Relay(client *asynq.Client) *outbox.Relay {
-	return outbox.NewRelay(a.DB, client, a.relayConfig())
+// Relay builds this process's outbox relay, enqueuing with client and
+// reading the state of lost events' tasks with insp: woken by PostgreSQL's
+// NOTIFY on commit, and polling every outbox.poll_interval (only polling on
+// SQLite).
+func (a *App) Relay(client *asynq.Client, insp *asynq.Inspector) *outbox.Relay {
+	return outbox.NewRelay(a.DB, client, a.relayConfig(insp))
 }
 
 // DrainingRelay is Relay for homing serve: its Stop queues what is left in
 // the outbox.
-func (a *App) DrainingRelay(client *asynq.Client) *outbox.Relay {
-	cfg := a.relayConfig()
+func (a *App) DrainingRelay(client *asynq.Client, insp *asynq.Inspector) *outbox.Relay {
+	cfg := a.relayConfig(insp)
 	cfg.DrainOnStop = true
 	return outbox.NewRelay(a.DB, client, cfg)
 }
 
-func (a *App) relayConfig() outbox.RelayConfig {
+func (a *App) relayConfig(insp *asynq.Inspector) outbox.RelayConfig {
 	listen := ""
 	if store.DialectOf(a.DB) == store.Postgres {
 		listen = a.Config.Database.URL
@@ -141,6 +142,7 @@ func (a *App) relayConfig() outbox.RelayConfig {
 	return outbox.RelayConfig{
 		PollInterval: a.Config.Outbox.PollInterval,
 		RecoverAfter: a.Config.Outbox.RecoverAfter,
+		Inspector:    insp,
 		ListenURL:    listen,
 		Logger:       a.Log,
 		Clock:        a.Clock,

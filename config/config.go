@@ -60,8 +60,9 @@ type Outbox struct {
 	// case a notification was missed; on SQLite polling is all it does.
 	PollInterval time.Duration
 	// RecoverAfter (outbox.recover_after): an event queued in Redis this
-	// long ago and still not fanned out is queued again; its task was lost
-	// with Redis's data.
+	// long ago and still not fanned out has its task's state looked up in
+	// Redis; a task that is missing (lost with Redis's data) or archived is
+	// queued again, one that still waits or runs is left alone.
 	RecoverAfter time.Duration
 }
 
@@ -255,7 +256,7 @@ func fields() []field {
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
 		{"api.asynqmon_url", "", into(parseString, func(c *Config) *string { return &c.API.AsynqmonURL })},
 		// Durable intake and operator defaults (issue 16).
-		{"outbox.recover_after", "5m", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.RecoverAfter })},
+		{"outbox.recover_after", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.RecoverAfter })},
 		{"monitor.auth", "", into(parseString, func(c *Config) *string { return &c.Monitor.Auth })},
 	}
 }

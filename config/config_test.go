@@ -51,7 +51,7 @@ func TestDefault(t *testing.T) {
 		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
-		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 5 * time.Minute},
+		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
 		API:       API{Addr: ":8088", MaxBodyBytes: 2097152},
 	}
 	if !reflect.DeepEqual(d, want) {
@@ -121,7 +121,7 @@ api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
-					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 5 * time.Minute},
+					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 30 * time.Second},
 					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192},
 				}
 			},
@@ -283,7 +283,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"api.addr":                   {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
 		"api.max_body_bytes":         {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
 		"api.asynqmon_url":           {"http://127.0.0.1:8080", func(c *Config) { c.API.AsynqmonURL = "http://127.0.0.1:8080" }},
-		"outbox.recover_after":       {"30s", func(c *Config) { c.Outbox.RecoverAfter = 30 * time.Second }},
+		"outbox.recover_after":       {"45s", func(c *Config) { c.Outbox.RecoverAfter = 45 * time.Second }},
 		"monitor.auth":               {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
 	}
 	keys := Config{}.Keys()

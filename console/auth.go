@@ -7,9 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 
+	"github.com/homingdev/homing/internal/sameorigin"
 	"github.com/homingdev/homing/token"
 )
 
@@ -93,19 +93,12 @@ func (c *Console) action(h func(w http.ResponseWriter, r *http.Request, s sessio
 }
 
 // sameOrigin refuses with 403 a POST that a browser says comes from another
-// site (Sec-Fetch-Site) or whose Origin is not this host.
+// site (sameorigin.Check, the rule the monitor follows too).
 func (c *Console) sameOrigin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-			c.message(w, r, http.StatusForbidden, "Refused", "A form on another site ("+site+") tried to act on this console, so it was refused.")
+		if err := sameorigin.Check(r, "this console"); err != nil {
+			c.message(w, r, http.StatusForbidden, "Refused", err.Error())
 			return
-		}
-		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			if err != nil || !strings.EqualFold(u.Host, r.Host) {
-				c.message(w, r, http.StatusForbidden, "Refused", "A form from "+o+" tried to act on this console, so it was refused.")
-				return
-			}
 		}
 		h(w, r)
 	}

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,7 +108,14 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 
 // send makes the request of a claimed attempt and records its outcome. A
 // request interrupted by the caller's shutdown releases the claim instead,
-// and so does one that cannot be built (notSent).
+// and so does one that cannot be built (notSent), and one whose lease has
+// too little left to cover it (checkLease).
+//
+// What can happen twice? Two claims of one delivery can both be live only
+// when the first outlived its lease (the sweeper then finds the row due
+// and a retry claims it). No request leaves here on a claim whose lease
+// could end before the request and its record are done, so of two such
+// claims at most one sends.
 func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, error) {
 	hook := &c.hook
 	if mode != Sync && hook.RateLimit > 0 && d.limiter != nil {
@@ -119,6 +127,11 @@ func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, e
 	if err != nil {
 		return Outcome{}, d.notSent(ctx, c, why, err)
 	}
+	if mode != Sync {
+		if err := d.checkLease(ctx, c, cmp.Or(req.Timeout, delivery.DefaultTimeout)); err != nil {
+			return Outcome{}, err
+		}
+	}
 	res := d.sender.Send(ctx, req)
 	if errors.Is(res.Err, context.Canceled) && mode != Sync {
 		now := d.now()
@@ -128,6 +141,28 @@ func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, e
 		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", c.row.ID, res.Err)
 	}
 	return d.recordSent(ctx, c.row, mode, hook, c.at, req, res)
+}
+
+// checkLease lets a claimed attempt send only while its lease covers the
+// request's timeout and RecordMargin (leaseAllows). Otherwise it gives the
+// claim back, due now and fenced on the attempt count the claim set (a
+// retry that claimed the row since is left as it is), logs why, and
+// returns ErrLeaseEnded: the sweeper takes the row at its next tick.
+func (d *Dispatcher) checkLease(ctx context.Context, c claimed, timeout time.Duration) error {
+	now := d.now()
+	if leaseAllows(c.row.NextRetry, now, timeout) {
+		return nil
+	}
+	err := fmt.Errorf("delivery %s: claimed at %s, lease ends %s, request timeout %s: %w",
+		c.row.ID, c.at.Format(time.RFC3339Nano), c.row.NextRetry.Format(time.RFC3339Nano), timeout, ErrLeaseEnded)
+	if rerr := d.release(ctx, c.row, &now); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	d.log.Warn("attempt not sent: too little of its claim's lease is left (the sweeper sends it, or has)",
+		"delivery", c.row.ID, "webhook", c.row.WebhookName, "event_id", c.row.EventID, "attempt", c.row.Attempts,
+		"claimed_at", c.at.Format(time.RFC3339Nano), "lease_ends", c.row.NextRetry.Format(time.RFC3339Nano),
+		"timeout", timeout.String(), "record_margin", RecordMargin.String())
+	return err
 }
 
 // request builds the HTTP request of this attempt: the frozen payload and

@@ -98,3 +98,21 @@ func refusal(c storage.Claim, mode Mode, now time.Time) refusalKind {
 	}
 	return refusedTaken
 }
+
+// RecordMargin is how much of a claim's lease must be left, beyond the
+// request's own timeout, when the request goes out: the time to record its
+// outcome before the lease ends. It is less than storage.LeaseMargin, so a
+// fresh claim may always send; what eats into the difference is time
+// between the claim and the request (an inline attempt waits for the
+// outbox release and the event's other enqueues).
+const RecordMargin = 30 * time.Second
+
+// leaseAllows reports whether an attempt claimed until lease may still
+// send its request at now. Once the lease ends, the sweeper finds the row
+// due and a retry claims it and sends: a request whose timeout and
+// recording could run past the lease would make that delivery twice. A
+// claim without a lease (Sync: no sweep ever takes the row) is always
+// allowed.
+func leaseAllows(lease *time.Time, now time.Time, timeout time.Duration) bool {
+	return lease == nil || lease.Sub(now) >= timeout+RecordMargin
+}

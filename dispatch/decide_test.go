@@ -101,3 +101,39 @@ func TestRefusalRules(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseAllowsSending: an attempt sends only while its lease covers the
+// request's timeout and the time to record it; a fresh claim always may
+// (the rule is held against storage.Lease, which sets the lease).
+func TestLeaseAllowsSending(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	hook := models.Webhook{TimeoutMS: 5000}
+	fresh := storage.Lease(now, hook)
+	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
+	tests := []struct {
+		name    string
+		lease   *time.Time
+		now     time.Time
+		timeout time.Duration
+		want    bool
+	}{
+		{"fresh claim", &fresh, now, hook.Timeout(), true},
+		{"fresh claim, longest timeout", ptrTime(storage.Lease(now, models.Webhook{TimeoutMS: 30000})), now, 30 * time.Second, true},
+		{"exactly timeout and margin left", at(5*time.Second + RecordMargin), now, 5 * time.Second, true},
+		{"a moment less", at(5*time.Second + RecordMargin - time.Microsecond), now, 5 * time.Second, false},
+		{"inline attempt waited past the margin", &fresh, now.Add(storage.LeaseMargin - RecordMargin + time.Second), hook.Timeout(), false},
+		{"lease ended", &fresh, fresh.Add(time.Second), hook.Timeout(), false},
+		{"no lease (sync)", nil, now, hook.Timeout(), true},
+	}
+	for _, tt := range tests {
+		if got := leaseAllows(tt.lease, tt.now, tt.timeout); got != tt.want {
+			t.Errorf("%s: leaseAllows = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if RecordMargin >= storage.LeaseMargin {
+		t.Fatalf("RecordMargin %s must be less than storage.LeaseMargin %s, or no claim could send", RecordMargin, storage.LeaseMargin)
+	}
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }

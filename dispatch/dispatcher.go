@@ -26,6 +26,13 @@ import (
 // caller drops its task; nothing was sent.
 var ErrNotClaimed = errors.New("delivery not claimable")
 
+// ErrLeaseEnded means a claimed attempt was not sent because its lease had
+// too little left to cover the request and its record (an inline first
+// attempt that waited too long after fan-out, a stalled worker): the claim
+// was given back, and the sweeper sends the delivery (or a retry that
+// claimed it since already has). The caller drops its task.
+var ErrLeaseEnded = errors.New("claim's lease ended before its request")
+
 // Config holds what the dispatcher needs from Homing's configuration.
 type Config struct {
 	Schedule retry.Schedule

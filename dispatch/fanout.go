@@ -59,6 +59,10 @@ type Inline struct {
 // re-run hands that row out again as Pending.
 //
 // What can happen twice? Nothing more than with a task per delivery. The
+// inline request goes out only after Committed and the other enqueues,
+// which may take long (the outbox release waits on a relay's row locks):
+// send checks the lease first, and a claim whose lease can no longer cover
+// the request is given back and queued instead (ErrLeaseEnded). The
 // inline row is written Failed, with next_retry set to the claim's lease,
 // in the same INSERT that claims it, before any request: a crash from then
 // on leaves it for the sweeper once the lease ends, exactly like a crash
@@ -91,6 +95,13 @@ func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error
 		return nil
 	}
 	_, err = d.send(ctx, *inline, First)
+	if errors.Is(err, ErrLeaseEnded) {
+		// Given back unsent, due now: queued as a first attempt of its
+		// own, whose claim is fenced like any other (the sweeper's retry
+		// may have it already).
+		row := inline.row
+		return in.Enqueue(ctx, Pending{ID: row.ID, WebhookName: row.WebhookName, Queue: in.Queue})
+	}
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/internal/sameorigin"
 )
 
 // RequireAuth serves h only to requests carrying monitor.auth's
@@ -28,6 +29,23 @@ func RequireAuth(h http.Handler, auth config.MonitorAuth) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Basic realm="homing monitor", charset="UTF-8"`)
 		}
 		http.Error(w, "authentication required (monitor.auth)", http.StatusUnauthorized)
+	})
+}
+
+// SameOrigin refuses with 403 a write (any method but GET, HEAD, OPTIONS)
+// that a browser says comes from another site, by the console's rule
+// (sameorigin.Check): with --read-write and basic auth, the browser sends
+// the credentials by itself, so a form on any page could otherwise archive
+// or delete tasks.
+func SameOrigin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !sameorigin.Safe(r.Method) {
+			if err := sameorigin.Check(r, "the monitor"); err != nil {
+				http.Error(w, err.Error()+" Use the monitor's own pages to change tasks.", http.StatusForbidden)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 

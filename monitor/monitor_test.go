@@ -222,3 +222,64 @@ func TestReadWriteMonitorDeletes(t *testing.T) {
 		t.Errorf("task after DELETE: %v, want not found", err)
 	}
 }
+
+// TestReadWriteMonitorRefusesCrossSiteWrites: with --read-write and basic
+// auth the browser sends the credentials by itself, so a form on another
+// site could archive every pending task. A write the browser marks as
+// cross-site (Sec-Fetch-Site, or an Origin that is not the monitor's) is
+// refused with 403 by the console's rule; the monitor's own pages still
+// act, and reads are never refused.
+func TestReadWriteMonitorRefusesCrossSiteWrites(t *testing.T) {
+	t.Parallel()
+	opt, info := queued(t)
+	auth, err := config.ParseMonitorAuth("basic:ops:secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := monitor.NewServer("127.0.0.1:0", opt, false, auth, nil)
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	base := "http://" + srv.Addr()
+	send := func(method, path string, headers map[string]string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("ops", "secret")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	archiveAll := "/api/queues/default/pending_tasks:archive_all"
+	for _, h := range []map[string]string{
+		{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
+		{"Sec-Fetch-Site": "same-site"},
+		{"Origin": "https://evil.example"},
+		{"Origin": "null"},
+	} {
+		if code, body := send(http.MethodPost, archiveAll, h); code != http.StatusForbidden || !strings.Contains(body, "refused") {
+			t.Errorf("cross-site POST %s with %v: %d %q, want 403 saying it was refused", archiveAll, h, code, body)
+		}
+	}
+	insp := asynq.NewInspector(opt)
+	defer func() { _ = insp.Close() }()
+	if got, err := insp.GetTaskInfo("default", info.ID); err != nil || got.State != asynq.TaskStatePending {
+		t.Fatalf("after the refused cross-site writes the task is %v (%v), want still pending", got, err)
+	}
+	if code, body := send(http.MethodGet, "/api/queues/default/pending_tasks", map[string]string{"Sec-Fetch-Site": "cross-site"}); code != http.StatusOK {
+		t.Errorf("a cross-site read: %d %q, want 200", code, body)
+	}
+	if code, body := send(http.MethodPost, archiveAll, map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": base}); code != http.StatusOK || !strings.Contains(body, `"archived":1`) {
+		t.Fatalf("the monitor's own archive_all: %d %q, want 200 archiving the one task", code, body)
+	}
+}

@@ -24,7 +24,7 @@ type Server struct {
 // zero value requires none).
 func NewServer(addr string, redis asynq.RedisConnOpt, readOnly bool, auth config.MonitorAuth, log *slog.Logger) *Server {
 	ui := Handler(redis, readOnly)
-	return &Server{Server: httpserve.New("monitor", addr, RequireAuth(ui, auth), log), ui: ui}
+	return &Server{Server: httpserve.New("monitor", addr, RequireAuth(SameOrigin(ui), auth), log), ui: ui}
 }
 
 // Stop closes the listener, waits up to ctx for requests in flight, and

@@ -32,7 +32,7 @@ func TestEventsSurviveTheLossOfRedisData(t *testing.T) {
 	}
 	publishTx(t, s.app.DB, ids...)
 	stub := clock.NewStub(time.Now())
-	relay := outbox.NewRelay(s.app.DB, queue, outbox.RelayConfig{Clock: stub, RecoverAfter: time.Minute})
+	relay := outbox.NewRelay(s.app.DB, queue, outbox.RelayConfig{Clock: stub, RecoverAfter: time.Minute, Inspector: s.insp})
 	if n, err := relay.Drain(ctx); err != nil || n != events {
 		t.Fatalf("Drain = %d, %v; want %d", n, err, events)
 	}
@@ -82,24 +82,38 @@ func TestEventsSurviveTheLossOfRedisData(t *testing.T) {
 }
 
 // TestRecoverLeavesTasksStillInRedis: an event whose task still waits in
-// Redis after recover_after (a backlog) is refused by its TaskID: nothing
-// is queued twice, and the row is looked at again later.
+// Redis after recover_after (a backlog) is left to it, however often the
+// relay looks: nothing is queued twice, and the row is looked at again
+// only after another recover_after.
 func TestRecoverLeavesTasksStillInRedis(t *testing.T) {
 	t.Parallel()
 	db := testenv.Postgres(t)
 	q := newQueue(t)
 	publishTx(t, db, "ev-a", "ev-b")
 	stub := clock.NewStub(time.Now())
-	relay := outbox.NewRelay(db, q.client, outbox.RelayConfig{Clock: stub, RecoverAfter: time.Minute})
+	relay := outbox.NewRelay(db, q.client, outbox.RelayConfig{Clock: stub, RecoverAfter: time.Minute, Inspector: q.insp})
 	if n, err := relay.Drain(context.Background()); err != nil || n != 2 {
 		t.Fatalf("Drain = %d, %v", n, err)
 	}
-	stub.Advance(2 * time.Minute)
-	if n, err := relay.RecoverAll(context.Background()); err != nil || n != 0 {
-		t.Fatalf("Recover with both tasks still queued = %d, %v; want 0", n, err)
+	before := q.pending(t)
+	for range 3 {
+		stub.Advance(2 * time.Minute)
+		if n, err := relay.RecoverAll(context.Background()); err != nil || n != 0 {
+			t.Fatalf("Recover with both tasks still queued = %d, %v; want 0", n, err)
+		}
+		// Looked at now: not again before another recover_after.
+		if looked, n, err := relay.Recover(context.Background()); err != nil || looked != 0 || n != 0 {
+			t.Fatalf("Recover right after = looked at %d, queued %d, %v; want nothing", looked, n, err)
+		}
 	}
-	if got := q.pending(t); len(got) != 2 {
+	got := q.pending(t)
+	if len(got) != 2 {
 		t.Fatalf("%d tasks queued, want 2", len(got))
+	}
+	for id, info := range got {
+		if before[id] == nil || info.Retried != before[id].Retried {
+			t.Fatalf("task %s is not the one first queued", id)
+		}
 	}
 	if rows := unqueued(t, db); len(rows) != 0 {
 		t.Fatalf("%d rows unqueued after Recover, want 0", len(rows))

@@ -155,7 +155,7 @@ func TestPublishTxDeliversIfAndOnlyIfCommitted(t *testing.T) {
 	s.startWorker(t)
 	queue := asynq.NewClient(s.app.Redis)
 	t.Cleanup(func() { _ = queue.Close() })
-	relay := s.app.Relay(queue)
+	relay := s.app.Relay(queue, s.insp)
 	ctx := context.Background()
 	rolledBack := errors.New("the business write failed")
 	err := s.app.DB.Transaction(func(tx *gorm.DB) error {
@@ -202,7 +202,7 @@ func TestRelayKilledAfterTheEventRan(t *testing.T) {
 	if _, err := client.PublishTx(ctx, s.app.DB, salesOrder("so-2")); err != nil {
 		t.Fatal(err)
 	}
-	dying := s.app.Relay(queue)
+	dying := s.app.Relay(queue, s.insp)
 	killed := errors.New("relay killed")
 	outbox.SetAfterEnqueue(dying, func() error { return killed })
 	if _, err := dying.RunOnce(ctx); !errors.Is(err, killed) {
@@ -210,7 +210,7 @@ func TestRelayKilledAfterTheEventRan(t *testing.T) {
 	}
 	s.waitDelivered(t, "so-2")
 	testenv.Eventually(t, "the fan-out to release the outbox row", func() bool { return len(outboxRows(t, s.app.DB)) == 0 })
-	if n, err := s.app.Relay(queue).RunOnce(ctx); err != nil || n != 0 {
+	if n, err := s.app.Relay(queue, s.insp).RunOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("next relay = %d, %v; want nothing, the event was fanned out", n, err)
 	}
 	before := s.processed(t)

@@ -4,14 +4,19 @@
 // business write committed. A Relay moves committed rows into asynq as
 // webhook:event tasks, and the row stays until a worker's fan-out has
 // committed the event's deliveries (Completer): PostgreSQL is the record of
-// what was accepted, Redis only carries the work. A row whose task was
-// queued longer ago than RelayConfig.RecoverAfter and never fanned out (its
-// task was lost with Redis's data) is queued again by the relay.
+// what was accepted, Redis only carries the work. A row queued longer ago
+// than RelayConfig.RecoverAfter and never fanned out has its task's state
+// looked up in Redis: a task that is missing (lost with Redis's data) or
+// archived is queued again; one that still waits, retries or runs is left
+// alone.
 //
-// What can happen twice, and why it does no harm: a task queued again while
-// the first is still in Redis is refused by its TaskID webhook_event::<event
-// id>; after the first ran, the second fan-out finds the (event, webhook)
-// unique key and creates no delivery. An event is therefore queued at least
+// What can happen twice, and why it does no harm: two relays never look at
+// one row at once (its lock is held until it is marked, and the fan-out's
+// release waits for it), and a task queued while another is in Redis is
+// refused by its TaskID webhook_event::<event id>; should a fan-out run
+// twice all the same, the second finds the (event, webhook) unique key and
+// creates no delivery, and a first attempt is made only by the task that
+// claims it. An event is therefore queued at least
 // once and delivered once per webhook.
 package outbox
 

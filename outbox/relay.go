@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,7 +23,19 @@ import (
 const (
 	DefaultPollInterval = time.Second
 	DefaultBatchSize    = 500
-	DefaultRecoverAfter = 5 * time.Minute
+	DefaultRecoverAfter = 30 * time.Second
+)
+
+// Why Recover queued an event's task again (its WARN says which).
+const (
+	// TaskMissing: Redis has no task with the event's TaskID (it lost its
+	// data: restart without persistence, FLUSHDB, a failover that dropped
+	// writes).
+	TaskMissing = "missing"
+	// TaskArchived: the event's task was archived (asynq gave up on it, or
+	// someone archived it from the monitor); it is deleted and queued
+	// afresh, as its TaskID would refuse a new one while it stays.
+	TaskArchived = "archived"
 )
 
 // RelayConfig says how a Relay finds and paces its work.
@@ -30,12 +43,17 @@ type RelayConfig struct {
 	// PollInterval (outbox.poll_interval) is how often the relay looks for
 	// committed events without being told; DefaultPollInterval when zero.
 	PollInterval time.Duration
-	// RecoverAfter (outbox.recover_after) is how long an event may stay
-	// queued in Redis without being fanned out before the relay queues it
-	// again: its task was lost (Redis restarted without persistence, was
-	// flushed, or failed over and dropped writes). DefaultRecoverAfter when
-	// zero. Too short only costs a refused enqueue per waiting event.
+	// RecoverAfter (outbox.recover_after) is how long after queueing an
+	// event not yet fanned out the relay looks at its task in Redis (and
+	// again every RecoverAfter after that): a task that is missing (Redis
+	// lost its data) or archived is queued again; one still pending,
+	// scheduled, retrying or running is left alone, however long the
+	// backlog. DefaultRecoverAfter when zero. Too short only costs a Redis
+	// lookup per waiting event.
 	RecoverAfter time.Duration
+	// Inspector reads the state of an event's task for Recover; Recover
+	// fails without one (RunOnce and Drain do not need it).
+	Inspector *asynq.Inspector
 	// BatchSize is the most rows one RunOnce moves (one transaction).
 	BatchSize int
 	// ListenURL is the PostgreSQL URL the relay LISTENs on for the outbox
@@ -65,6 +83,9 @@ type Relay struct {
 	// as a crash would: the transaction rolls back and the rows stay
 	// unqueued.
 	afterEnqueue func() error
+	// onLookup, when set (by tests), runs after Recover looked up the task
+	// of an event.
+	onLookup func(eventID string)
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -97,47 +118,231 @@ func NewRelay(db *gorm.DB, client *asynq.Client, cfg RelayConfig) *Relay {
 // failure is returned and the remaining rows wait for the next run.
 func (r *Relay) RunOnce(ctx context.Context) (int, error) {
 	// Served by outbox_events_unqueued (id) WHERE queued_at IS NULL.
-	n, _, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB { return q.Where("queued_at IS NULL").Order("id") })
+	n, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB { return q.Where("queued_at IS NULL").Order("id") })
 	if n > 0 {
 		r.cfg.Logger.Debug("outbox relayed", "events", n)
 	}
 	return n, err
 }
 
-// Recover queues again, at most one batch, the events queued longer than
-// RecoverAfter ago and still not fanned out, and reports how many tasks it
-// put back into Redis. An event whose task is still in Redis (waiting
-// behind a backlog, retrying, or archived) is refused by its TaskID and
-// left to it; either way the row is looked at again after RecoverAfter.
-func (r *Relay) Recover(ctx context.Context) (int, error) {
+// Recover looks, in at most one batch, at the events queued longer than
+// RecoverAfter ago and still not fanned out, and queues again those whose
+// task Redis no longer holds or holds archived; it reports how many it
+// looked at and how many it queued again. The state is asked of Redis, not
+// guessed from the time: an event whose task still waits behind a backlog,
+// retries or runs is never queued twice, and a lost one moves within
+// RecoverAfter plus a quarter of it. Every row looked at is marked queued
+// now, so it is looked at again only after another RecoverAfter.
+//
+// What can happen twice? No row lock is held across Redis round trips:
+// the tasks are looked up first, in parallel, then the rows still waiting
+// as they were read are locked (SKIP LOCKED) and marked in one short
+// transaction, and only then are the lost ones queued. A row fanned out
+// meanwhile is gone (the Completer deletes it before its task ends), and
+// one another relay (homing serve's, the scheduler's) marked meanwhile has
+// a newer queued_at: neither is queued again. A fan-out's release of its
+// row (Completer) therefore never waits for a batch's Redis lookups.
+func (r *Relay) Recover(ctx context.Context) (looked, requeued int, err error) {
+	if r.cfg.Inspector == nil {
+		return 0, 0, errors.New("outbox recovery needs an asynq inspector (RelayConfig.Inspector)")
+	}
 	cutoff := r.cfg.Clock.Now().Add(-r.cfg.RecoverAfter)
 	// Served by outbox_events_queued (queued_at) WHERE queued_at IS NOT NULL.
-	_, lost, err := r.queue(ctx, func(q *gorm.DB) *gorm.DB {
-		return q.Where("queued_at IS NOT NULL AND queued_at < ?", cutoff).Order("queued_at")
-	})
-	if len(lost) > 0 {
-		// One line per batch, naming the first events: a Redis that lost
-		// its data may have lost thousands.
-		ids := make([]string, 0, min(len(lost), 10))
-		for _, row := range lost[:min(len(lost), 10)] {
-			ids = append(ids, row.EventID)
+	looked, lost, err := r.recover(ctx, cutoff)
+	for _, why := range []string{TaskMissing, TaskArchived} {
+		// One line per reason and batch, naming the first events: a Redis
+		// that lost its data may have lost thousands.
+		var ids []string
+		n := 0
+		var first time.Time
+		for _, l := range lost {
+			if l.why != why {
+				continue
+			}
+			if n == 0 {
+				first = l.row.CreatedAt
+			}
+			n++
+			if len(ids) < 10 {
+				ids = append(ids, l.row.EventID)
+			}
 		}
-		r.cfg.Logger.Warn("outbox events were queued but never fanned out (their tasks were lost from Redis: check that Redis persists, see homing stats); queued them again",
-			"events", len(lost), "event_ids", ids, "first_accepted_at", lost[0].CreatedAt.UTC().Format(time.RFC3339), "recover_after", r.cfg.RecoverAfter.String())
+		if n == 0 {
+			continue
+		}
+		msg := "outbox events were queued but their tasks are gone from Redis (check that Redis persists, see homing stats); queued them again"
+		if why == TaskArchived {
+			msg = "outbox events' tasks were archived before their fan-out (by asynq after repeated failures, or from the monitor); deleted and queued them again"
+		}
+		r.cfg.Logger.Warn(msg, "reason", why, "events", n, "event_ids", ids,
+			"first_accepted_at", first.UTC().Format(time.RFC3339), "recover_after", r.cfg.RecoverAfter.String())
 	}
-	return len(lost), err
+	return looked, len(lost), err
+}
+
+// lost says why the task of row's event must be queued again (TaskMissing,
+// TaskArchived), or "" when Redis holds it in a state that will still run
+// it. An archived task is deleted first, so that its TaskID lets the new
+// one in.
+func (r *Relay) lost(row models.OutboxEvent) (string, error) {
+	info, err := r.cfg.Inspector.GetTaskInfo(event.Queue, event.TaskID(row.EventID))
+	switch {
+	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+		return TaskMissing, nil
+	case err != nil:
+		return "", fmt.Errorf("look up the task of outbox event %s: %w", row.EventID, err)
+	case info.State == asynq.TaskStateArchived:
+		err := r.cfg.Inspector.DeleteTask(event.Queue, info.ID)
+		if err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+			return "", fmt.Errorf("delete the archived task of outbox event %s: %w", row.EventID, err)
+		}
+		return TaskArchived, nil
+	default:
+		return "", nil
+	}
+}
+
+// requeued is a row Recover queued again, and why.
+type requeued struct {
+	row models.OutboxEvent
+	why string
+}
+
+// lookups is how many task look-ups (and re-enqueues) Recover has in
+// flight at once: a batch costs a few round trips, not one per row.
+const lookups = 32
+
+// recover is one batch of Recover, in three steps so that no row lock is
+// held across Redis: read the rows queued before cutoff (no lock) → look up
+// their tasks (parallel, no transaction) → lock those still as read (SKIP
+// LOCKED, queued_at unchanged) and mark them looked at now, in one short
+// transaction → queue again the lost ones among them. It reports how many
+// rows it marked looked at and which it queued again. A row marked whose enqueue then
+// fails is looked at again after RecoverAfter.
+func (r *Relay) recover(ctx context.Context, cutoff time.Time) (int, []requeued, error) {
+	var rows []models.OutboxEvent
+	// Served by outbox_events_queued (queued_at) WHERE queued_at IS NOT NULL.
+	err := r.db.WithContext(ctx).Select("id", "event_id", "payload", "created_at", "queued_at").
+		Where("queued_at IS NOT NULL AND queued_at < ?", cutoff).Order("queued_at").
+		Limit(r.cfg.BatchSize).Find(&rows).Error
+	if err != nil {
+		return 0, nil, fmt.Errorf("read outbox: %w", err)
+	}
+	if len(rows) == 0 {
+		return 0, nil, nil
+	}
+	whys := make([]string, len(rows))
+	if err := parallel(len(rows), func(i int) error {
+		why, err := r.lost(rows[i])
+		whys[i] = why
+		if r.onLookup != nil {
+			r.onLookup(rows[i].EventID)
+		}
+		return err
+	}); err != nil {
+		return len(rows), nil, err
+	}
+	ours, err := r.markLooked(ctx, rows)
+	if err != nil {
+		return len(rows), nil, err
+	}
+	var lost []requeued
+	for i, row := range rows {
+		if whys[i] != "" && ours[row.ID] {
+			lost = append(lost, requeued{row, whys[i]})
+		}
+	}
+	var mu sync.Mutex
+	var added []requeued
+	err = parallel(len(lost), func(i int) error {
+		_, err := r.client.EnqueueContext(ctx, event.OutboxTask(lost[i].row.EventID, []byte(lost[i].row.Payload)))
+		switch {
+		case err == nil:
+			mu.Lock()
+			added = append(added, lost[i])
+			mu.Unlock()
+		case errors.Is(err, asynq.ErrTaskIDConflict):
+			// Queued since it was looked up (a republish): in Redis.
+		default:
+			return fmt.Errorf("queue outbox event %s in Redis: %w", lost[i].row.EventID, err)
+		}
+		return nil
+	})
+	slices.SortFunc(added, func(a, b requeued) int { return a.row.QueuedAt.Compare(*b.row.QueuedAt) })
+	return len(ours), added, err
+}
+
+// markLooked marks, in one short transaction, those of rows still waiting
+// as they were read (not fanned out, not marked by another relay since)
+// looked at now, and reports which.
+func (r *Relay) markLooked(ctx context.Context, rows []models.OutboxEvent) (map[int64]bool, error) {
+	ours := make(map[int64]bool, len(rows))
+	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		clear(ours)
+		var mine []models.OutboxEvent
+		// Served by the primary key.
+		q := tx.Select("id", "queued_at").Where("id IN ?", ids(rows))
+		if tx.Dialector.Name() == "postgres" { // SQLite has no row locks: it serialises writers
+			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		if err := q.Find(&mine).Error; err != nil {
+			return fmt.Errorf("lock outbox rows: %w", err)
+		}
+		read := make(map[int64]time.Time, len(rows))
+		for _, row := range rows {
+			read[row.ID] = *row.QueuedAt
+		}
+		done := make([]int64, 0, len(mine))
+		for _, m := range mine {
+			if m.QueuedAt != nil && m.QueuedAt.Equal(read[m.ID]) {
+				ours[m.ID] = true
+				done = append(done, m.ID)
+			}
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		now := r.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
+		if err := tx.Model(&models.OutboxEvent{}).Where("id IN ?", done).Update("queued_at", now).Error; err != nil {
+			return fmt.Errorf("mark outbox rows looked at: %w", err)
+		}
+		return nil
+	})
+	return ours, err
+}
+
+func ids(rows []models.OutboxEvent) []int64 {
+	out := make([]int64, len(rows))
+	for i, row := range rows {
+		out[i] = row.ID
+	}
+	return out
+}
+
+// parallel runs fn(0) … fn(n-1), at most lookups at once, and returns the
+// first error.
+func parallel(n int, fn func(i int) error) error {
+	sem := make(chan struct{}, lookups)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // queue enqueues one batch of the rows where selects, locked, and marks those
 // it enqueued (or found already in Redis) queued now, in one statement. It
-// reports how many rows it marked and which of them were newly put into
-// Redis (not refused as already there).
-func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, []models.OutboxEvent, error) {
+// reports how many rows it marked.
+func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, error) {
 	marked := 0
-	var added []models.OutboxEvent
 	var enqueueErr error
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		added = added[:0]
 		var rows []models.OutboxEvent
 		q := where(tx.Select("id", "event_id", "payload", "created_at")).Limit(r.cfg.BatchSize)
 		if tx.Dialector.Name() == "postgres" { // SQLite has no row locks: it serialises writers
@@ -152,7 +357,6 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 			_, err := r.client.EnqueueContext(ctx, event.OutboxTask(row.EventID, []byte(row.Payload)))
 			switch {
 			case err == nil:
-				added = append(added, row)
 			case errors.Is(err, asynq.ErrTaskIDConflict):
 				// The event's task is already in Redis: an earlier run
 				// enqueued it and died before marking the row, or it waits.
@@ -181,9 +385,9 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 		return nil
 	})
 	if err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	return marked, added, enqueueErr
+	return marked, enqueueErr
 }
 
 // Drain runs batches until the outbox is empty (or a batch fails) and
@@ -255,8 +459,8 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {
 	ticker := time.NewTicker(r.cfg.PollInterval)
 	defer ticker.Stop()
 	// Lost tasks are looked for four times per RecoverAfter, so an event
-	// lost with Redis's data is queued again at most 1.25 × RecoverAfter
-	// after it was queued.
+	// whose task Redis lost is queued again at most 1.25 × RecoverAfter
+	// after it was queued (or last looked at).
 	recoverTicker := time.NewTicker(max(r.cfg.RecoverAfter/4, r.cfg.PollInterval))
 	defer recoverTicker.Stop()
 	recoverNow := true
@@ -286,16 +490,10 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {
 func (r *Relay) RecoverAll(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		before := total
-		n, err := r.Recover(ctx)
+		looked, n, err := r.Recover(ctx)
 		total += n
-		if err != nil || ctx.Err() != nil {
+		if err != nil || ctx.Err() != nil || looked < r.cfg.BatchSize {
 			return total, err
-		}
-		// Recover reports re-added tasks only; a full batch of rows still
-		// in Redis also ends the round, as the next tick comes soon.
-		if total-before < r.cfg.BatchSize {
-			return total, nil
 		}
 	}
 }

@@ -7,6 +7,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -80,14 +81,16 @@ type Named struct {
 // a Redis call.
 const stopMargin = 10 * time.Second
 
-// addRelay adds an outbox relay and the asynq client it queues with; the
-// client closes after the relay stopped.
+// addRelay adds an outbox relay, the asynq client it queues with and the
+// inspector it reads lost tasks' state with; both close after the relay
+// stopped.
 func addRelay(r *app.Runner, a *app.App, drainOnStop bool) {
 	queue := asynq.NewClient(a.Redis)
-	r.Add("queue client", app.ServiceFuncs{StopFunc: func(context.Context) error { return queue.Close() }})
+	insp := asynq.NewInspector(a.Redis)
+	r.Add("queue client", app.ServiceFuncs{StopFunc: func(context.Context) error { return errors.Join(queue.Close(), insp.Close()) }})
 	if drainOnStop {
-		r.Add("outbox relay", a.DrainingRelay(queue))
+		r.Add("outbox relay", a.DrainingRelay(queue, insp))
 		return
 	}
-	r.Add("outbox relay", a.Relay(queue))
+	r.Add("outbox relay", a.Relay(queue, insp))
 }

@@ -104,9 +104,12 @@ func (h *Handlers) attempt(ctx context.Context, t *asynq.Task, mode dispatch.Mod
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	_, err = h.Dispatcher.Attempt(ctx, p.DeliveryID, mode)
-	if errors.Is(err, dispatch.ErrNotClaimed) {
+	switch {
+	case errors.Is(err, dispatch.ErrNotClaimed):
 		h.logger().Debug("attempt skipped", "delivery", p.DeliveryID, "reason", err.Error())
 		return nil
+	case errors.Is(err, dispatch.ErrLeaseEnded):
+		return nil // logged by dispatch; given back due now, for the sweeper
 	}
 	return err
 }

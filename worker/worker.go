@@ -105,7 +105,7 @@ func New(a *app.App) *Worker {
 	})
 	return &Worker{
 		server: srv, client: client, inspector: inspector, mux: mux, Sweeper: sw, metrics: metricsSrv,
-		relay: a.Relay(client), log: cmp.Or(a.Log, slog.New(slog.DiscardHandler)),
+		relay: a.Relay(client, inspector), log: cmp.Or(a.Log, slog.New(slog.DiscardHandler)),
 		stacks: stacks, concurrency: cfg.Worker.Concurrency,
 	}
 }
