@@ -189,8 +189,11 @@ func intCost(b *budget, args starlark.Tuple) error {
 		}
 	}
 	digits := strings.TrimLeft(strings.TrimSpace(string(s)), "+-")
-	if base == 0 && len(digits) > 1 && digits[0] == '0' && strings.ContainsRune("xXoObB", rune(digits[1])) {
-		base = 16
+	if base == 0 {
+		base = 10 // int(s, 0) reads decimal unless s has a prefix
+		if len(digits) > 1 && digits[0] == '0' && strings.ContainsRune("xXoObB", rune(digits[1])) {
+			base = 16 // or 8 or 2: a power of two either way
+		}
 	}
 	if base&(base-1) != 0 && len(digits) > pyMaxIntDigits {
 		return fmt.Errorf("Exceeds the limit (%d digits) for integer string conversion: value has %d digits", pyMaxIntDigits, len(digits))

@@ -19,6 +19,7 @@ func TestPythonIntConversionsHavePythonsDigitLimit(t *testing.T) {
 	}{
 		{"int(doc.d) > 0", digits, "Exceeds the limit (4300 digits) for integer string conversion: value has 1000000 digits"},
 		{"int(doc.d) > 0", "-" + strings.Repeat("1", 4301), "value has 4301 digits"},
+		{"int(doc.d, 0) > 0", digits, "value has 1000000 digits"}, // base 0 reads decimal too
 		{"len(str(int(doc.d) * int(doc.d))) > 0", strings.Repeat("9", 4000), "Exceeds the limit (4300 digits) for integer string conversion"},
 		{"len('%d' % (int(doc.d) * int(doc.d))) > 0", strings.Repeat("9", 4000), "Exceeds the limit (4300 digits) for integer string conversion"},
 		{"cstr(int(doc.d) * int(doc.d)) != ''", strings.Repeat("9", 4000), "Exceeds the limit (4300 digits) for integer string conversion"},
@@ -32,7 +33,7 @@ func TestPythonIntConversionsHavePythonsDigitLimit(t *testing.T) {
 			t.Errorf("%s on %d bytes: %v, want refused with %q", tc.src, len(tc.d), err, tc.want)
 		}
 	}
-	for _, src := range []string{"int(doc.d) > 0", "len(str(int(doc.d))) == 4300", "len(str(-int(doc.d))) == 4301"} {
+	for _, src := range []string{"int(doc.d) > 0", "len(str(int(doc.d))) == 4300", "len(str(-int(doc.d))) == 4301", "int('0x' + doc.d * 3, 16) > 0"} {
 		c, err := CompileConditionIn(LanguagePython, src)
 		if err != nil {
 			t.Fatal(err)
