@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -38,6 +39,18 @@ type Config struct {
 	Outbox    Outbox
 	API       API
 	Monitor   Monitor
+	Process   Process
+}
+
+// Process bounds the whole process, whatever it runs.
+type Process struct {
+	// MemoryLimit (process.memory_limit) is the Go runtime's soft memory
+	// limit in bytes, set at start when the GOMEMLIMIT variable is not (which
+	// wins); 0 sets none. The collector works harder as the heap nears it,
+	// and evaluations of definitions stop, to be retried later, once the heap
+	// passes 90% of it (delivery's heap ceiling), so that no definition can
+	// take the process down.
+	MemoryLimit int64
 }
 
 // API is where `homing serve` answers HTTP requests.
@@ -258,6 +271,8 @@ func fields() []field {
 		// Durable intake and operator defaults (issue 16).
 		{"outbox.recover_after", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.RecoverAfter })},
 		{"monitor.auth", "", into(parseString, func(c *Config) *string { return &c.Monitor.Auth })},
+		// The process's backstop (issue 25).
+		{"process.memory_limit", "1GiB", into(parseBytes, func(c *Config) *int64 { return &c.Process.MemoryLimit })},
 	}
 }
 
@@ -529,6 +544,31 @@ func parseBool(raw any) (bool, error) {
 	return false, fmt.Errorf("%v is not true or false", raw)
 }
 
+// parseBytes reads a size: a number of bytes, or one with a KiB, MiB or
+// GiB suffix (as GOMEMLIMIT writes it).
+func parseBytes(raw any) (int64, error) {
+	if s, ok := raw.(string); ok {
+		s = strings.TrimSpace(s)
+		for _, u := range []struct {
+			suffix string
+			shift  uint
+		}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}} {
+			if num, found := strings.CutSuffix(s, u.suffix); found {
+				n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+				if err != nil || n < 0 || n > math.MaxInt64>>u.shift {
+					return 0, fmt.Errorf("%q is not a size (use values like 1GiB, 512MiB or a number of bytes)", s)
+				}
+				return n << u.shift, nil
+			}
+		}
+	}
+	n, err := parseInt(raw)
+	if err != nil {
+		return 0, fmt.Errorf("%v is not a size (use values like 1GiB, 512MiB or a number of bytes)", raw)
+	}
+	return int64(n), nil
+}
+
 func parseInt(raw any) (int, error) {
 	switch x := raw.(type) {
 	case int:
@@ -734,6 +774,10 @@ func (c Config) problems() []*KeyError {
 	between("sweeper.batch_size", c.Sweeper.BatchSize, 1, 100000)
 	between("sweeper.max_pending", c.Sweeper.MaxPending, 0, 1000000)
 	betweenD("health.probe_interval", c.Health.ProbeInterval, time.Second, 24*time.Hour)
+
+	if m := c.Process.MemoryLimit; m != 0 && m < 64<<20 {
+		bad("process.memory_limit", "must be 0 (no limit) or at least 64MiB, got %d bytes", m)
+	}
 
 	betweenD("delivery.timeout", c.Delivery.Timeout, 100*time.Millisecond, 5*time.Minute)
 	if c.Delivery.MaxPayloadBytes < 1024 {

@@ -53,6 +53,7 @@ func TestDefault(t *testing.T) {
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
 		API:       API{Addr: ":8088", MaxBodyBytes: 2097152},
+		Process:   Process{MemoryLimit: 1 << 30},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", d, want)
@@ -98,6 +99,7 @@ secrets: {key: abc}
 metrics: {addr: "127.0.0.1:9000", max_webhook_labels: 20}
 outbox: {poll_interval: 2s}
 api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
+process: {memory_limit: 2GiB}
 `
 	tests := []struct {
 		name string
@@ -123,6 +125,7 @@ api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 30 * time.Second},
 					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192},
+					Process:   Process{MemoryLimit: 2 << 30},
 				}
 			},
 		},
@@ -149,6 +152,7 @@ api: {addr: "127.0.0.1:9088", max_body_bytes: 8192}
 				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20}
 				c.Outbox.PollInterval = 2 * time.Second
 				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192}
+				c.Process.MemoryLimit = 2 << 30
 			},
 		},
 		{
@@ -285,6 +289,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"api.asynqmon_url":           {"http://127.0.0.1:8080", func(c *Config) { c.API.AsynqmonURL = "http://127.0.0.1:8080" }},
 		"outbox.recover_after":       {"45s", func(c *Config) { c.Outbox.RecoverAfter = 45 * time.Second }},
 		"monitor.auth":               {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
+		"process.memory_limit":       {"512MiB", func(c *Config) { c.Process.MemoryLimit = 512 << 20 }},
 	}
 	keys := Config{}.Keys()
 	if len(keys) != len(values) {
@@ -564,5 +569,22 @@ func TestDefaultSQLitePath(t *testing.T) {
 	c, err = load(t, "database:\n  url: sqlite://here.db\n", "XDG_DATA_HOME=/data/me")
 	if err != nil || c.Database.URL != "sqlite://here.db" {
 		t.Errorf("LoadFrom with database.url: %q, %v; want it as given", c.Database.URL, err)
+	}
+}
+
+// process.memory_limit reads sizes as GOMEMLIMIT writes them, and refuses
+// what would leave a process no room to start.
+func TestMemoryLimitSizes(t *testing.T) {
+	t.Parallel()
+	for val, want := range map[string]int64{"1GiB": 1 << 30, "96MiB": 96 << 20, "200000000": 200000000, "0": 0, "131072KiB": 128 << 20} {
+		c, err := LoadFrom("", []string{"HOMING_PROCESS_MEMORY_LIMIT=" + val})
+		if err != nil || c.Process.MemoryLimit != want {
+			t.Errorf("%s: %d, %v; want %d", val, c.Process.MemoryLimit, err, want)
+		}
+	}
+	for _, val := range []string{"1GB", "-1MiB", "lots", "1MiB"} {
+		if _, err := LoadFrom("", []string{"HOMING_PROCESS_MEMORY_LIMIT=" + val}); err == nil || !strings.Contains(err.Error(), "process.memory_limit") {
+			t.Errorf("%s: %v, want refused naming process.memory_limit", val, err)
+		}
 	}
 }

@@ -106,6 +106,23 @@ func (b *budget) Alloc(n int) error {
 	return nil
 }
 
+// Hold charges n bytes of a copy of a value the document already holds
+// (a list read by a Python condition): the document's own size limit
+// bounds each such value, so only the evaluation's total applies.
+func (b *budget) Hold(n int) error {
+	if b.err != nil {
+		return b.err
+	}
+	if n > b.bytes {
+		return b.fail(overLimit("%s would build more than the memory limit of %d bytes of values%s", b.what, b.maxBytes, b.memHint))
+	}
+	b.bytes -= n
+	if n >= heapCheckBytes {
+		return b.checkHeap()
+	}
+	return nil
+}
+
 const (
 	// heapCheckEvery is how many steps pass between two reads of the heap.
 	heapCheckEvery = 4096

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -41,8 +42,9 @@ const MaxPythonConditionBytes = 8 * MaxConditionValueBytes
 // pyFunctions are the names a Python condition may call or read.
 var pyFunctions = []string{"len", "int", "float", "str", "nowdate", "now", "getdate", "add_days", "date_diff", "flt", "cint", "cstr"}
 
-// pyMethods are the methods a Python condition may call.
-var pyMethods = []string{"get", "startswith", "endswith", "lower", "upper", "strip", "lstrip", "rstrip"}
+// pyMethods are the methods a Python condition may call: those with a
+// cost (pyMethodCosts).
+func pyMethods() []string { return slices.Sorted(maps.Keys(pyMethodCosts)) }
 
 var pyNames = append([]string{"doc", "True", "False", "None", "frappe", "utils"}, pyFunctions...)
 
@@ -338,27 +340,24 @@ func rewritePython(e syntax.Expr, ops pyOps) (syntax.Expr, error) {
 		}
 		return x, nil
 	case *syntax.CallExpr:
-		if _, isDot := x.Fn.(*syntax.DotExpr); isDot {
-			// frappe.db.X and friends are named before the method is.
-			if _, err := rewritePython(x.Fn, ops); err != nil {
-				return nil, err
-			}
-		}
 		switch fn := x.Fn.(type) {
 		case *syntax.Ident:
 			if !slices.Contains(pyFunctions, fn.Name) {
 				return nil, unbuildable("condition: unknown function %q (a condition may call %s)", fn.Name, strings.Join(pyFunctions, ", "))
 			}
 		case *syntax.DotExpr:
-			if _, isNamespace := namespaceOf(fn); !isNamespace && !slices.Contains(pyMethods, fn.Name.Name) {
-				return nil, unbuildable("condition: the method .%s() is not allowed (a condition may call %s)", fn.Name.Name, strings.Join(pyMethods, ", "))
-			}
 		default:
 			return nil, unbuildable("condition: only named functions and methods can be called")
 		}
+		// frappe.db.X and friends are named before the method is.
 		callee, err := rewritePython(x.Fn, ops)
 		if err != nil {
 			return nil, err
+		}
+		if fn, ok := x.Fn.(*syntax.DotExpr); ok {
+			if _, isNamespace := namespaceOf(fn); !isNamespace && pyMethodCosts[fn.Name.Name] == nil {
+				return nil, unbuildable("condition: the method .%s() is not allowed (a condition may call %s)", fn.Name.Name, strings.Join(pyMethods(), ", "))
+			}
 		}
 		x.Fn = callee
 		for i, a := range x.Args {
@@ -370,6 +369,15 @@ func rewritePython(e syntax.Expr, ops pyOps) (syntax.Expr, error) {
 			}
 			if x.Args[i], err = rewritePython(a, ops); err != nil {
 				return nil, err
+			}
+		}
+		if dot, ok := x.Fn.(*syntax.DotExpr); ok {
+			if _, isNamespace := namespaceOf(dot); !isNamespace {
+				// recv.m(args) is pyMethod("m", recv, args), which charges
+				// the method's cost first.
+				name := &syntax.Literal{Token: syntax.STRING, Value: dot.Name.Name, Raw: fmt.Sprintf("%q", dot.Name.Name)}
+				args := append([]syntax.Expr{name, dot.X}, x.Args...)
+				return &syntax.CallExpr{Fn: &syntax.Ident{Name: pyMethodName}, Args: args}, nil
 			}
 		}
 		return x, nil
@@ -387,6 +395,8 @@ func rewritePython(e syntax.Expr, ops pyOps) (syntax.Expr, error) {
 		if x.X, err = rewritePython(x.X, ops); err != nil {
 			return nil, err
 		}
+		// x[a:b] is pySliced(x)[a:b], which charges the slice first.
+		x.X = &syntax.CallExpr{Fn: &syntax.Ident{Name: pySlicedName}, Args: []syntax.Expr{x.X}}
 		for _, p := range []*syntax.Expr{&x.Lo, &x.Hi, &x.Step} {
 			if *p != nil {
 				if *p, err = rewritePython(*p, ops); err != nil {
@@ -490,7 +500,7 @@ func (c *pyCondition) match(doc map[string]any, now time.Time) (bool, error) {
 	thread.SetLocal("homing:budget", budget)
 	stop := context.AfterFunc(ctx, func() { thread.Cancel("time limit") })
 	defer stop()
-	v, err := starlark.Call(thread, c.fn, starlark.Tuple{&pyDoc{m: doc}}, nil)
+	v, err := starlark.Call(thread, c.fn, starlark.Tuple{&pyDoc{m: doc, b: budget}}, nil)
 	if budget.err != nil {
 		return false, stoppedBy(fmt.Sprintf("condition %q", c.src), budget.err)
 	}
@@ -506,7 +516,8 @@ func (c *pyCondition) match(doc map[string]any, now time.Time) (bool, error) {
 		case ctx.Err() != nil:
 			return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, overLimit("evaluation took longer than the time limit of %s", MaxConditionTime))}
 		}
-		return false, unbuildable("condition %q: %s", c.src, strings.ReplaceAll(msg, pyOpName, "operator"))
+		msg = strings.NewReplacer(pyOpName, "operator", pyMethodName, "method", pySlicedName, "slice").Replace(msg)
+		return false, unbuildable("condition %q: %s", c.src, msg)
 	}
 	return bool(v.Truth()), nil
 }
@@ -516,20 +527,20 @@ func (c *pyCondition) match(doc map[string]any, now time.Time) (bool, error) {
 func pyEnv() starlark.StringDict {
 	utils := starlark.StringDict{}
 	for _, name := range pyFunctions[4:] {
-		utils[name] = starlark.NewBuiltin(name, pyHelper)
+		utils[name] = newPyBuiltin(name)
 	}
 	env := starlark.StringDict{
-		"utils":   &starlarkstruct.Module{Name: "utils", Members: utils},
-		"frappe":  &starlarkstruct.Module{Name: "frappe", Members: starlark.StringDict{"utils": &starlarkstruct.Module{Name: "frappe.utils", Members: utils}}},
-		pyOpName:  starlark.NewBuiltin(pyOpName, pyOp),
-		"len":     starlark.Universe["len"],
-		"int":     starlark.Universe["int"],
-		"float":   starlark.Universe["float"],
-		"str":     starlark.Universe["str"],
-		"True":    starlark.True,
-		"False":   starlark.False,
-		"None":    starlark.None,
-		"nowdate": utils["nowdate"],
+		"utils":      &starlarkstruct.Module{Name: "utils", Members: utils},
+		"frappe":     &starlarkstruct.Module{Name: "frappe", Members: starlark.StringDict{"utils": &starlarkstruct.Module{Name: "frappe.utils", Members: utils}}},
+		pyOpName:     newPyBuiltin(pyOpName),
+		pyMethodName: newPyBuiltin(pyMethodName),
+		pySlicedName: newPyBuiltin(pySlicedName),
+		"True":       starlark.True,
+		"False":      starlark.False,
+		"None":       starlark.None,
+	}
+	for _, name := range pyFunctions[:4] {
+		env[name] = newPyBuiltin(name)
 	}
 	for name, fn := range utils {
 		env[name] = fn
@@ -569,19 +580,8 @@ func pyOp(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ [
 		return starlark.Bool(ok), nil
 	}
 	x, y = pyNumeric(x, y)
-	if op == syntax.STAR {
-		if n, ok := sizeOfRepeat(x, y); ok {
-			if err := thread.Local("homing:budget").(*budget).Alloc(n); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if op == syntax.PLUS {
-		if n := sizeOf(x) + sizeOf(y); n > 0 {
-			if err := thread.Local("homing:budget").(*budget).Alloc(n); err != nil {
-				return nil, err
-			}
-		}
+	if err := opCost(budgetOf(thread), op, x, y); err != nil {
+		return nil, err
 	}
 	return starlark.Binary(op, x, y)
 }
@@ -717,12 +717,16 @@ func pyHelper(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fn.Name(), err)
 	}
-	return toStarlark(out), nil
+	return toStarlark(budgetOf(thread), out)
 }
 
 // pyDoc is the document as Frappe's _dict: attributes and keys read its
-// fields, a missing one reads None, and doc.get(k, default) works.
-type pyDoc struct{ m map[string]any }
+// fields, a missing one reads None, and doc.get(k, default) works. The
+// lists it hands out are built when read, charged to b.
+type pyDoc struct {
+	m map[string]any
+	b *budget
+}
 
 var (
 	_ starlark.HasAttrs = (*pyDoc)(nil)
@@ -759,12 +763,12 @@ func (d *pyDoc) Attr(name string) (starlark.Value, error) {
 				return nil, err
 			}
 			if v, ok := d.m[key]; ok {
-				return toStarlark(v), nil
+				return toStarlark(d.b, v)
 			}
 			return def, nil
 		}), nil
 	}
-	return toStarlark(d.m[name]), nil
+	return toStarlark(d.b, d.m[name])
 }
 
 func (d *pyDoc) AttrNames() []string {
@@ -785,45 +789,54 @@ func (d *pyDoc) Get(k starlark.Value) (starlark.Value, bool, error) {
 	if !found {
 		return nil, false, fmt.Errorf("KeyError: %q", string(s))
 	}
-	return toStarlark(v), true, nil
+	sv, err := toStarlark(d.b, v)
+	return sv, err == nil, err
 }
 
-// toStarlark wraps a document value.
-func toStarlark(v any) starlark.Value {
+// toStarlark wraps a document value; a list is copied into a Starlark
+// list each time it is read, charged to b first (Hold: the document's own
+// size limit already bounds each list).
+func toStarlark(b *budget, v any) (starlark.Value, error) {
 	switch x := v.(type) {
 	case nil:
-		return starlark.None
+		return starlark.None, nil
 	case bool:
-		return starlark.Bool(x)
+		return starlark.Bool(x), nil
 	case string:
-		return starlark.String(x)
+		return starlark.String(x), nil
 	case int:
-		return starlark.MakeInt(x)
+		return starlark.MakeInt(x), nil
 	case int64:
-		return starlark.MakeInt64(x)
+		return starlark.MakeInt64(x), nil
 	case float64:
-		return starlark.Float(x)
+		return starlark.Float(x), nil
 	case float32:
-		return starlark.Float(x)
+		return starlark.Float(x), nil
 	case map[string]any:
-		return &pyDoc{m: x}
+		return &pyDoc{m: x, b: b}, nil
 	case []any:
+		if err := b.Hold(mulSize(len(x), 8)); err != nil {
+			return nil, err
+		}
 		items := make([]starlark.Value, len(x))
 		for i, item := range x {
-			items[i] = toStarlark(item)
+			var err error
+			if items[i], err = toStarlark(b, item); err != nil {
+				return nil, err
+			}
 		}
 		l := starlark.NewList(items)
 		l.Freeze()
-		return l
+		return l, nil
 	}
 	n, err := copyValue(v, 0, false)
 	if err == nil {
 		switch n.(type) {
 		case int, float64, string:
-			return toStarlark(n)
+			return toStarlark(b, n)
 		}
 	}
-	return starlark.String(fmt.Sprint(v))
+	return starlark.String(fmt.Sprint(v)), nil
 }
 
 // fromStarlark unwraps a value for the helpers.

@@ -115,6 +115,13 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 	if err != nil {
 		return nil, nil, err
 	}
+	if p.overloaded != nil {
+		// Not the webhook's fault: nothing was written, and the event's
+		// task fails to run again once the process has room.
+		d.log.Error("fan-out stopped: this process is past its memory ceiling (process.memory_limit); the event is fanned out again later",
+			"event", ev.ID, "error", p.overloaded.Error())
+		return nil, nil, fmt.Errorf("event %s: %w", ev.ID, p.overloaded)
+	}
 	pending, inline := p.pending(written)
 	return pending, inline, nil
 }
@@ -129,6 +136,9 @@ type eventPlan struct {
 	queue  string
 	queues map[string]string
 	inline *claimed
+	// overloaded is the error of an evaluation the process's heap ceiling
+	// stopped (delivery.ErrOverloaded): the plan is then empty.
+	overloaded error
 }
 
 // rows is the event's row for each webhook whose condition holds (plan).
@@ -137,9 +147,13 @@ type eventPlan struct {
 func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 	now := p.d.now()
 	rows := make([]models.Delivery, 0, len(hooks))
-	p.queues, p.inline = make(map[string]string, len(hooks)), nil
+	p.queues, p.inline, p.overloaded = make(map[string]string, len(hooks)), nil, nil
 	for _, w := range hooks {
-		row, ok := p.d.plan(w, p.ev, now)
+		row, ok, err := p.d.plan(w, p.ev, now)
+		if err != nil {
+			p.overloaded = err
+			return nil
+		}
 		if !ok {
 			continue
 		}
@@ -219,8 +233,10 @@ func isSyncPending(rows []models.Delivery, id string) bool {
 
 // plan builds the delivery record for one webhook, or reports false when the
 // webhook's condition does not hold. A request that cannot be built becomes
-// an Exhausted record saying why, so the operator sees it.
-func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Delivery, bool) {
+// an Exhausted record saying why, so the operator sees it. An evaluation
+// stopped by the process's heap ceiling is no verdict on the webhook: its
+// error (wrapping delivery.ErrOverloaded) is returned instead.
+func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Delivery, bool, error) {
 	row := models.Delivery{
 		ID:          d.newID(),
 		WebhookID:   w.ID,
@@ -242,22 +258,25 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Del
 		row.Status = models.StatusExhausted
 		row.LastError = syncPending
 	}
-	exhaust := func(reason string) (models.Delivery, bool) {
+	exhaust := func(reason string, err error) (models.Delivery, bool, error) {
+		if errors.Is(err, delivery.ErrOverloaded) {
+			return models.Delivery{}, false, fmt.Errorf("webhook %q: %w", w.Name, err)
+		}
 		row.Status = models.StatusExhausted
 		row.NextRetry = nil
 		row.LastError = reason
-		return row, true
+		return row, true, nil
 	}
 	cond, err := d.conds.get(w.ConditionLanguage, w.Condition)
 	if err != nil {
-		return exhaust(fmt.Sprintf("condition %q does not compile: %v", w.Condition, err))
+		return exhaust(fmt.Sprintf("condition %q does not compile: %v", w.Condition, err), err)
 	}
 	ok, err := cond.MatchAt(ev.Doc, now)
 	if err != nil {
-		return exhaust(fmt.Sprintf("condition %q failed: %v", w.Condition, err))
+		return exhaust(fmt.Sprintf("condition %q failed: %v", w.Condition, err), err)
 	}
 	if !ok {
-		return models.Delivery{}, false
+		return models.Delivery{}, false, nil
 	}
 	fields := make([]delivery.Field, len(w.Fields))
 	for i, f := range w.Fields {
@@ -268,17 +287,17 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Del
 		// delivery goes to the same URL (dispatch.request).
 		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc, w.Compat, now)
 		if err != nil {
-			return exhaust("cannot build request: " + err.Error())
+			return exhaust("cannot build request: "+err.Error(), err)
 		}
 		frozen, err := delivery.FreezeDoc(ev.Doc)
 		if err != nil {
-			return exhaust("cannot build request: " + err.Error())
+			return exhaust("cannot build request: "+err.Error(), err)
 		}
 		row.URL, row.URLDoc = u, &frozen
 	}
 	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload, Compat: w.Compat, Now: now}, ev.Doc)
 	if err != nil {
-		return exhaust("cannot build request: " + err.Error())
+		return exhaust("cannot build request: "+err.Error(), err)
 	}
 	// Sealed (credential) headers are not frozen into the row: each attempt
 	// takes them from the webhook as it is then (request).
@@ -294,7 +313,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Del
 	}
 	row.Headers = headers
 	row.Payload = body
-	return row, true
+	return row, true, nil
 }
 
 // conditionCache keeps compiled conditions by source text; webhooks share

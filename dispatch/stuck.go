@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/homingdev/homing/delivery"
 )
 
 // ErrSecretUnavailable marks an attempt that was not made because this
@@ -34,8 +36,12 @@ const NotSentPrefix = "not sent: "
 // again.
 func (d *Dispatcher) notSent(ctx context.Context, c claimed, why, err error) error {
 	hint := "fix the webhook's url_template with homing webhook update --url-template; the delivery is sent once it renders"
-	if why == ErrSecretUnavailable {
+	switch {
+	case why == ErrSecretUnavailable:
 		hint = "set secrets.key on every worker to the key the webhook's secret was sealed with, or give the webhook a new secret with homing webhook update --secret"
+	case errors.Is(err, delivery.ErrOverloaded):
+		hint = "this worker was past its memory ceiling (process.memory_limit), not the webhook's fault; the attempt is made again later"
+		d.log.Error("attempt not made: this process is past its memory ceiling (process.memory_limit); it is made again later", "delivery", c.row.ID, "error", err.Error())
 	}
 	cause := fmt.Sprintf("%s%v (%s)", NotSentPrefix, err, hint)
 	err = fmt.Errorf("delivery %s: %w: %w", c.row.ID, why, err)

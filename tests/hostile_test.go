@@ -48,6 +48,7 @@ func hostileDoc() map[string]any {
 		"n":           1000,
 		"s":           strings.Repeat("x", 100),
 		"big":         strings.Repeat("a", 200000),
+		"digits":      strings.Repeat("7", 100000),
 		"items":       items,
 	}
 }
@@ -122,6 +123,22 @@ var documentConditions = []struct{ name, src, want string }{
 	{"cond-reduce-doubling", `reduce(1..doc.n, #acc + #acc, doc.s) != ""`, "size limit"},
 	{"cond-regex-bomb", `doc.big matches "[a-z]{1,1000}b"`, "regular expression limit"},
 	{"cond-regex-doc-pattern", `doc.big matches doc.s + "[a-z]{1,1000}$"`, "regular expression limit"},
+}
+
+// pythonConditions are Python conditions (issue 25) that pass creation
+// and exceed a limit with hostileDoc: int(str) on a hundred thousand digits
+// (quadratic in their number: a megabyte took 2.4 s in one step), ints grown
+// by multiplication, and built-ins, methods, %, slices and repetition
+// building more than the budget.
+var pythonConditions = []struct{ name, src, want string }{
+	{"py-int-digits", `int(doc.digits) > 0`, "Exceeds the limit (4300 digits) for integer string conversion: value has 100000 digits"},
+	{"py-int-growth", "(" + strings.TrimSuffix(strings.Repeat("int(doc.digits[:4000]) * ", 12), " * ") + ") > 0", "limit of 131072 bits"},
+	{"py-str-int", `len(str(int(doc.digits[:4000]) * int(doc.digits[:4000]))) > 0`, "Exceeds the limit (4300 digits) for integer string conversion"},
+	{"py-str-list", `len(str([doc.big] * 5)) > 0`, "size limit"},
+	{"py-percent", `len('%s%s%s%s%s%s' % (doc.big, doc.big, doc.big, doc.big, doc.big, doc.big)) > 0`, "size limit"},
+	{"py-case-chain", `len((doc.big * 5)` + strings.Repeat(".lower().upper()", 5) + `) > 0`, "memory limit"},
+	{"py-slices", `len(((doc.big * 5)[::-1], (doc.big * 5)[::-1], (doc.big * 5)[::-1], (doc.big * 5)[::-1], (doc.big * 5)[::-1])) > 0`, "memory limit"},
+	{"py-repeat", `len(doc.big * 100000) > 0`, "size limit"},
 }
 
 // refusedAtCreation are definitions creation refuses whatever is stored.
@@ -222,6 +239,11 @@ func TestHostileDefinitions(t *testing.T) {
 			t.Errorf("create %s: %s", c.name, r)
 		}
 	}
+	for _, c := range pythonConditions {
+		if r := create(t, c.name, "--condition-language", "python", "--condition", c.src); r.code != 0 {
+			t.Errorf("create %s: %s", c.name, r)
+		}
+	}
 
 	worker := s.spawn(t, "worker", "worker started")
 	doc, err := json.Marshal(hostileDoc())
@@ -238,7 +260,7 @@ func TestHostileDefinitions(t *testing.T) {
 	}
 
 	want := map[string]string{}
-	for _, group := range [][]struct{ name, src, want string }{literalTemplates, documentTemplates, documentConditions} {
+	for _, group := range [][]struct{ name, src, want string }{literalTemplates, documentTemplates, documentConditions, pythonConditions} {
 		for _, c := range group {
 			want[c.name] = c.want
 		}

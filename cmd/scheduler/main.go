@@ -8,4 +8,7 @@ import (
 	"github.com/homingdev/homing/cli"
 )
 
-func main() { os.Exit(cli.Scheduler(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	cli.LimitMemory(os.Args[1:], os.Environ())
+	os.Exit(cli.Scheduler(os.Args[1:], os.Stdout, os.Stderr))
+}
