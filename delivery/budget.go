@@ -89,39 +89,7 @@ func (b *budget) charge(n int) error {
 
 // Alloc charges a value of n bytes about to be built; callers charge
 // before they build whenever the size is known from the arguments.
-func (b *budget) Alloc(n int) error {
-	if b.err != nil {
-		return b.err
-	}
-	if n > b.maxValue {
-		return b.fail(overLimit("a value of %s would be larger than the size limit of %d bytes (delivery.max_payload_bytes)", sizeText(n), b.maxValue))
-	}
-	if n > b.bytes {
-		return b.fail(overLimit("%s would build more than the memory limit of %d bytes of values%s", b.what, b.maxBytes, b.memHint))
-	}
-	b.bytes -= n
-	if n >= heapCheckBytes {
-		return b.checkHeap()
-	}
-	return nil
-}
-
-// Hold charges n bytes of a copy of a value the document already holds
-// (a list read by a Python condition): the document's own size limit
-// bounds each such value, so only the evaluation's total applies.
-func (b *budget) Hold(n int) error {
-	if b.err != nil {
-		return b.err
-	}
-	if n > b.bytes {
-		return b.fail(overLimit("%s would build more than the memory limit of %d bytes of values%s", b.what, b.maxBytes, b.memHint))
-	}
-	b.bytes -= n
-	if n >= heapCheckBytes {
-		return b.checkHeap()
-	}
-	return nil
-}
+func (b *budget) Alloc(n int) error { return b.Hold(n, n) }
 
 const (
 	// heapCheckEvery is how many steps pass between two reads of the heap.
@@ -186,7 +154,9 @@ func stoppedBy(prefix string, err error) error {
 // Hold charges a value that is value bytes long as text (checked against
 // the largest single value) and takes mem bytes of memory to hold (charged
 // to the allocation budget): a list of a million one-letter strings is a
-// few megabytes of text to print but tens of megabytes of Go values.
+// few megabytes of text to print but tens of megabytes of Go values. A
+// copy of what the document already holds (a list a Python condition
+// reads) is Hold(0, mem): the document's own size limit bounds the value.
 func (b *budget) Hold(value, mem int) error {
 	if b.err != nil {
 		return b.err

@@ -815,7 +815,7 @@ func toStarlark(b *budget, v any) (starlark.Value, error) {
 	case map[string]any:
 		return &pyDoc{m: x, b: b}, nil
 	case []any:
-		if err := b.Hold(mulSize(len(x), 8)); err != nil {
+		if err := b.Hold(0, mulSize(len(x), 8)); err != nil {
 			return nil, err
 		}
 		items := make([]starlark.Value, len(x))
