@@ -115,6 +115,9 @@ func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, e
 			return out, err
 		}
 	}
+	if len(c.row.Payload) == 0 && CarriesBody(hook.RequestMethod) {
+		return d.noPayload(ctx, c, mode)
+	}
 	req, why, err := d.request(c.row, hook, c.secrets, c.at)
 	if err != nil {
 		return Outcome{}, d.notSent(ctx, c, why, err)
@@ -128,6 +131,23 @@ func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, e
 		return Outcome{}, fmt.Errorf("attempt of delivery %s interrupted: %w", c.row.ID, res.Err)
 	}
 	return d.recordSent(ctx, c.row, mode, hook, c.at, req, res)
+}
+
+// ErrNoPayload is the error recorded on a delivery that has no payload
+// while its webhook's method carries a body: its body was never built, and
+// sending it would deliver nothing and record success.
+var ErrNoPayload = errors.New("delivery has no payload")
+
+// noPayload records a claimed attempt of a delivery with no payload as
+// made and invalid, without a request: the delivery is Exhausted with the
+// reason in its history and last_error, and counted like any attempt. A
+// retry (recovery) builds such a delivery from the document it kept first.
+func (d *Dispatcher) noPayload(ctx context.Context, c claimed, mode Mode) (Outcome, error) {
+	err := fmt.Errorf("not sent: %w, and a %s request must carry a body (fix the webhook's definition, then homing delivery retry %s builds the body from the document the delivery kept)",
+		ErrNoPayload, c.hook.RequestMethod, c.row.ID)
+	d.log.Warn("delivery not sent: no payload", "delivery", c.row.ID, "webhook", c.row.WebhookName)
+	req := delivery.Request{Method: c.hook.RequestMethod, URL: c.row.URL, Header: http.Header{}}
+	return d.recordSent(ctx, c.row, mode, &c.hook, c.at, req, delivery.Result{Class: delivery.ClassInvalid, Err: err})
 }
 
 // request builds the HTTP request of this attempt: the frozen payload and

@@ -10,7 +10,6 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch/storage"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/webhook"
 )
 
 // syncPending is the reason a synchronous delivery carries until its one
@@ -208,7 +207,8 @@ func isSyncPending(rows []models.Delivery, id string) bool {
 
 // plan builds the delivery record for one webhook, or reports false when the
 // webhook's condition does not hold. A request that cannot be built becomes
-// an Exhausted record saying why, so the operator sees it.
+// an Exhausted record saying why, so the operator sees it, with no payload
+// and the document kept in url_doc.
 func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Delivery, bool) {
 	row := models.Delivery{
 		ID:          d.newID(),
@@ -248,41 +248,28 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Del
 	if !ok {
 		return models.Delivery{}, false
 	}
-	fields := make([]delivery.Field, len(w.Fields))
-	for i, f := range w.Fields {
-		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
+	b, err := Build(w, ev.Doc, d.maxPayload, now)
+	if err != nil {
+		// The row keeps the document, so that a retry or a resend can
+		// build it with the webhook's definition once it is fixed
+		// (recovery); FreezeDoc only fails on a document fan-out could
+		// not have read, which no fix of the webhook can build.
+		if frozen, ferr := delivery.FreezeDoc(ev.Doc); ferr == nil {
+			row.URLDoc = &frozen
+		}
+		return exhaust("cannot build request: " + err.Error())
 	}
 	if w.URLTemplate != "" {
 		// Rendered once and frozen into the row: every attempt of this
-		// delivery goes to the same URL (dispatch.request).
-		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc, w.Compat, now)
-		if err != nil {
-			return exhaust("cannot build request: " + err.Error())
-		}
+		// delivery goes to the URL the webhook's template then makes with
+		// the document kept here (dispatch.request).
 		frozen, err := delivery.FreezeDoc(ev.Doc)
 		if err != nil {
 			return exhaust("cannot build request: " + err.Error())
 		}
-		row.URL, row.URLDoc = u, &frozen
+		row.URLDoc = &frozen
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload, Compat: w.Compat, Now: now}, ev.Doc)
-	if err != nil {
-		return exhaust("cannot build request: " + err.Error())
-	}
-	// Sealed (credential) headers are not frozen into the row: each attempt
-	// takes them from the webhook as it is then (request).
-	headers := make(models.StringMap, len(w.Headers)+1)
-	for k, v := range w.Headers {
-		if !webhook.FromWebhook(k, v) {
-			headers[k] = v
-		}
-	}
-	if contentType != "" {
-		// compat frappe has none of its own: its header rows say it.
-		headers["Content-Type"] = contentType
-	}
-	row.Headers = headers
-	row.Payload = body
+	row.URL, row.Headers, row.Payload = b.URL, b.Headers, b.Payload
 	return row, true
 }
 
