@@ -698,14 +698,23 @@ func newWebhookPreviewCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Not sendable is a failure (exit status 1), already told.
+			var notSendable error
+			if p.Error != "" {
+				notSendable = &exitError{code: exitFailure, err: fmt.Errorf("webhook %q: not sendable: %s", pos[0], p.Error), silent: true}
+			}
 			if asJSON {
 				enc := json.NewEncoder(e.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(p)
+				if err := enc.Encode(p); err != nil {
+					return err
+				}
+				return notSendable
 			}
 			switch {
 			case p.Error != "":
 				fmt.Fprintf(e.stdout, "condition: %v\nnot sendable: %s\n", p.Matched, p.Error)
+				return notSendable
 			case !p.Matched:
 				fmt.Fprintln(e.stdout, "condition: false (nothing would be sent)")
 			default:

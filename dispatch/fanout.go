@@ -117,6 +117,19 @@ type eventPlan struct {
 	queue  string
 	queues map[string]string
 	inline *claimed
+	// frozen is the event's document as the rows keep it (url_doc),
+	// made once for all its rows that keep it (freeze).
+	frozen    *string
+	frozenErr error
+}
+
+// freeze is the event's document as a row keeps it, frozen on first use.
+func (p *eventPlan) freeze() (*string, error) {
+	if p.frozen == nil && p.frozenErr == nil {
+		f, err := delivery.FreezeDoc(p.ev.Doc)
+		p.frozen, p.frozenErr = &f, err
+	}
+	return p.frozen, p.frozenErr
 }
 
 // rows is the event's row for each webhook whose condition holds (plan).
@@ -127,7 +140,7 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 	rows := make([]models.Delivery, 0, len(hooks))
 	p.queues, p.inline = make(map[string]string, len(hooks)), nil
 	for _, w := range hooks {
-		row, ok := p.d.plan(w, p.ev, now)
+		row, ok := p.d.plan(w, p.ev, now, p.freeze)
 		if !ok {
 			continue
 		}
@@ -209,7 +222,7 @@ func isSyncPending(rows []models.Delivery, id string) bool {
 // webhook's condition does not hold. A request that cannot be built becomes
 // an Exhausted record saying why, so the operator sees it, with no payload
 // and the document kept in url_doc.
-func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Delivery, bool) {
+func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time, freeze func() (*string, error)) (models.Delivery, bool) {
 	row := models.Delivery{
 		ID:          d.newID(),
 		WebhookID:   w.ID,
@@ -254,8 +267,8 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Del
 		// build it with the webhook's definition once it is fixed
 		// (recovery); FreezeDoc only fails on a document fan-out could
 		// not have read, which no fix of the webhook can build.
-		if frozen, ferr := delivery.FreezeDoc(ev.Doc); ferr == nil {
-			row.URLDoc = &frozen
+		if frozen, ferr := freeze(); ferr == nil {
+			row.URLDoc = frozen
 		}
 		return exhaust("cannot build request: " + err.Error())
 	}
@@ -263,11 +276,11 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Del
 		// Rendered once and frozen into the row: every attempt of this
 		// delivery goes to the URL the webhook's template then makes with
 		// the document kept here (dispatch.request).
-		frozen, err := delivery.FreezeDoc(ev.Doc)
+		frozen, err := freeze()
 		if err != nil {
 			return exhaust("cannot build request: " + err.Error())
 		}
-		row.URLDoc = &frozen
+		row.URLDoc = frozen
 	}
 	row.URL, row.Headers, row.Payload = b.URL, b.Headers, b.Payload
 	return row, true

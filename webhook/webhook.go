@@ -595,7 +595,8 @@ func ValidateURL(raw string) error {
 // tryDefinition renders w's body and evaluates its condition against the
 // sample document, or an empty one. With a sample any failure refuses the
 // webhook; without one only a limit does, since a missing field is the
-// empty document's fault.
+// empty document's fault, and a body template that renders no JSON for a
+// document with every field it names (delivery.CheckTemplateJSON).
 func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	doc := sample
 	if doc == nil {
@@ -633,6 +634,13 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now()}
 	if _, _, err := delivery.Build(spec, doc); err != nil && refuse(err) {
 		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
+	}
+	if sample == nil {
+		// Without a sample, a template that is not JSON for any document
+		// would still end every event Exhausted.
+		if err := delivery.CheckTemplateJSON(spec); err != nil {
+			return invalid("template", "%v", err)
+		}
 	}
 	return nil
 }
