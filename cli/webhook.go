@@ -261,9 +261,11 @@ func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) 
 
 // webhookService is the webhook service every command (and the API) uses:
 // defaults from retry.default_max_retries and delivery.timeout, and the
-// SSRF guard unless private networks are allowed.
+// SSRF guard unless private networks are allowed. The deliveries it
+// exhausts are told to the dispatcher, which counts them in the process's
+// metrics when it has them (a worker's, as in homing dev).
 func webhookService(a *app.App) *webhook.Service {
-	return webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
+	svc := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
 		MaxRetries: a.Config.Retry.DefaultMaxRetries,
 		Timeout:    a.Config.Delivery.Timeout,
 		Guard:      app.Guard(a.Config.Delivery),
@@ -271,6 +273,8 @@ func webhookService(a *app.App) *webhook.Service {
 		MaxPayloadBytes: a.Config.Delivery.MaxPayloadBytes,
 		UserAgent:       app.UserAgent(),
 	}, a.Log)
+	svc.SetObserver(a.Dispatcher)
+	return svc
 }
 
 // webhookError puts the webhook's name in front of a validation error, as in

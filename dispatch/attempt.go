@@ -62,13 +62,14 @@ type Observer interface {
 	// Attempt reports one request of webhook's delivery by its
 	// delivery.Class ("2xx", "5xx", "timeout" …), how long it took, and the
 	// status it left the delivery in: Delivered, Failed (a retry is
-	// scheduled) or Exhausted. The status is empty when the delivery
-	// changed while the request was in flight and kept the state it was
-	// given.
-	Attempt(webhook, class string, d time.Duration, status string)
-	// Abandoned reports webhook's delivery made final (Exhausted) without
-	// a request, because the webhook is disabled or deleted.
-	Abandoned(webhook, status string)
+	// scheduled) or Exhausted, with why (models.Reasons). The status is
+	// empty when the delivery changed while the request was in flight and
+	// kept the state it was given.
+	Attempt(webhook, class string, d time.Duration, status, reason string)
+	// Deliveries reports n of webhook's deliveries moved to status for
+	// reason without an attempt of their own: made Exhausted at fan-out
+	// (unbuildable), or because their webhook was disabled or deleted.
+	Deliveries(webhook, status, reason string, n int)
 	// Postponed reports an attempt that was not made and left its delivery
 	// due later, with no attempt counted: "rate_limit" (its webhook's
 	// rate_limit was spent) or "held" (its webhook is failing and this
@@ -80,6 +81,17 @@ type Observer interface {
 // process that builds its metrics after the dispatcher (the worker). Call it
 // before the dispatcher is in use; nil means none.
 func (d *Dispatcher) SetObserver(o Observer) { d.observer = o }
+
+// Deliveries tells the observer, if any, of n of webhook's deliveries moved
+// to status for reason without an attempt. Every such path of the
+// dispatcher calls it, and so does the webhook service when disabling or
+// deleting a webhook exhausts its retries (webhook.Observer): a process
+// that counts (one that runs a worker) counts them all.
+func (d *Dispatcher) Deliveries(webhook, status, reason string, n int) {
+	if d.observer != nil && n > 0 {
+		d.observer.Deliveries(webhook, status, reason, n)
+	}
+}
 
 // Attempt makes one attempt of delivery id: claim → decide → send →
 // record. Receiver failures are recorded, not returned: the error is
@@ -239,6 +251,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	out := Outcome{Sent: res.Class != delivery.ClassInvalid, Result: res, Attempt: row.Attempts}
 	dec := decide(d.schedule, now, row.Attempts, row.MaxRetries, mode, res)
 	out.Status, out.NextRetry = dec.status, dec.next
+	reason := dec.reason
 	if res.Err != nil {
 		out.Reason = sanitize(res.Err.Error(), 2048)
 	}
@@ -259,6 +272,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		disableReason = fmt.Sprintf("deliveries only failed since %s (health.disable_after %s)", hook.FailingSince.UTC().Format(time.RFC3339), d.disableAfter)
 		out.Status, out.NextRetry = models.StatusExhausted, nil
 		out.Reason = "webhook disabled: " + disableReason + "; last error: " + out.Reason
+		reason = models.ReasonUnhealthy
 	}
 	var code *int
 	if res.StatusCode != 0 {
@@ -288,7 +302,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		fromStatus = models.StatusExhausted
 	}
 	// A shutdown must not lose the outcome of a request that was sent.
-	applied, err := d.store.Record(context.WithoutCancel(ctx), storage.Outcome{
+	rec, err := d.store.Record(context.WithoutCancel(ctx), storage.Outcome{
 		Attempt:      attempt,
 		FromStatus:   fromStatus,
 		Status:       out.Status,
@@ -303,6 +317,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	if err != nil {
 		return out, err
 	}
+	applied := rec.Applied
 	if !applied {
 		d.log.Warn("delivery changed while its attempt was in flight; outcome kept in history only", "delivery", row.ID)
 	}
@@ -314,8 +329,10 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		if applied {
 			status = out.Status
 		}
-		d.observer.Attempt(row.WebhookName, string(res.Class), res.Duration, status)
+		d.observer.Attempt(row.WebhookName, string(res.Class), res.Duration, status, reason)
 	}
+	// The webhook's other pending deliveries, exhausted by disabling it.
+	d.Deliveries(row.WebhookName, models.StatusExhausted, reason, int(rec.Exhausted))
 	d.logAttempt(ctx, row, out, res, now)
 	return out, nil
 }

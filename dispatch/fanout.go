@@ -104,6 +104,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 		return nil, nil, err
 	}
 	pending, inline := p.pending(written)
+	p.countUnbuilt(written)
 	return pending, inline, nil
 }
 
@@ -205,6 +206,34 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, *claimed) {
 		inline = nil
 	}
 	return pending, inline
+}
+
+// countUnbuilt tells the observer of the rows this call created Exhausted
+// because their request could not be built. Only rows it created count: a
+// re-run of the fan-out, or a racing one, finds them existing under IDs
+// it did not plan, and counts nothing again.
+func (p *eventPlan) countUnbuilt(written storage.Written) {
+	if p.d.observer == nil || len(written.Rows) == 0 {
+		return
+	}
+	ours := written.Rows
+	if !written.Created {
+		created := make(map[string]bool, len(written.Existing))
+		for _, r := range written.Existing {
+			created[r.ID] = true
+		}
+		ours = make([]models.Delivery, 0, len(written.Rows))
+		for _, r := range written.Rows {
+			if created[r.ID] {
+				ours = append(ours, r)
+			}
+		}
+	}
+	for _, r := range ours {
+		if r.Status == models.StatusExhausted && r.LastError != syncPending {
+			p.d.Deliveries(r.WebhookName, models.StatusExhausted, models.ReasonUnbuildable, 1)
+		}
+	}
 }
 
 // isSyncPending reports whether id is a synchronous row this fan-out created

@@ -18,6 +18,28 @@ const (
 	StatusExhausted = "Exhausted"
 )
 
+// Reasons a delivery reached its status, as homing_deliveries_total's
+// reason label counts them: a short, fixed list, so that the label stays
+// bounded.
+const (
+	ReasonAccepted        = "accepted"         // Delivered: the receiver answered 2xx
+	ReasonRetrying        = "retrying"         // Failed: another attempt is scheduled
+	ReasonRetriesSpent    = "retries_spent"    // Exhausted: the last attempt of the budget failed
+	ReasonGone            = "gone"             // Exhausted: 410 Gone disabled the webhook
+	ReasonUnhealthy       = "unhealthy"        // Exhausted: health.disable_after disabled the webhook
+	ReasonSynchronous     = "synchronous"      // Exhausted: workflow_transition's one attempt failed
+	ReasonUnbuildable     = "unbuildable"      // Exhausted: the request could not be built (or had no payload)
+	ReasonWebhookDisabled = "webhook_disabled" // Exhausted: its webhook was disabled
+	ReasonWebhookDeleted  = "webhook_deleted"  // Exhausted: its webhook was deleted
+)
+
+// Reasons lists every reason by the status it goes with.
+var Reasons = map[string][]string{
+	StatusDelivered: {ReasonAccepted},
+	StatusFailed:    {ReasonRetrying},
+	StatusExhausted: {ReasonRetriesSpent, ReasonGone, ReasonUnhealthy, ReasonSynchronous, ReasonUnbuildable, ReasonWebhookDisabled, ReasonWebhookDeleted},
+}
+
 // Document events a webhook can listen to: Frappe's document events.
 var DocEvents = []string{
 	"after_insert", "on_update", "on_submit", "on_cancel", "on_trash",
