@@ -150,6 +150,11 @@ func (s *Service) Retry(ctx context.Context, id string) error {
 	if res.Error != nil {
 		return fmt.Errorf("retry delivery %s: %w", id, res.Error)
 	}
+	if res.RowsAffected == 0 && built != nil {
+		// Another retry built and requeued it first, or it changed since
+		// it was read: it is not requeued twice.
+		return fmt.Errorf("%w: %s changed while it was being built (see homing delivery show %s)", ErrInFlight, id, id)
+	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("%w: %s (try again once it is recorded)", ErrInFlight, id)
 	}
