@@ -163,8 +163,23 @@ func TestUnbuiltDeliveryIsBuiltByRetryAndResend(t *testing.T) {
 			if _, err := h.hooks.Update(ctx, "orders", webhook.Input{Template: ptr(`{"name": "{{ doc.name }}", "total": {{ doc.grand_total }}}`)}); err != nil {
 				t.Fatal(err)
 			}
-			if err := rec.Retry(ctx, one.ID); err != nil {
-				t.Fatal(err)
+			// Two retries at once: one builds and requeues it, the other
+			// requeues it too or says it lost; it is sent once either way.
+			errs := make(chan error, 2)
+			for range 2 {
+				go func() { errs <- rec.Retry(ctx, one.ID) }()
+			}
+			ok := 0
+			for range 2 {
+				switch err := <-errs; {
+				case err == nil:
+					ok++
+				case !errors.Is(err, recovery.ErrInFlight):
+					t.Fatal(err)
+				}
+			}
+			if ok == 0 {
+				t.Fatal("neither of two retries requeued the delivery")
 			}
 			newID, err := rec.Resend(ctx, two.ID)
 			if err != nil {
@@ -183,6 +198,9 @@ func TestUnbuiltDeliveryIsBuiltByRetryAndResend(t *testing.T) {
 				a, b := h.delivery("ev-unbuilt-1"), h.deliveries("ev-unbuilt-2/resend/"+newID)
 				return a.Status == models.StatusDelivered && len(b) == 1 && b[0].Status == models.StatusDelivered
 			})
+			if got := h.sweep(time.Hour); got != 0 || recv.Count() != 2 {
+				t.Fatalf("a later sweep enqueued %d; the receiver got %d requests, want 2", got, recv.Count())
+			}
 		})
 	}
 }
