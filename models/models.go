@@ -146,8 +146,11 @@ type Delivery struct {
 	DocEvent    string `gorm:"column:doc_event"`
 	Method      string `gorm:"column:method"`
 	URL         string `gorm:"column:url"`
-	// URLDoc is the document, for a webhook with a url_template: each
-	// retry renders the webhook's current template with it. Nil otherwise.
+	// URLDoc is the document the delivery was made from, kept for a
+	// webhook with a url_template (each retry renders the webhook's
+	// current template with it) and for a delivery whose request could not
+	// be built (a retry or resend builds it with the webhook's current
+	// definition, recovery). Nil otherwise.
 	URLDoc         *string    `gorm:"column:url_doc"`
 	Headers        StringMap  `gorm:"column:headers"`
 	Payload        []byte     `gorm:"column:payload"`
