@@ -97,6 +97,8 @@ func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request) error {
 		return conflict("delivery %q was delivered; POST /v1/deliveries/%s/resend sends its payload again as a new delivery", id, id)
 	case errors.Is(err, recovery.ErrInFlight):
 		return conflict("delivery %q has an attempt in flight; try again once it is recorded", id)
+	case errors.Is(err, recovery.ErrNotBuilt):
+		return conflict("%s", err.Error())
 	case err != nil:
 		return err
 	}

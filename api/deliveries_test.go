@@ -187,6 +187,26 @@ func TestDeliveryShowRetryResend(t *testing.T) {
 	}
 	s.refused(http.StatusNotFound, "not_found", "", "POST", "/v1/deliveries/nope/retry", s.admin, "")
 
+	// A delivery never built: built from the document it kept, or refused
+	// with why when it kept none (issue 25).
+	unbuilt := func(doc *string) models.Delivery {
+		d := s.addDelivery("orders", models.StatusExhausted, t0)
+		if err := s.db.Model(&models.Delivery{}).Where("id = ?", d.ID).
+			Updates(map[string]any{"webhook_id": hook.ID, "payload": []byte{}, "url_doc": doc}).Error; err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	e = s.refused(http.StatusConflict, "conflict", "", "POST", "/v1/deliveries/"+unbuilt(nil).ID+"/retry", s.admin, "")
+	if !strings.Contains(e.Message, "never built") || !strings.Contains(e.Message, "no document") {
+		t.Errorf("retry of a delivery never built and without its document: %q", e.Message)
+	}
+	kept := `{"name": "N-1"}`
+	if r := s.expect(http.StatusOK, "POST", "/v1/deliveries/"+unbuilt(&kept).ID+"/retry", s.admin, "").object(t); r["status"] != "Failed" || r["payload"] != `{"name":"N-1"}` {
+		t.Errorf("retry of a delivery never built, with its document: %v", r)
+	}
+	s.db.Where("url_doc IS NOT NULL OR length(payload) = 0").Delete(&models.Delivery{})
+
 	// resend: a new delivery, linked; with a key, once however often asked.
 	r := s.expect(http.StatusCreated, "POST", "/v1/deliveries/"+delivered.ID+"/resend", s.admin, "")
 	first := r.object(t)

@@ -61,7 +61,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		DB:              db,
 		Dispatcher:      dispatch.New(db, sender, box, dispatch.Config{}),
 		Webhooks:        webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second}, nil),
-		Recovery:        recovery.New(db, nil),
+		Recovery:        recovery.New(db, nil, 0),
 		Tokens:          tokens,
 		MaxBodyBytes:    o.maxBodyBytes,
 		MaxPayloadBytes: o.maxPayloadBytes,

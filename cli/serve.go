@@ -83,7 +83,7 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 		DB:              a.DB,
 		Dispatcher:      a.Dispatcher,
 		Webhooks:        webhookService(a),
-		Recovery:        recovery.New(a.DB, a.Clock),
+		Recovery:        recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes),
 		Tokens:          tokens,
 		MaxBodyBytes:    int64(a.Config.API.MaxBodyBytes),
 		MaxPayloadBytes: a.Config.Delivery.MaxPayloadBytes,

@@ -264,9 +264,11 @@ func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) 
 
 // webhookService is the webhook service every command (and the API) uses:
 // defaults from retry.default_max_retries and delivery.timeout, and the
-// SSRF guard unless private networks are allowed.
+// SSRF guard unless private networks are allowed. The deliveries it
+// exhausts are told to the dispatcher, which counts them in the process's
+// metrics when it has them (a worker's, as in homing dev).
 func webhookService(a *app.App) *webhook.Service {
-	return webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
+	svc := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
 		MaxRetries: a.Config.Retry.DefaultMaxRetries,
 		Timeout:    a.Config.Delivery.Timeout,
 		Guard:      app.Guard(a.Config.Delivery),
@@ -274,6 +276,8 @@ func webhookService(a *app.App) *webhook.Service {
 		MaxPayloadBytes: a.Config.Delivery.MaxPayloadBytes,
 		UserAgent:       app.UserAgent(),
 	}, a.Log)
+	svc.SetObserver(a.Dispatcher)
+	return svc
 }
 
 // webhookError puts the webhook's name in front of a validation error, as in
@@ -701,14 +705,23 @@ func newWebhookPreviewCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Not sendable is a failure (exit status 1), already told.
+			var notSendable error
+			if p.Error != "" {
+				notSendable = &exitError{code: exitFailure, err: fmt.Errorf("webhook %q: not sendable: %s", pos[0], p.Error), silent: true}
+			}
 			if asJSON {
 				enc := json.NewEncoder(e.stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(p)
+				if err := enc.Encode(p); err != nil {
+					return err
+				}
+				return notSendable
 			}
 			switch {
 			case p.Error != "":
 				fmt.Fprintf(e.stdout, "condition: %v\nnot sendable: %s\n", p.Matched, p.Error)
+				return notSendable
 			case !p.Matched:
 				fmt.Fprintln(e.stdout, "condition: false (nothing would be sent)")
 			default:

@@ -524,4 +524,19 @@ func TestWebhookPreviewAndSecretHeader(t *testing.T) {
 	s.fails(1, []string{"webhook", "create", "--name", "bomb", "--doctype", "Sales Order", "--event", "on_submit",
 		"--url", "https://erp.example.com/hook", "--template", `"{{ '#' * doc.width }}"`, "--sample-doc", `{"width": 100000000000}`}, "size limit")
 	s.fails(2, []string{"webhook", "preview", "orders", "--doc", "not json"}, "--doc: not a JSON object")
+
+	// Not sendable is a failure, with the reason on stdout (issue 25).
+	r = s.homing("webhook", "preview", "orders", "--doc", `{"name": "SO-2"}`)
+	if r.code != 1 || !strings.Contains(r.stdout, "not sendable") || !strings.Contains(r.stdout, "grand_total") || r.stderr != "" {
+		t.Errorf("preview of an unsendable document: %s", r)
+	}
+	if r = s.homing("webhook", "preview", "orders", "--doc", `{"name": "SO-2"}`, "--json"); r.code != 1 || !strings.Contains(r.stdout, `"error"`) {
+		t.Errorf("preview --json of an unsendable document: %s", r)
+	}
+	// A template that is JSON for no document is refused at creation.
+	r = s.homing("webhook", "create", "--name", "comma", "--doctype", "Sales Order", "--event", "on_submit",
+		"--url", "https://erp.example.com/hook", "--template", `{"name": "{{ doc.name }}", "total": {{ doc.total }},}`)
+	if r.code == 0 || !strings.Contains(r.stderr, "not JSON") || !strings.Contains(r.stderr, "column 48") {
+		t.Errorf("create with a trailing comma: %s", r)
+	}
 }

@@ -66,7 +66,7 @@ func newSite(t testing.TB) *site {
 		CreatedAt: now.Add(-time.Hour), UpdatedAt: now}).Error; err != nil {
 		t.Fatal(err)
 	}
-	s.srv = httptest.NewServer(console.New(console.Config{DB: db, Webhooks: hooks, Recovery: recovery.New(db, clk), Tokens: tokens,
+	s.srv = httptest.NewServer(console.New(console.Config{DB: db, Webhooks: hooks, Recovery: recovery.New(db, clk, 0), Tokens: tokens,
 		AsynqmonURL: "http://127.0.0.1:8080", DisableAfter: 120 * time.Hour, Clock: clk}))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -296,7 +296,7 @@ func TestLogoutEndsTheSession(t *testing.T) {
 		t.Errorf("logout did not clear the cookie: %v", res.Cookies())
 	}
 
-	bare := httptest.NewServer(console.New(console.Config{DB: s.db, Webhooks: s.hooks, Recovery: recovery.New(s.db, clock.Real{}),
+	bare := httptest.NewServer(console.New(console.Config{DB: s.db, Webhooks: s.hooks, Recovery: recovery.New(s.db, clock.Real{}, 0),
 		Tokens: token.New(s.db, clock.Real{}, nil)}))
 	t.Cleanup(bare.Close)
 	req, err := http.NewRequest("GET", bare.URL+"/console/deliveries/d-1", nil)

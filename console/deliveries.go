@@ -133,6 +133,8 @@ func (c *Console) retry(w http.ResponseWriter, r *http.Request, _ session) {
 		c.message(w, r, http.StatusConflict, "Not retried", "Delivery "+id+" was delivered; use Resend to send its payload again as a new delivery.")
 	case errors.Is(err, recovery.ErrInFlight):
 		c.message(w, r, http.StatusConflict, "Not retried", "Delivery "+id+" has an attempt in flight; try again once it is recorded.")
+	case errors.Is(err, recovery.ErrNotBuilt):
+		c.message(w, r, http.StatusConflict, "Not retried", err.Error())
 	case err != nil:
 		c.fail(w, r, err)
 	default:

@@ -63,13 +63,14 @@ type Observer interface {
 	// Attempt reports one request of webhook's delivery by its
 	// delivery.Class ("2xx", "5xx", "timeout" …), how long it took, and the
 	// status it left the delivery in: Delivered, Failed (a retry is
-	// scheduled) or Exhausted. The status is empty when the delivery
-	// changed while the request was in flight and kept the state it was
-	// given.
-	Attempt(webhook, class string, d time.Duration, status string)
-	// Abandoned reports webhook's delivery made final (Exhausted) without
-	// a request, because the webhook is disabled or deleted.
-	Abandoned(webhook, status string)
+	// scheduled) or Exhausted, with why (models.Reasons). The status is
+	// empty when the delivery changed while the request was in flight and
+	// kept the state it was given.
+	Attempt(webhook, class string, d time.Duration, status, reason string)
+	// Deliveries reports n of webhook's deliveries moved to status for
+	// reason without an attempt of their own: made Exhausted at fan-out
+	// (unbuildable), or because their webhook was disabled or deleted.
+	Deliveries(webhook, status, reason string, n int)
 	// Postponed reports an attempt that was not made and left its delivery
 	// due later, with no attempt counted: "rate_limit" (its webhook's
 	// rate_limit was spent) or "held" (its webhook is failing and this
@@ -81,6 +82,17 @@ type Observer interface {
 // process that builds its metrics after the dispatcher (the worker). Call it
 // before the dispatcher is in use; nil means none.
 func (d *Dispatcher) SetObserver(o Observer) { d.observer = o }
+
+// Deliveries tells the observer, if any, of n of webhook's deliveries moved
+// to status for reason without an attempt. Every such path of the
+// dispatcher calls it, and so does the webhook service when disabling or
+// deleting a webhook exhausts its retries (webhook.Observer): a process
+// that counts (one that runs a worker) counts them all.
+func (d *Dispatcher) Deliveries(webhook, status, reason string, n int) {
+	if d.observer != nil && n > 0 {
+		d.observer.Deliveries(webhook, status, reason, n)
+	}
+}
 
 // Attempt makes one attempt of delivery id: claim → decide → send →
 // record. Receiver failures are recorded, not returned: the error is
@@ -123,6 +135,9 @@ func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, e
 			return out, err
 		}
 	}
+	if len(c.row.Payload) == 0 && CarriesBody(hook.RequestMethod) {
+		return d.noPayload(ctx, c, mode)
+	}
 	req, why, err := d.request(c.row, hook, c.secrets, c.at)
 	if err != nil {
 		return Outcome{}, d.notSent(ctx, c, why, err)
@@ -163,6 +178,23 @@ func (d *Dispatcher) checkLease(ctx context.Context, c claimed, timeout time.Dur
 		"claimed_at", c.at.Format(time.RFC3339Nano), "lease_ends", c.row.NextRetry.Format(time.RFC3339Nano),
 		"timeout", timeout.String(), "record_margin", RecordMargin.String())
 	return err
+}
+
+// ErrNoPayload is the error recorded on a delivery that has no payload
+// while its webhook's method carries a body: its body was never built, and
+// sending it would deliver nothing and record success.
+var ErrNoPayload = errors.New("delivery has no payload")
+
+// noPayload records a claimed attempt of a delivery with no payload as
+// made and invalid, without a request: the delivery is Exhausted with the
+// reason in its history and last_error, and counted like any attempt. A
+// retry (recovery) builds such a delivery from the document it kept first.
+func (d *Dispatcher) noPayload(ctx context.Context, c claimed, mode Mode) (Outcome, error) {
+	err := fmt.Errorf("not sent: %w, and a %s request must carry a body (fix the webhook's definition, then homing delivery retry %s builds the body from the document the delivery kept)",
+		ErrNoPayload, c.hook.RequestMethod, c.row.ID)
+	d.log.Warn("delivery not sent: no payload", "delivery", c.row.ID, "webhook", c.row.WebhookName)
+	req := delivery.Request{Method: c.hook.RequestMethod, URL: c.row.URL, Header: http.Header{}}
+	return d.recordSent(ctx, c.row, mode, &c.hook, c.at, req, delivery.Result{Class: delivery.ClassInvalid, Err: err})
 }
 
 // request builds the HTTP request of this attempt: the frozen payload and
@@ -254,6 +286,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	out := Outcome{Sent: res.Class != delivery.ClassInvalid, Result: res, Attempt: row.Attempts}
 	dec := decide(d.schedule, now, row.Attempts, row.MaxRetries, mode, res)
 	out.Status, out.NextRetry = dec.status, dec.next
+	reason := dec.reason
 	if res.Err != nil {
 		out.Reason = sanitize(res.Err.Error(), 2048)
 	}
@@ -274,6 +307,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		disableReason = fmt.Sprintf("deliveries only failed since %s (health.disable_after %s)", hook.FailingSince.UTC().Format(time.RFC3339), d.disableAfter)
 		out.Status, out.NextRetry = models.StatusExhausted, nil
 		out.Reason = "webhook disabled: " + disableReason + "; last error: " + out.Reason
+		reason = models.ReasonUnhealthy
 	}
 	var code *int
 	if res.StatusCode != 0 {
@@ -303,7 +337,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		fromStatus = models.StatusExhausted
 	}
 	// A shutdown must not lose the outcome of a request that was sent.
-	applied, err := d.store.Record(context.WithoutCancel(ctx), storage.Outcome{
+	rec, err := d.store.Record(context.WithoutCancel(ctx), storage.Outcome{
 		Attempt:      attempt,
 		FromStatus:   fromStatus,
 		Status:       out.Status,
@@ -318,6 +352,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	if err != nil {
 		return out, err
 	}
+	applied := rec.Applied
 	if !applied {
 		d.log.Warn("delivery changed while its attempt was in flight; outcome kept in history only", "delivery", row.ID)
 	}
@@ -329,8 +364,10 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		if applied {
 			status = out.Status
 		}
-		d.observer.Attempt(row.WebhookName, string(res.Class), res.Duration, status)
+		d.observer.Attempt(row.WebhookName, string(res.Class), res.Duration, status, reason)
 	}
+	// The webhook's other pending deliveries, exhausted by disabling it.
+	d.Deliveries(row.WebhookName, models.StatusExhausted, reason, int(rec.Exhausted))
 	d.logAttempt(ctx, row, out, res, now)
 	return out, nil
 }

@@ -49,14 +49,14 @@ func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mo
 	case refusedState:
 		return Outcome{}, fmt.Errorf("delivery %s (%s, %d attempts) for a %s attempt: %w", id, c.Row.Status, c.Row.Attempts, mode, ErrNotClaimed)
 	case refusedWebhookDeleted, refusedWebhookDisabled:
-		reason := "webhook deleted"
+		reason, why := "webhook deleted", models.ReasonWebhookDeleted
 		if r == refusedWebhookDisabled {
-			reason = "webhook disabled"
+			reason, why = "webhook disabled", models.ReasonWebhookDisabled
 			if c.Hook.DisabledReason != "" {
 				reason += ": " + c.Hook.DisabledReason
 			}
 		}
-		return d.abandon(ctx, c.Row, reason)
+		return d.abandon(ctx, c.Row, reason, why)
 	case refusedHeld:
 		// Handed back to the sweep at once (queued_at cleared), so that it
 		// can be taken again as the next probe, or with the rest when the
@@ -75,7 +75,7 @@ func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mo
 }
 
 // abandon makes a claimable delivery Exhausted without a request.
-func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason string) (Outcome, error) {
+func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason, why string) (Outcome, error) {
 	ok, err := d.store.Abandon(ctx, row, reason, d.now())
 	if err != nil {
 		return Outcome{}, err
@@ -84,9 +84,7 @@ func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason st
 		return Outcome{}, fmt.Errorf("delivery %s changed under us: %w", row.ID, ErrNotClaimed)
 	}
 	d.log.Info("delivery exhausted without a request", "delivery", row.ID, "webhook", row.WebhookName, "reason", reason)
-	if d.observer != nil {
-		d.observer.Abandoned(row.WebhookName, models.StatusExhausted)
-	}
+	d.Deliveries(row.WebhookName, models.StatusExhausted, why, 1)
 	return Outcome{Status: models.StatusExhausted, Attempt: row.Attempts, Reason: reason}, nil
 }
 

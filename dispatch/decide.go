@@ -19,6 +19,8 @@ type decision struct {
 	// gone is set when the receiver answered 410 Gone: the delivery is
 	// final and the webhook is disabled.
 	gone bool
+	// reason is why the delivery has status (models.Reasons).
+	reason string
 }
 
 // decide applies the status rules to an attempt's result: 2xx is Delivered;
@@ -29,15 +31,17 @@ type decision struct {
 func decide(s retry.Schedule, now time.Time, attempts, maxRetries int, mode Mode, res delivery.Result) decision {
 	switch {
 	case res.OK():
-		return decision{status: models.StatusDelivered}
+		return decision{status: models.StatusDelivered, reason: models.ReasonAccepted}
 	case res.StatusCode == http.StatusGone:
-		return decision{status: models.StatusExhausted, gone: true}
-	case mode == Sync, res.Class == delivery.ClassInvalid:
-		return decision{status: models.StatusExhausted}
+		return decision{status: models.StatusExhausted, gone: true, reason: models.ReasonGone}
+	case res.Class == delivery.ClassInvalid:
+		return decision{status: models.StatusExhausted, reason: models.ReasonUnbuildable}
+	case mode == Sync:
+		return decision{status: models.StatusExhausted, reason: models.ReasonSynchronous}
 	}
 	next, ok := s.Next(now, attempts, maxRetries)
 	if !ok {
-		return decision{status: models.StatusExhausted}
+		return decision{status: models.StatusExhausted, reason: models.ReasonRetriesSpent}
 	}
 	if res.StatusCode == http.StatusTooManyRequests || res.StatusCode == http.StatusServiceUnavailable {
 		if wait, ok := retryAfter(res.Header, now); ok {
@@ -47,7 +51,7 @@ func decide(s retry.Schedule, now time.Time, attempts, maxRetries int, mode Mode
 			}
 		}
 	}
-	return decision{status: models.StatusFailed, next: &next}
+	return decision{status: models.StatusFailed, next: &next, reason: models.ReasonRetrying}
 }
 
 // retryAfter parses a Retry-After header: delay-seconds or an HTTP date.

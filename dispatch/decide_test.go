@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,8 +45,23 @@ func TestDecideStatusRules(t *testing.T) {
 		{"Retry-After ignored on 500", 1, 3, First, delivery.Result{StatusCode: 500, Class: delivery.Class5xx, Header: hdr("3600"), Err: fail}, models.StatusFailed, 5 * time.Minute, false},
 		{"garbage Retry-After ignored", 1, 3, First, delivery.Result{StatusCode: 503, Class: delivery.Class5xx, Header: hdr("soon"), Err: fail}, models.StatusFailed, 5 * time.Minute, false},
 	}
+	// The reason homing_deliveries_total counts the final ones under.
+	reasons := map[string]string{
+		"2xx delivered":          models.ReasonAccepted,
+		"budget used up":         models.ReasonRetriesSpent,
+		"max_retries 0 is final": models.ReasonRetriesSpent,
+		"unbuildable is final":   models.ReasonUnbuildable,
+		"sync failure is final":  models.ReasonSynchronous,
+		"410 gone":               models.ReasonGone,
+	}
 	for _, tt := range tests {
 		got := decide(retry.DefaultSchedule, now, tt.attempts, tt.maxRetries, tt.mode, tt.res)
+		if want, ok := reasons[tt.name]; ok && got.reason != want {
+			t.Errorf("%s: reason %q, want %q", tt.name, got.reason, want)
+		}
+		if !slices.Contains(models.Reasons[got.status], got.reason) {
+			t.Errorf("%s: reason %q is not one of %s's", tt.name, got.reason, got.status)
+		}
 		if got.status != tt.status || got.gone != tt.gone {
 			t.Errorf("%s: status %s gone %v, want %s %v", tt.name, got.status, got.gone, tt.status, tt.gone)
 			continue

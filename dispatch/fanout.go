@@ -10,7 +10,6 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch/storage"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/webhook"
 )
 
 // syncPending is the reason a synchronous delivery carries until its one
@@ -123,6 +122,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 		return nil, nil, fmt.Errorf("event %s: %w", ev.ID, p.overloaded)
 	}
 	pending, inline := p.pending(written)
+	p.countUnbuilt(written)
 	return pending, inline, nil
 }
 
@@ -139,6 +139,19 @@ type eventPlan struct {
 	// overloaded is the error of an evaluation the process's heap ceiling
 	// stopped (delivery.ErrOverloaded): the plan is then empty.
 	overloaded error
+	// frozen is the event's document as the rows keep it (url_doc),
+	// made once for all its rows that keep it (freeze).
+	frozen    *string
+	frozenErr error
+}
+
+// freeze is the event's document as a row keeps it, frozen on first use.
+func (p *eventPlan) freeze() (*string, error) {
+	if p.frozen == nil && p.frozenErr == nil {
+		f, err := delivery.FreezeDoc(p.ev.Doc)
+		p.frozen, p.frozenErr = &f, err
+	}
+	return p.frozen, p.frozenErr
 }
 
 // rows is the event's row for each webhook whose condition holds (plan).
@@ -149,7 +162,7 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 	rows := make([]models.Delivery, 0, len(hooks))
 	p.queues, p.inline, p.overloaded = make(map[string]string, len(hooks)), nil, nil
 	for _, w := range hooks {
-		row, ok, err := p.d.plan(w, p.ev, now)
+		row, ok, err := p.d.plan(w, p.ev, now, p.freeze)
 		if err != nil {
 			p.overloaded = err
 			return nil
@@ -220,6 +233,34 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, *claimed) {
 	return pending, inline
 }
 
+// countUnbuilt tells the observer of the rows this call created Exhausted
+// because their request could not be built. Only rows it created count: a
+// re-run of the fan-out, or a racing one, finds them existing under IDs
+// it did not plan, and counts nothing again.
+func (p *eventPlan) countUnbuilt(written storage.Written) {
+	if p.d.observer == nil || len(written.Rows) == 0 {
+		return
+	}
+	ours := written.Rows
+	if !written.Created {
+		created := make(map[string]bool, len(written.Existing))
+		for _, r := range written.Existing {
+			created[r.ID] = true
+		}
+		ours = make([]models.Delivery, 0, len(written.Rows))
+		for _, r := range written.Rows {
+			if created[r.ID] {
+				ours = append(ours, r)
+			}
+		}
+	}
+	for _, r := range ours {
+		if r.Status == models.StatusExhausted && r.LastError != syncPending {
+			p.d.Deliveries(r.WebhookName, models.StatusExhausted, models.ReasonUnbuildable, 1)
+		}
+	}
+}
+
 // isSyncPending reports whether id is a synchronous row this fan-out created
 // with a buildable request (an unbuildable one is Exhausted for good).
 func isSyncPending(rows []models.Delivery, id string) bool {
@@ -233,10 +274,11 @@ func isSyncPending(rows []models.Delivery, id string) bool {
 
 // plan builds the delivery record for one webhook, or reports false when the
 // webhook's condition does not hold. A request that cannot be built becomes
-// an Exhausted record saying why, so the operator sees it. An evaluation
-// stopped by the process's heap ceiling is no verdict on the webhook: its
-// error (wrapping delivery.ErrOverloaded) is returned instead.
-func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Delivery, bool, error) {
+// an Exhausted record saying why, so the operator sees it, with no payload
+// and the document kept in url_doc. An evaluation stopped by the process's
+// heap ceiling is no verdict on the webhook: its error (wrapping
+// delivery.ErrOverloaded) is returned instead.
+func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time, freeze func() (*string, error)) (models.Delivery, bool, error) {
 	row := models.Delivery{
 		ID:          d.newID(),
 		WebhookID:   w.ID,
@@ -278,41 +320,28 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time) (models.Del
 	if !ok {
 		return models.Delivery{}, false, nil
 	}
-	fields := make([]delivery.Field, len(w.Fields))
-	for i, f := range w.Fields {
-		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
+	b, err := Build(w, ev.Doc, d.maxPayload, now)
+	if err != nil {
+		// The row keeps the document, so that a retry or a resend can
+		// build it with the webhook's definition once it is fixed
+		// (recovery); FreezeDoc only fails on a document fan-out could
+		// not have read, which no fix of the webhook can build.
+		if frozen, ferr := freeze(); ferr == nil {
+			row.URLDoc = frozen
+		}
+		return exhaust("cannot build request: "+err.Error(), err)
 	}
 	if w.URLTemplate != "" {
 		// Rendered once and frozen into the row: every attempt of this
-		// delivery goes to the same URL (dispatch.request).
-		u, err := delivery.RenderURL(w.URLTemplate, ev.Doc, w.Compat, now)
+		// delivery goes to the URL the webhook's template then makes with
+		// the document kept here (dispatch.request).
+		frozen, err := freeze()
 		if err != nil {
 			return exhaust("cannot build request: "+err.Error(), err)
 		}
-		frozen, err := delivery.FreezeDoc(ev.Doc)
-		if err != nil {
-			return exhaust("cannot build request: "+err.Error(), err)
-		}
-		row.URL, row.URLDoc = u, &frozen
+		row.URLDoc = frozen
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: d.maxPayload, Compat: w.Compat, Now: now}, ev.Doc)
-	if err != nil {
-		return exhaust("cannot build request: "+err.Error(), err)
-	}
-	// Sealed (credential) headers are not frozen into the row: each attempt
-	// takes them from the webhook as it is then (request).
-	headers := make(models.StringMap, len(w.Headers)+1)
-	for k, v := range w.Headers {
-		if !webhook.FromWebhook(k, v) {
-			headers[k] = v
-		}
-	}
-	if contentType != "" {
-		// compat frappe has none of its own: its header rows say it.
-		headers["Content-Type"] = contentType
-	}
-	row.Headers = headers
-	row.Payload = body
+	row.URL, row.Headers, row.Payload = b.URL, b.Headers, b.Payload
 	return row, true, nil
 }
 

@@ -84,8 +84,8 @@ func New(opts Options) *Metrics {
 		log: opts.Logger,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_deliveries_total",
-			Help: "Deliveries the worker moved to a status: Delivered and Exhausted are final, Failed means a retry is scheduled. Retries exhausted by disabling or deleting their webhook are not counted here.",
-		}, []string{"webhook", "status"}),
+			Help: "Deliveries moved to a status, by why (reason): Delivered and Exhausted are final, Failed means a retry is scheduled. Every way a delivery ends Exhausted is counted, by the process that made it so.",
+		}, []string{"webhook", "status", "reason"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_attempts_total",
 			Help: "Delivery attempts by outcome class: 2xx, 3xx, 4xx, 5xx, timeout, connection, invalid (no request could be built), canceled.",
@@ -115,8 +115,10 @@ func New(opts Options) *Metrics {
 	// Every label value starts at zero, so rate() and alerts see a series
 	// before its first event.
 	m.webhooks = &webhookLabels{max: opts.MaxWebhookLabels, seen: map[string]bool{}}
-	for _, s := range []string{models.StatusDelivered, models.StatusFailed, models.StatusExhausted} {
-		m.deliveries.WithLabelValues(OtherWebhooks, s)
+	for status, reasons := range models.Reasons {
+		for _, r := range reasons {
+			m.deliveries.WithLabelValues(OtherWebhooks, status, r)
+		}
 	}
 	for _, c := range []delivery.Class{
 		delivery.Class2xx, delivery.Class3xx, delivery.Class4xx, delivery.Class5xx,
@@ -139,26 +141,31 @@ func New(opts Options) *Metrics {
 	return m
 }
 
-// Attempt counts one attempt and the status it left its delivery in (none
-// when status is empty). An invalid attempt sent no request, so it has no
-// duration to observe.
+// Attempt counts one attempt and the status it left its delivery in, and
+// why (none when status is empty). An invalid attempt sent no request, so
+// it has no duration to observe.
 //
 // The attempt is counted last, so a scrape that sees homing_attempts_total
 // at n also sees the duration and status of those n attempts.
-func (m *Metrics) Attempt(webhook, class string, d time.Duration, status string) {
+func (m *Metrics) Attempt(webhook, class string, d time.Duration, status, reason string) {
 	if class != string(delivery.ClassInvalid) {
 		m.attemptDuration.Observe(d.Seconds())
 	}
-	webhook = m.webhooks.label(webhook)
 	if status != "" {
-		m.deliveries.WithLabelValues(webhook, status).Inc()
+		m.Deliveries(webhook, status, reason, 1)
 	}
-	m.attempts.WithLabelValues(webhook, class).Inc()
+	m.attempts.WithLabelValues(m.webhooks.label(webhook), class).Inc()
 }
 
-// Abandoned counts a delivery made final without a request.
-func (m *Metrics) Abandoned(webhook, status string) {
-	m.deliveries.WithLabelValues(m.webhooks.label(webhook), status).Inc()
+// Deliveries counts n deliveries of webhook moved to status for reason
+// (models.Reasons). It is the one place homing_deliveries_total moves:
+// attempts, and the deliveries made final without one (at fan-out, by
+// disabling or deleting their webhook) all come through it.
+func (m *Metrics) Deliveries(webhook, status, reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	m.deliveries.WithLabelValues(m.webhooks.label(webhook), status, reason).Add(float64(n))
 }
 
 // Postponed counts an attempt not made, by why.

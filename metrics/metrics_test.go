@@ -67,7 +67,16 @@ func testConfig(t *testing.T) config.Config {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvOn(t, "")
+}
+
+// newEnvOn is newEnv on the database at dsn ("" is PostgreSQL's).
+func newEnvOn(t *testing.T, dsn string) *env {
+	t.Helper()
 	cfg := testConfig(t)
+	if dsn != "" {
+		cfg.Database.URL = dsn
+	}
 	stub := clock.NewStub(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := app.Open(context.Background(), cfg, log, app.Options{Clock: stub})
@@ -459,7 +468,7 @@ func TestBacklogErrorDropsOnlyBacklog(t *testing.T) {
 	m := metrics.New(metrics.Options{
 		Backlog: func(context.Context) (int64, time.Time, error) { return 0, time.Time{}, errors.New("database is down") },
 	})
-	m.Attempt("orders", "2xx", time.Second, models.StatusDelivered)
+	m.Attempt("orders", "2xx", time.Second, models.StatusDelivered, models.ReasonAccepted)
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
@@ -539,10 +548,10 @@ func TestWebhookLabelIsBounded(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(metrics.Options{MaxWebhookLabels: 2})
 	for _, w := range []string{"a", "b", "c", "a", "d"} {
-		m.Attempt(w, "5xx", time.Second, models.StatusFailed)
+		m.Attempt(w, "5xx", time.Second, models.StatusFailed, models.ReasonRetrying)
 	}
-	m.Abandoned("e", models.StatusExhausted)
-	m.Abandoned("b", models.StatusExhausted)
+	m.Deliveries("e", models.StatusExhausted, models.ReasonWebhookDisabled, 1)
+	m.Deliveries("b", models.StatusExhausted, models.ReasonWebhookDeleted, 1)
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
@@ -563,5 +572,86 @@ func TestWebhookLabelIsBounded(t *testing.T) {
 	}
 	if _, ok := sample(fam, "homing_deliveries_total", "webhook=e"); ok {
 		t.Error(`webhook "e" has a series of its own beyond the bound of 2`)
+	}
+}
+
+// Every way a delivery ends Exhausted is counted in homing_deliveries_total
+// with its reason, by the process that makes it so: unbuildable at fan-out,
+// 410 Gone (and the webhook's other retries it exhausts by disabling it),
+// a webhook disabled or deleted through the webhook service (issue 25).
+func TestEveryExhaustedDeliveryIsCounted(t *testing.T) {
+	t.Parallel()
+	for name, dsn := range map[string]func(testing.TB) string{"postgres": testenv.PostgresDSN, "sqlite": testenv.SQLiteDSN} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnvOn(t, dsn(t))
+			hooks := webhook.New(e.app.DB, e.app.Box, e.clock, webhook.Defaults{MaxRetries: 3, Timeout: 2 * time.Second}, nil)
+			hooks.SetObserver(e.app.Dispatcher) // as webhookService does in every process
+			down := testreceiver.Answering(t, http.StatusServiceUnavailable)
+			gone := testreceiver.Answers(t, func(n int) int {
+				if n == 1 {
+					return http.StatusServiceUnavailable
+				}
+				return http.StatusGone
+			})
+			create := func(name, url string, mod func(*webhook.Input)) {
+				t.Helper()
+				in := webhook.Input{Name: ptr(name), DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: ptr(url)}
+				if mod != nil {
+					mod(&in)
+				}
+				if _, err := hooks.Create(context.Background(), in); err != nil {
+					t.Fatalf("create webhook %s: %v", name, err)
+				}
+			}
+			create("unbuildable", down.URL, func(in *webhook.Input) { in.Template = ptr(`{"d": {{ doc.discount }}}`) })
+			create("disabled", down.URL, nil)
+			create("deleted", down.URL, nil)
+			create("gone", gone.URL, nil)
+			addr := e.worker.MetricsAddr()
+			publish := func(id string) {
+				t.Helper()
+				if _, err := e.pub.Publish(context.Background(), client.Event{
+					ID: id, DocType: "Sales Order", DocName: "SO-1", Event: "on_submit", Doc: map[string]any{"name": "SO-1"},
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			publish("ev-count-1")
+			testenv.Eventually(t, "three attempts and the unbuildable delivery counted", func() bool {
+				fam := scrape(t, addr)
+				n, _ := sample(fam, "homing_deliveries_total", "status=Exhausted", "reason=unbuildable")
+				return attemptsTotal(fam) >= 3 && n == 1
+			})
+			// The second event's 410 disables "gone", and with it the first
+			// event's retry of it.
+			publish("ev-count-2")
+			testenv.Eventually(t, "six attempts and the 410 counted", func() bool {
+				fam := scrape(t, addr)
+				n, _ := sample(fam, "homing_deliveries_total", "status=Exhausted", "reason=gone")
+				return attemptsTotal(fam) >= 6 && n == 2
+			})
+			if _, err := hooks.Update(context.Background(), "disabled", webhook.Input{Enabled: ptr(false)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := hooks.Delete(context.Background(), "deleted"); err != nil {
+				t.Fatal(err)
+			}
+			fam := scrape(t, addr)
+			expect(t, fam, map[string]float64{
+				"homing_deliveries_total{webhook=unbuildable,status=Exhausted,reason=unbuildable}":   2,
+				"homing_deliveries_total{webhook=gone,status=Exhausted,reason=gone}":                 2,
+				"homing_deliveries_total{webhook=disabled,status=Exhausted,reason=webhook_disabled}": 2,
+				"homing_deliveries_total{webhook=deleted,status=Exhausted,reason=webhook_deleted}":   2,
+			})
+			// What the metric counts is what the database holds.
+			var exhausted int64
+			if err := e.app.DB.Model(&models.Delivery{}).Where("status = ?", models.StatusExhausted).Count(&exhausted).Error; err != nil {
+				t.Fatal(err)
+			}
+			if total, _ := sample(fam, "homing_deliveries_total", "status=Exhausted"); total != float64(exhausted) || exhausted != 8 {
+				t.Errorf("homing_deliveries_total{status=Exhausted} = %v, the database holds %d Exhausted deliveries, want 8", total, exhausted)
+			}
+		})
 	}
 }

@@ -18,6 +18,28 @@ const (
 	StatusExhausted = "Exhausted"
 )
 
+// Reasons a delivery reached its status, as homing_deliveries_total's
+// reason label counts them: a short, fixed list, so that the label stays
+// bounded.
+const (
+	ReasonAccepted        = "accepted"         // Delivered: the receiver answered 2xx
+	ReasonRetrying        = "retrying"         // Failed: another attempt is scheduled
+	ReasonRetriesSpent    = "retries_spent"    // Exhausted: the last attempt of the budget failed
+	ReasonGone            = "gone"             // Exhausted: 410 Gone disabled the webhook
+	ReasonUnhealthy       = "unhealthy"        // Exhausted: health.disable_after disabled the webhook
+	ReasonSynchronous     = "synchronous"      // Exhausted: workflow_transition's one attempt failed
+	ReasonUnbuildable     = "unbuildable"      // Exhausted: the request could not be built (or had no payload)
+	ReasonWebhookDisabled = "webhook_disabled" // Exhausted: its webhook was disabled
+	ReasonWebhookDeleted  = "webhook_deleted"  // Exhausted: its webhook was deleted
+)
+
+// Reasons lists every reason by the status it goes with.
+var Reasons = map[string][]string{
+	StatusDelivered: {ReasonAccepted},
+	StatusFailed:    {ReasonRetrying},
+	StatusExhausted: {ReasonRetriesSpent, ReasonGone, ReasonUnhealthy, ReasonSynchronous, ReasonUnbuildable, ReasonWebhookDisabled, ReasonWebhookDeleted},
+}
+
 // Document events a webhook can listen to: Frappe's document events.
 var DocEvents = []string{
 	"after_insert", "on_update", "on_submit", "on_cancel", "on_trash",
@@ -124,8 +146,11 @@ type Delivery struct {
 	DocEvent    string `gorm:"column:doc_event"`
 	Method      string `gorm:"column:method"`
 	URL         string `gorm:"column:url"`
-	// URLDoc is the document, for a webhook with a url_template: each
-	// retry renders the webhook's current template with it. Nil otherwise.
+	// URLDoc is the document the delivery was made from, kept for a
+	// webhook with a url_template (each retry renders the webhook's
+	// current template with it) and for a delivery whose request could not
+	// be built (a retry or resend builds it with the webhook's current
+	// definition, recovery). Nil otherwise.
 	URLDoc         *string    `gorm:"column:url_doc"`
 	Headers        StringMap  `gorm:"column:headers"`
 	Payload        []byte     `gorm:"column:payload"`

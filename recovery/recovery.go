@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
 )
 
@@ -29,8 +30,10 @@ var (
 	// ErrDelivered means a Delivered delivery was asked to be retried; use
 	// resend for a new delivery of the same payload.
 	ErrDelivered = errors.New("delivery was delivered")
-	// ErrNotBuilt means a delivery whose request could never be built was
-	// asked to be resent: there is no payload.
+	// ErrNotBuilt means a delivery whose request was never built was asked
+	// to be retried or resent, and it cannot be built now either: it kept
+	// no document, its webhook is gone, or the webhook's definition still
+	// fails with the document.
 	ErrNotBuilt = errors.New("delivery was never built")
 )
 
@@ -48,16 +51,19 @@ const BatchSize = 500
 
 // Service changes delivery states on an operator's request.
 type Service struct {
-	db    *gorm.DB
-	clock clock.Clock
+	db         *gorm.DB
+	clock      clock.Clock
+	maxPayload int
 }
 
-// New builds a Service.
-func New(db *gorm.DB, clk clock.Clock) *Service {
+// New builds a Service. maxPayload caps the bodies it builds for
+// deliveries that were never built (delivery.max_payload_bytes; 0 is
+// delivery.MaxRenderedBytes).
+func New(db *gorm.DB, clk clock.Clock, maxPayload int) *Service {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Service{db: db, clock: clk}
+	return &Service{db: db, clock: clk, maxPayload: maxPayload}
 }
 
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
@@ -70,23 +76,63 @@ const settled = "attempts = (SELECT COUNT(*) FROM delivery_attempts a WHERE a.de
 // renewed from where they stand (attempt numbers keep counting up, so the
 // history stays unique). The status condition makes concurrent requeues of
 // the same row count it once.
-func (s *Service) requeue(tx *gorm.DB, now time.Time, status string) *gorm.DB {
-	return tx.Model(&models.Delivery{}).
-		Where("status = ?", status).Where(settled).
-		Updates(map[string]any{
-			"status":      models.StatusFailed,
-			"next_retry":  now,
-			"max_retries": gorm.Expr("attempts + (SELECT COALESCE((SELECT w.max_retries FROM webhooks w WHERE w.id = deliveries.webhook_id), deliveries.max_retries))"),
-			"last_error":  "requeued by an operator",
-			"updated_at":  now,
-		})
+func (s *Service) requeue(tx *gorm.DB, now time.Time, status string, built *dispatch.Built) *gorm.DB {
+	set := map[string]any{
+		"status":      models.StatusFailed,
+		"next_retry":  now,
+		"max_retries": gorm.Expr("attempts + (SELECT COALESCE((SELECT w.max_retries FROM webhooks w WHERE w.id = deliveries.webhook_id), deliveries.max_retries))"),
+		"last_error":  "requeued by an operator",
+		"updated_at":  now,
+	}
+	if built != nil {
+		// Frozen here, as fan-out would have: every attempt from now on
+		// replays this payload.
+		set["payload"], set["headers"], set["url"] = built.Payload, built.Headers, built.URL
+		tx = tx.Where("length(payload) = 0")
+	}
+	return tx.Model(&models.Delivery{}).Where("status = ?", status).Where(settled).Updates(set)
+}
+
+// build is the request of a delivery that has no payload (its body could
+// not be built at fan-out), built from the document it kept with its
+// webhook's current definition; nil for a delivery that has its payload.
+// When it cannot be built, the error wraps ErrNotBuilt and says why and
+// what to do.
+func (s *Service) build(ctx context.Context, row models.Delivery) (*dispatch.Built, error) {
+	if len(row.Payload) > 0 {
+		return nil, nil
+	}
+	refuse := func(format string, args ...any) error {
+		return &messageError{msg: fmt.Sprintf("delivery %s was never built (%s): ", row.ID, row.LastError) + fmt.Sprintf(format, args...), err: ErrNotBuilt}
+	}
+	if row.URLDoc == nil {
+		return nil, refuse("it kept no document to build it from; publish the event again")
+	}
+	var hook models.Webhook
+	err := s.db.WithContext(ctx).Where("id = ?", row.WebhookID).Take(&hook).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, refuse("its webhook %q was deleted", row.WebhookName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read webhook of delivery %s: %w", row.ID, err)
+	}
+	b, err := dispatch.BuildKept(hook, *row.URLDoc, s.maxPayload, s.now())
+	if err != nil {
+		return nil, refuse("webhook %q as it is now cannot build it either: %v (fix it with homing webhook update, check it with homing webhook preview, then try again)", hook.Name, err)
+	}
+	return &b, nil
 }
 
 // Retry makes one Exhausted or Failed delivery Failed and due now, with its
 // attempt budget renewed. The next sweep enqueues it.
+//
+// A delivery whose body could not be built is built first, from the
+// document it kept, with its webhook's current definition; when that fails
+// too, Retry refuses with an error wrapping ErrNotBuilt and changes
+// nothing.
 func (s *Service) Retry(ctx context.Context, id string) error {
 	var row models.Delivery
-	err := s.db.WithContext(ctx).Select("id", "status").Where("id = ?", id).Take(&row).Error
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return fmt.Errorf("%w: %q (see homing delivery list)", ErrNotFound, id)
 	}
@@ -96,9 +142,18 @@ func (s *Service) Retry(ctx context.Context, id string) error {
 	if row.Status == models.StatusDelivered {
 		return fmt.Errorf("%w: %s (use homing delivery resend %s to send its payload again)", ErrDelivered, id, id)
 	}
-	res := s.requeue(s.db.WithContext(ctx).Where("id = ?", id), s.now(), row.Status)
+	built, err := s.build(ctx, row)
+	if err != nil {
+		return err
+	}
+	res := s.requeue(s.db.WithContext(ctx).Where("id = ?", id), s.now(), row.Status, built)
 	if res.Error != nil {
 		return fmt.Errorf("retry delivery %s: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 && built != nil {
+		// Another retry built and requeued it first, or it changed since
+		// it was read: it is not requeued twice.
+		return fmt.Errorf("%w: %s changed while it was being built (see homing delivery show %s)", ErrInFlight, id, id)
 	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("%w: %s (try again once it is recorded)", ErrInFlight, id)
@@ -114,7 +169,8 @@ type Filter struct {
 }
 
 // Recover requeues every matching delivery in batches and returns how many
-// it requeued (with dryRun, how many it would). progress, when non-nil, is
+// it requeued (with dryRun, how many matched). A delivery that was never
+// built is built first (Retry); one that still cannot be is left out. progress, when non-nil, is
 // called after each batch with the running total and the number matched.
 func (s *Service) Recover(ctx context.Context, f Filter, dryRun bool, progress func(done, total int64)) (int64, error) {
 	if f.Status == "" {
@@ -153,11 +209,16 @@ func (s *Service) Recover(ctx context.Context, f Filter, dryRun bool, progress f
 			break
 		}
 		cursor = ids[len(ids)-1]
-		res := s.requeue(s.db.WithContext(ctx).Where("id IN ?", ids), now, f.Status)
+		res := s.requeue(s.db.WithContext(ctx).Where("id IN ?", ids).Where("length(payload) > 0"), now, f.Status, nil)
 		if res.Error != nil {
 			return done, fmt.Errorf("recover deliveries: %w", res.Error)
 		}
 		done += res.RowsAffected
+		n, err := s.recoverUnbuilt(ctx, ids, now, f.Status)
+		done += n
+		if err != nil {
+			return done, err
+		}
 		if progress != nil {
 			progress(done, total)
 		}
@@ -165,9 +226,36 @@ func (s *Service) Recover(ctx context.Context, f Filter, dryRun bool, progress f
 	return done, nil
 }
 
+// recoverUnbuilt requeues the deliveries among ids that have no payload,
+// each built first (build); one that cannot be built is left as it is.
+func (s *Service) recoverUnbuilt(ctx context.Context, ids []string, now time.Time, status string) (int64, error) {
+	var rows []models.Delivery
+	// Served by the primary key.
+	if err := s.db.WithContext(ctx).Where("id IN ?", ids).Where("status = ? AND length(payload) = 0", status).Find(&rows).Error; err != nil {
+		return 0, fmt.Errorf("select unbuilt deliveries to recover: %w", err)
+	}
+	var done int64
+	for _, row := range rows {
+		built, err := s.build(ctx, row)
+		if errors.Is(err, ErrNotBuilt) {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		res := s.requeue(s.db.WithContext(ctx).Where("id = ?", row.ID), now, status, built)
+		if res.Error != nil {
+			return done, fmt.Errorf("recover delivery %s: %w", row.ID, res.Error)
+		}
+		done += res.RowsAffected
+	}
+	return done, nil
+}
+
 // Resend creates a new delivery of id's frozen payload and headers (even of
 // a Delivered one), linked to the original, Failed and due now so the next
-// sweep sends it. It returns the new delivery's ID. Each call is a new
+// sweep sends it. A delivery that was never built is built first (Retry),
+// and not resent when it still cannot be. It returns the new delivery's ID. Each call is a new
 // delivery; ResendOnce is the form that is safe to repeat.
 func (s *Service) Resend(ctx context.Context, id string) (string, error) {
 	newID, _, err := s.resend(ctx, id, "")
@@ -205,8 +293,12 @@ func (s *Service) resend(ctx context.Context, id, key string) (string, bool, err
 	if err != nil {
 		return "", false, fmt.Errorf("read delivery %s: %w", id, err)
 	}
-	if len(orig.Payload) == 0 && orig.Attempts == 0 && orig.Status == models.StatusExhausted {
-		return "", false, &messageError{msg: fmt.Sprintf("delivery %s was never built (%s): there is no payload to resend", id, orig.LastError), err: ErrNotBuilt}
+	built, err := s.build(ctx, orig)
+	if err != nil {
+		return "", false, err
+	}
+	if built != nil {
+		orig.Payload, orig.Headers, orig.URL = built.Payload, built.Headers, built.URL
 	}
 	now := s.now()
 	maxRetries := orig.MaxRetries

@@ -33,7 +33,7 @@ func TestResendOnceMakesOneDelivery(t *testing.T) {
 			if err := db.Create(&orig).Error; err != nil {
 				t.Fatal(err)
 			}
-			svc := recovery.New(db, clock.NewStub(t0.Add(time.Hour)))
+			svc := recovery.New(db, clock.NewStub(t0.Add(time.Hour)), 0)
 
 			ids := make([]string, 4)
 			created := make([]bool, 4)

@@ -138,6 +138,7 @@ type Service struct {
 	clock    clock.Clock
 	defaults Defaults
 	log      *slog.Logger
+	observer Observer
 }
 
 // New builds a Service.
@@ -224,6 +225,7 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 	}
 	w.UpdatedAt = s.now()
 	enable := in.Enabled != nil && *in.Enabled
+	var exhausted int64
 	if enable {
 		w.DisabledReason = ""
 		w.FailingSince = nil
@@ -240,10 +242,14 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 			return resetHealth(tx, w)
 		}
 		if in.Enabled != nil && !*in.Enabled {
-			return s.exhaustPending(tx, w, "webhook disabled")
+			exhausted, err = s.exhaustPending(tx, w, "webhook disabled")
+			return err
 		}
 		return nil
 	})
+	if err == nil {
+		s.exhausted(w.Name, models.ReasonWebhookDisabled, exhausted)
+	}
 	return w, err
 }
 
@@ -259,6 +265,7 @@ func (s *Service) SetEnabled(ctx context.Context, name string, enabled bool, rea
 	}
 	w.Enabled, w.DisabledReason, w.UpdatedAt = enabled, reason, s.now()
 	updates := map[string]any{"enabled": enabled, "disabled_reason": reason, "updated_at": w.UpdatedAt}
+	var exhausted int64
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Model(&models.Webhook{}).Where("id = ?", w.ID).Updates(updates).Error; err != nil {
 			return fmt.Errorf("update webhook %q: %w", name, err)
@@ -272,22 +279,47 @@ func (s *Service) SetEnabled(ctx context.Context, name string, enabled bool, rea
 		if reason != "" {
 			why += ": " + reason
 		}
-		return s.exhaustPending(tx, w, why)
+		exhausted, err = s.exhaustPending(tx, w, why)
+		return err
 	})
+	if err == nil {
+		s.exhausted(w.Name, models.ReasonWebhookDisabled, exhausted)
+	}
 	return w, err
 }
 
 // exhaustPending makes w's pending retries (Failed rows) Exhausted with
 // last_error why, in tx. A disabled or deleted webhook is sent nothing more,
 // so its rows are final now rather than when they next come due, which can
-// be hours away. The worker's homing_deliveries_total does not count these:
-// it counts what the worker did, and this runs in serve or the command line.
-func (s *Service) exhaustPending(tx *gorm.DB, w models.Webhook, why string) error {
-	if err := tx.Model(&models.Delivery{}).Where("webhook_id = ? AND status = ?", w.ID, models.StatusFailed).
-		Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": why, "updated_at": s.now()}).Error; err != nil {
-		return fmt.Errorf("exhaust pending deliveries of webhook %q: %w", w.Name, err)
+// be hours away. It reports how many it exhausted, for the caller to tell
+// the observer once tx is committed (exhausted).
+func (s *Service) exhaustPending(tx *gorm.DB, w models.Webhook, why string) (int64, error) {
+	res := tx.Model(&models.Delivery{}).Where("webhook_id = ? AND status = ?", w.ID, models.StatusFailed).
+		Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": why, "updated_at": s.now()})
+	if res.Error != nil {
+		return 0, fmt.Errorf("exhaust pending deliveries of webhook %q: %w", w.Name, res.Error)
 	}
-	return nil
+	return res.RowsAffected, nil
+}
+
+// Observer is told of deliveries the service made final: n of webhook's
+// pending retries Exhausted for reason (models.Reasons) by disabling or
+// deleting it. dispatch.Dispatcher is one; it passes them to the process's
+// metrics (homing_deliveries_total) when the process has them.
+type Observer interface {
+	Deliveries(webhook, status, reason string, n int)
+}
+
+// SetObserver sets who is told of the deliveries the service exhausts;
+// nil is no one. Call it before the service is in use.
+func (s *Service) SetObserver(o Observer) { s.observer = o }
+
+// exhausted tells the observer of n deliveries of webhook exhausted for
+// reason, once their transaction is committed.
+func (s *Service) exhausted(webhook, reason string, n int64) {
+	if s.observer != nil && n > 0 {
+		s.observer.Deliveries(webhook, models.StatusExhausted, reason, int(n))
+	}
 }
 
 // resetHealth clears w's health record (failing_since, failures, probe).
@@ -303,15 +335,19 @@ func resetHealth(tx *gorm.DB, w models.Webhook) error {
 // pending retries become Exhausted ("webhook deleted") in the same
 // transaction, since the sweep reads due rows webhook by webhook.
 func (s *Service) Delete(ctx context.Context, name string) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var w models.Webhook
+	var (
+		w         models.Webhook
+		exhausted int64
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Where("name = ?", name).Take(&w).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return fmt.Errorf("%w: %q", ErrNotFound, name)
 			}
 			return fmt.Errorf("delete webhook %q: %w", name, err)
 		}
-		if err := s.exhaustPending(tx, w, "webhook deleted"); err != nil {
+		var err error
+		if exhausted, err = s.exhaustPending(tx, w, "webhook deleted"); err != nil {
 			return err
 		}
 		res := tx.Where("id = ?", w.ID).Delete(&models.Webhook{})
@@ -323,6 +359,10 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.exhausted(w.Name, models.ReasonWebhookDeleted, exhausted)
+	}
+	return err
 }
 
 // Get reads webhook name.
@@ -595,7 +635,8 @@ func ValidateURL(raw string) error {
 // tryDefinition renders w's body and evaluates its condition against the
 // sample document, or an empty one. With a sample any failure refuses the
 // webhook; without one only a limit does, since a missing field is the
-// empty document's fault.
+// empty document's fault, and a body template that renders no JSON for a
+// document with every field it names (delivery.CheckTemplateJSON).
 func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	doc := sample
 	if doc == nil {
@@ -633,6 +674,13 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now()}
 	if _, _, err := delivery.Build(spec, doc); err != nil && refuse(err) {
 		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
+	}
+	if sample == nil {
+		// Without a sample, a template that is not JSON for any document
+		// would still end every event Exhausted.
+		if err := delivery.CheckTemplateJSON(spec); err != nil {
+			return invalid("template", "%v", err)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +143,43 @@ func TestDisableExhaustsPendingRetries(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A body template that is not JSON whatever the document holds is refused
+// at creation, saying where; one that is JSON for real documents is not,
+// whatever type its fields need (issue 25).
+func TestTemplateThatCannotBeJSONIsRefused(t *testing.T) {
+	t.Parallel()
+	db := testenv.SQLite(t)
+	box, _ := secretbox.New("")
+	svc := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
+	for i, tc := range []struct {
+		template, compat string
+		refused          bool
+	}{
+		{template: `{"name": "{{ doc.name }}", "total": {{ doc.total }},}`, refused: true},
+		{template: `{"name": {{ doc.name }} "total": {{ doc.total }}}`, refused: true},
+		{template: `{"name": "{{ doc.name }}"`, refused: true},
+		{template: `{"name": "{{ doc.name }}", "total": {{ doc.total }},}`, compat: models.CompatFrappe, refused: true},
+		{template: `{"name": "{{ doc.name }}", "total": {{ doc.total }}}`},
+		{template: `{"total": {{ doc.total }}}`, compat: models.CompatFrappe},
+		{template: `{"name": "{{ doc["customer_name"] }}", "rate": {{ doc.get('rate') }}}`, compat: models.CompatFrappe},
+		{template: `{"city": {{ doc.address.city }}, "n": {{ doc['items'] | length }}}`},
+		{template: `{"items": [{% for i in doc.items %}{"qty": {{ i.qty }}}{% if not loop.last %},{% endif %}{% endfor %}]}`},
+		{template: `{"items": [{% for i in doc.items %}{"qty": {{ i.qty }}, "rate": {{ i.rate }}}{% if not loop.last %},{% endif %}{% endfor %}]}`, compat: models.CompatFrappe},
+		{template: `{% if doc.total > 100 %}{"big": true}{% else %}{"big": false}{% endif %}`},
+	} {
+		in := webhook.Input{Name: ptr(fmt.Sprintf("w%d", i)), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr("https://example.com/hook"), Template: ptr(tc.template)}
+		if tc.compat != "" {
+			in.Compat = ptr(tc.compat)
+		}
+		_, err := svc.Create(context.Background(), in)
+		switch {
+		case tc.refused && (!errors.Is(err, webhook.ErrInvalid) || !strings.Contains(err.Error(), "not JSON") || !strings.Contains(err.Error(), "column")):
+			t.Errorf("%s (compat %q): %v, want a refusal saying where the body is not JSON", tc.template, tc.compat, err)
+		case !tc.refused && err != nil:
+			t.Errorf("%s (compat %q) refused: %v", tc.template, tc.compat, err)
+		}
 	}
 }

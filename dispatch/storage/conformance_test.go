@@ -351,11 +351,11 @@ func TestRecordFencesTheDelivery(t *testing.T) {
 			}
 		}
 		ctx := context.Background()
-		if applied, err := s.Record(ctx, outcome("d1", 1)); err != nil || !applied {
-			t.Fatalf("record d1: %v, %v", applied, err)
+		if rec, err := s.Record(ctx, outcome("d1", 1)); err != nil || !rec.Applied {
+			t.Fatalf("record d1: %+v, %v", rec, err)
 		}
-		if applied, err := s.Record(ctx, outcome("d2", 7)); err != nil || applied {
-			t.Fatalf("record d2 past its fence: %v, %v", applied, err)
+		if rec, err := s.Record(ctx, outcome("d2", 7)); err != nil || rec.Applied {
+			t.Fatalf("record d2 past its fence: %+v, %v", rec, err)
 		}
 		d1, d2 := loadRow(t, db, "d1"), loadRow(t, db, "d2")
 		if d1.Status != models.StatusDelivered || d1.NextRetry != nil || d1.LastStatusCode == nil || *d1.LastStatusCode != 200 ||
@@ -388,13 +388,13 @@ func TestRecordDisablesTheWebhook(t *testing.T) {
 		rows[0].Attempts = 1
 		insertRows(t, db, rows...)
 		code := 410
-		applied, err := s.Record(context.Background(), Outcome{
+		rec, err := s.Record(context.Background(), Outcome{
 			Attempt:    models.Attempt{DeliveryID: "d1", Attempt: 1, At: now, Method: "POST", URL: "http://127.0.0.1:1/wa", RequestHeaders: models.StringMap{}, StatusCode: &code, Class: "4xx"},
 			FromStatus: models.StatusFailed, Status: models.StatusExhausted, LastError: "gone", UpdatedAt: now,
 			WebhookID: "wa", Health: HealthFailure, Disable: "receiver answered 410 Gone",
 		})
-		if err != nil || !applied {
-			t.Fatalf("record: %v, %v", applied, err)
+		if err != nil || !rec.Applied || rec.Exhausted != 1 {
+			t.Fatalf("record: %+v, %v; want applied and d2 exhausted", rec, err)
 		}
 		var w models.Webhook
 		if err := db.Where("id = ?", "wa").Take(&w).Error; err != nil {

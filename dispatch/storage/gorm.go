@@ -212,9 +212,9 @@ func (s *GORM) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 
 // Record implements Store in one transaction: the history row, the
 // delivery's fenced update, then the health rule.
-func (s *GORM) Record(ctx context.Context, o Outcome) (bool, error) {
+func (s *GORM) Record(ctx context.Context, o Outcome) (Recorded, error) {
 	a := o.Attempt
-	applied := false
+	var rec Recorded
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&a).Error; err != nil {
 			return fmt.Errorf("record attempt %d of delivery %s: %w", a.Attempt, a.DeliveryID, err)
@@ -234,10 +234,15 @@ func (s *GORM) Record(ctx context.Context, o Outcome) (bool, error) {
 		if r.Error != nil {
 			return fmt.Errorf("record outcome of delivery %s: %w", a.DeliveryID, r.Error)
 		}
-		applied = r.RowsAffected == 1
-		return recordHealth(tx, o.WebhookID, a.DeliveryID, o.Health, o.UpdatedAt, o.Disable)
+		rec.Applied = r.RowsAffected == 1
+		var err error
+		rec.Exhausted, err = recordHealth(tx, o.WebhookID, a.DeliveryID, o.Health, o.UpdatedAt, o.Disable)
+		return err
 	})
-	return applied, err
+	if err != nil {
+		return Recorded{}, err
+	}
+	return rec, nil
 }
 
 // Release implements Store. Served by deliveries' primary key.

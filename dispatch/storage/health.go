@@ -35,18 +35,22 @@ const (
 // recordHealth applies the health rule for one attempt in tx and, with
 // disable set, disables the webhook and exhausts its other pending
 // deliveries, so nothing more is sent to an endpoint that is gone or has
-// only failed for health.disable_after.
-func recordHealth(tx *gorm.DB, webhookID, deliveryID string, sig HealthSignal, now time.Time, disable string) error {
+// only failed for health.disable_after. It reports how many deliveries it
+// exhausted.
+func recordHealth(tx *gorm.DB, webhookID, deliveryID string, sig HealthSignal, now time.Time, disable string) (int64, error) {
+	var exhausted int64
 	if disable != "" {
 		if err := tx.Model(&models.Webhook{}).Where("id = ?", webhookID).
 			Updates(map[string]any{"enabled": false, "disabled_reason": disable, "updated_at": now}).Error; err != nil {
-			return fmt.Errorf("disable webhook %s: %w", webhookID, err)
+			return 0, fmt.Errorf("disable webhook %s: %w", webhookID, err)
 		}
-		if err := tx.Model(&models.Delivery{}).
+		res := tx.Model(&models.Delivery{}).
 			Where("webhook_id = ? AND status = ? AND id <> ?", webhookID, models.StatusFailed, deliveryID).
-			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "webhook disabled: " + disable, "updated_at": now}).Error; err != nil {
-			return fmt.Errorf("exhaust pending deliveries of webhook %s: %w", webhookID, err)
+			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "webhook disabled: " + disable, "updated_at": now})
+		if res.Error != nil {
+			return 0, fmt.Errorf("exhaust pending deliveries of webhook %s: %w", webhookID, res.Error)
 		}
+		exhausted = res.RowsAffected
 	}
 	var err error
 	switch sig {
@@ -59,7 +63,7 @@ func recordHealth(tx *gorm.DB, webhookID, deliveryID string, sig HealthSignal, n
 			Updates(map[string]any{"failing_since": gorm.Expr("COALESCE(failing_since, ?)", now), "failures": gorm.Expr("failures + 1")}).Error
 	}
 	if err != nil {
-		return fmt.Errorf("record health of webhook %s: %w", webhookID, err)
+		return 0, fmt.Errorf("record health of webhook %s: %w", webhookID, err)
 	}
-	return nil
+	return exhausted, nil
 }

@@ -156,13 +156,13 @@ func (s *Postgres) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 // commit (runRecord), which moves each webhook's health by what the
 // database holds. An outcome that disables its webhook (once per webhook)
 // is the reference's transaction.
-func (s *Postgres) Record(ctx context.Context, o Outcome) (bool, error) {
+func (s *Postgres) Record(ctx context.Context, o Outcome) (Recorded, error) {
 	if o.Disable != "" {
 		return s.GORM.Record(ctx, o)
 	}
 	applied, err := s.record.Do(ctx, o)
 	if err != nil {
-		return false, fmt.Errorf("record attempt %d of delivery %s: %w", o.Attempt.Attempt, o.Attempt.DeliveryID, err)
+		return Recorded{}, fmt.Errorf("record attempt %d of delivery %s: %w", o.Attempt.Attempt, o.Attempt.DeliveryID, err)
 	}
-	return applied, nil
+	return Recorded{Applied: applied}, nil
 }

@@ -50,9 +50,9 @@ type Store interface {
 	// Record writes an attempt's history row and its delivery's new state
 	// in one transaction, and moves the webhook's health (the health
 	// rule, health.go). The delivery is updated only if it is still in
-	// o.FromStatus with o.Attempt.Attempt attempts; applied says whether
-	// it was. The history row is written either way.
-	Record(ctx context.Context, o Outcome) (applied bool, err error)
+	// o.FromStatus with o.Attempt.Attempt attempts; Recorded.Applied says
+	// whether it was. The history row is written either way.
+	Record(ctx context.Context, o Outcome) (Recorded, error)
 	// Release gives back a claim whose request was not made: the row, as
 	// claimed, gets its attempt uncounted and next_retry set to due. It
 	// does nothing if the row has moved on.
@@ -179,6 +179,16 @@ type Claim struct {
 	Health models.WebhookHealth
 	// PrevNext is next_retry before the claim, for Release.
 	PrevNext *time.Time
+}
+
+// Recorded is what Record wrote.
+type Recorded struct {
+	// Applied says whether the delivery was updated (it was still in
+	// Outcome.FromStatus with the attempt's count).
+	Applied bool
+	// Exhausted is how many other pending deliveries of the webhook
+	// Outcome.Disable made Exhausted.
+	Exhausted int64
 }
 
 // Outcome is what Record writes: an attempt's history row and its delivery's
