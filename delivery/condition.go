@@ -393,6 +393,7 @@ func CompileCondition(src string) (*Condition, error) {
 		expr.Patch(nilSafeMembers{}),
 		expr.Patch(newLimitPatch()),
 	}
+	opts = append(opts, limitsOptions()...)
 	for _, name := range builtin.Names {
 		if _, ok := builtinCosts[name]; !ok {
 			opts = append(opts, expr.DisableBuiltin(name))
@@ -509,7 +510,16 @@ type limitPatch struct {
 
 func newLimitPatch() *limitPatch { return &limitPatch{original: map[ast.Node]ast.Node{}} }
 
-func limitsCall(method string, args ...ast.Node) ast.Node {
+// limitsCall is a call of one of limitsFuncs.
+func limitsCall(name string, args ...ast.Node) ast.Node {
+	return &ast.CallNode{
+		Callee:    &ast.IdentifierNode{Value: limitsKey + "_" + name},
+		Arguments: append([]ast.Node{&ast.IdentifierNode{Value: limitsKey}}, args...),
+	}
+}
+
+// limitsMethod is a call of a method of conditionLimits.
+func limitsMethod(method string, args ...ast.Node) ast.Node {
 	return &ast.CallNode{
 		Callee:    &ast.MemberNode{Node: &ast.IdentifierNode{Value: limitsKey}, Property: &ast.StringNode{Value: method}, Method: true},
 		Arguments: args,
@@ -554,7 +564,7 @@ func (p *limitPatch) Visit(node *ast.Node) {
 			}
 			p.patchOperator(node, n, "In")
 		case "matches":
-			ast.Patch(node, limitsCall("Matches", n.Left, n.Right))
+			ast.Patch(node, limitsMethod("Matches", n.Left, n.Right))
 		}
 	case *ast.ArrayNode:
 		if len(n.Nodes) > smallLiteral {
@@ -663,6 +673,9 @@ func (l locator) Visit(node *ast.Node) {
 }
 
 func isLimitsCall(call *ast.CallNode) bool {
+	if id, ok := call.Callee.(*ast.IdentifierNode); ok {
+		return strings.HasPrefix(id.Value, limitsKey+"_")
+	}
 	m, ok := call.Callee.(*ast.MemberNode)
 	if !ok {
 		return false
@@ -692,18 +705,56 @@ func conditionBudget(ctx context.Context) *budget {
 	})
 }
 
-// Pay charges steps and bytes the patched program knows at compile (a
+// limitsFuncs are the functions the patched program calls (named
+// __homing_Step, __homing_Before, …), each with the evaluation's
+// conditionLimits as its first argument: expr calls a function it was
+// given without reflection, where a method of the environment would be
+// looked up, and a method value made, at every call.
+var limitsFuncs = map[string]func(l *conditionLimits, args []any) (any, error){
+	"Step": func(l *conditionLimits, args []any) (any, error) { return l.step(arg(args, 0)) },
+	"Pay":  func(l *conditionLimits, args []any) (any, error) { return l.pay(intAt(args, 0), intAt(args, 1)) },
+	"Before": func(l *conditionLimits, args []any) (any, error) {
+		name, _ := arg(args, 0).(string)
+		return l.before(name, args[min(1, len(args)):])
+	},
+	"After": func(l *conditionLimits, args []any) (any, error) { return l.after(arg(args, 0), intAt(args, 1)) },
+	"Grow":  func(l *conditionLimits, args []any) (any, error) { return l.grow(arg(args, 0), arg(args, 1)) },
+	"Range": func(l *conditionLimits, args []any) (any, error) { return l.rangeOf(arg(args, 0), arg(args, 1)) },
+	"In":    func(l *conditionLimits, args []any) (any, error) { return l.in(arg(args, 1)) },
+}
+
+// limitsOptions declares limitsFuncs to expr.
+func limitsOptions() []expr.Option {
+	opts := make([]expr.Option, 0, len(limitsFuncs))
+	for name, f := range limitsFuncs {
+		opts = append(opts, expr.Function(limitsKey+"_"+name, func(params ...any) (any, error) {
+			l, ok := arg(params, 0).(*conditionLimits)
+			if !ok || l == nil {
+				return nil, fmt.Errorf("%s_%s is Homing's own", limitsKey, name)
+			}
+			return f(l, params[1:])
+		}))
+	}
+	return opts
+}
+
+func intAt(args []any, i int) int {
+	n, _ := arg(args, i).(int)
+	return n
+}
+
+// pay charges steps and bytes the patched program knows at compile (a
 // list or map literal).
-func (l *conditionLimits) Pay(steps, bytes int) (bool, error) {
+func (l *conditionLimits) pay(steps, bytes int) (bool, error) {
 	if err := l.charge(1 + steps); err != nil {
 		return false, err
 	}
 	return true, l.Alloc(bytes)
 }
 
-// Before charges a call of the built-in name from its arguments, before it
+// before charges a call of the built-in name from its arguments, before it
 // runs (refusing before it allocates), and returns the bytes it charged.
-func (l *conditionLimits) Before(name string, args ...any) (int, error) {
+func (l *conditionLimits) before(name string, args []any) (int, error) {
 	cost, ok := builtinCosts[name]
 	if !ok {
 		return 0, l.fail(fmt.Errorf("built-in %s has no cost and cannot be called", name))
@@ -720,18 +771,18 @@ func (l *conditionLimits) Before(name string, args ...any) (int, error) {
 	return bytes, nil
 }
 
-// After charges what a built-in's result holds beyond the charged bytes
+// after charges what a built-in's result holds beyond the charged bytes
 // Before estimated, so a cost function that underestimates still cannot
 // let a value grow unbounded.
-func (l *conditionLimits) After(result any, charged int) (bool, error) {
+func (l *conditionLimits) after(result any, charged int) (bool, error) {
 	if extra := shallowSize(result) - charged; extra > 0 {
 		return false, l.Alloc(extra)
 	}
 	return true, nil
 }
 
-// Grow charges `a + b` before it builds a string or list.
-func (l *conditionLimits) Grow(a, b any) (bool, error) {
+// grow charges `a + b` before it builds a string or list.
+func (l *conditionLimits) grow(a, b any) (bool, error) {
 	if err := l.budget.Step(); err != nil {
 		return false, err
 	}
@@ -749,8 +800,8 @@ func (l *conditionLimits) Grow(a, b any) (bool, error) {
 	return true, nil
 }
 
-// Range charges `from..to` before it builds the list of its integers.
-func (l *conditionLimits) Range(from, to any) (bool, error) {
+// rangeOf charges `from..to` before it builds the list of its integers.
+func (l *conditionLimits) rangeOf(from, to any) (bool, error) {
 	a, okA := toInt(from)
 	b, okB := toInt(to)
 	if !okA || !okB || b < a {
@@ -779,8 +830,8 @@ func toInt(v any) (int, bool) {
 	return 0, false
 }
 
-// In charges `x in list` for the items it compares.
-func (l *conditionLimits) In(_, list any) (bool, error) {
+// in charges `x in list` for the items it compares.
+func (l *conditionLimits) in(list any) (bool, error) {
 	n := 0
 	if _, isMap := list.(map[string]any); !isMap {
 		n = max(lenOf(list), 0)
@@ -792,9 +843,9 @@ func (l *conditionLimits) In(_, list any) (bool, error) {
 // function may stop measuring, since the charge is refused anyway.
 func (l *conditionLimits) room() int { return min(l.bytes, l.maxValue) + 1 }
 
-// Step spends a step, notices the deadline, and refuses a value larger
+// step spends a step, notices the deadline, and refuses a value larger
 // than MaxConditionValueBytes; it returns v unchanged.
-func (l *conditionLimits) Step(v any) (any, error) {
+func (l *conditionLimits) step(v any) (any, error) {
 	if err := l.budget.Step(); err != nil {
 		return nil, err
 	}
@@ -814,7 +865,7 @@ func (l *conditionLimits) Step(v any) (any, error) {
 // Matches is expr's `matches` operator, refused when Go's linear-time
 // matcher would still take too long on this subject and pattern.
 func (l *conditionLimits) Matches(subject, pattern string) (bool, error) {
-	if _, err := l.Step(nil); err != nil {
+	if _, err := l.step(nil); err != nil {
 		return false, err
 	}
 	parsed, err := syntax.Parse(pattern, syntax.Perl)

@@ -260,7 +260,7 @@ func TestEveryBuiltinIsChargedOrDisabled(t *testing.T) {
 		}
 		var node ast.Node = &ast.BuiltinNode{Name: f.Name, Arguments: []ast.Node{&ast.IdentifierNode{Value: "doc"}}}
 		newLimitPatch().Visit(&node)
-		if !strings.Contains(node.String(), limitsKey+`.Before("`+f.Name+`"`) {
+		if !strings.Contains(node.String(), limitsKey+`_Before(`+limitsKey+`, "`+f.Name+`"`) {
 			t.Errorf("built-in %s patched into %s, not a call through Before", f.Name, node)
 		}
 	}
