@@ -386,6 +386,11 @@ func CompileCondition(src string) (*Condition, error) {
 	if len(src) > maxConditionBytes {
 		return nil, unbuildable("condition: %d bytes is more than the limit of %d", len(src), maxConditionBytes)
 	}
+	if strings.Contains(src, limitsKey) {
+		// The charges the patched program makes are not the condition's
+		// to call: a negative one would mint budget.
+		return nil, unbuildable("condition %q: names starting with %s are Homing's own", src, limitsKey)
+	}
 	opts := []expr.Option{
 		expr.Env(map[string]any{"doc": map[string]any{}, limitsKey: (*conditionLimits)(nil)}),
 		expr.AsBool(),
@@ -746,10 +751,10 @@ func intAt(args []any, i int) int {
 // pay charges steps and bytes the patched program knows at compile (a
 // list or map literal).
 func (l *conditionLimits) pay(steps, bytes int) (bool, error) {
-	if err := l.charge(1 + steps); err != nil {
+	if err := l.charge(1 + max(steps, 0)); err != nil {
 		return false, err
 	}
-	return true, l.Alloc(bytes)
+	return true, l.Alloc(max(bytes, 0))
 }
 
 // before charges a call of the built-in name from its arguments, before it
@@ -775,7 +780,7 @@ func (l *conditionLimits) before(name string, args []any) (int, error) {
 // Before estimated, so a cost function that underestimates still cannot
 // let a value grow unbounded.
 func (l *conditionLimits) after(result any, charged int) (bool, error) {
-	if extra := shallowSize(result) - charged; extra > 0 {
+	if extra := shallowSize(result) - max(charged, 0); extra > 0 {
 		return false, l.Alloc(extra)
 	}
 	return true, nil

@@ -376,6 +376,21 @@ func TestHostileConditionsStopAtALimit(t *testing.T) {
 	}
 }
 
+// The charges the patched program makes cannot be called by a condition:
+// __homing_Pay(__homing, 0, -100000000) would otherwise give it budget.
+func TestConditionCannotCallItsCharges(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		`__homing_Pay(__homing, 0, -100000000) != nil && len(toJSON(doc)) > 0`,
+		`__homing.Step(1) == 1`,
+		`$env["__homing"] != nil`,
+	} {
+		if _, err := CompileCondition(src); err == nil || !errors.Is(err, ErrUnbuildable) || !strings.Contains(err.Error(), "names starting with __homing are Homing's own") {
+			t.Errorf("CompileCondition(%q) = %v, want it refused", src, err)
+		}
+	}
+}
+
 func TestConditionRefusesAllocatingBuiltins(t *testing.T) {
 	t.Parallel()
 
