@@ -664,16 +664,36 @@ func (p *limitPatch) patchOperator(node *ast.Node, n *ast.BinaryNode, method str
 }
 
 // setLocation gives the nodes a patch made the location of the node they
-// replace, so that an error names the place in the condition's source.
-func setLocation(root ast.Node, loc file.Location) {
-	ast.Walk(&root, locator{loc})
-}
-
-type locator struct{ loc file.Location }
-
-func (l locator) Visit(node *ast.Node) {
-	if (*node).Location() == (file.Location{}) {
-		(*node).SetLocation(l.loc)
+// replace, so that an error names the place in the condition's source. It
+// stops at a node that has one: the condition's own, already patched.
+func setLocation(n ast.Node, loc file.Location) {
+	if n == nil || n.Location() != (file.Location{}) {
+		return
+	}
+	n.SetLocation(loc)
+	switch x := n.(type) {
+	case *ast.VariableDeclaratorNode:
+		setLocation(x.Value, loc)
+		setLocation(x.Expr, loc)
+	case *ast.SequenceNode:
+		for _, c := range x.Nodes {
+			setLocation(c, loc)
+		}
+	case *ast.CallNode:
+		setLocation(x.Callee, loc)
+		for _, c := range x.Arguments {
+			setLocation(c, loc)
+		}
+	case *ast.BuiltinNode:
+		for _, c := range x.Arguments {
+			setLocation(c, loc)
+		}
+	case *ast.BinaryNode:
+		setLocation(x.Left, loc)
+		setLocation(x.Right, loc)
+	case *ast.MemberNode:
+		setLocation(x.Node, loc)
+		setLocation(x.Property, loc)
 	}
 }
 
