@@ -51,6 +51,9 @@ func TestHostileDefinitionsViaServe(t *testing.T) {
 	for _, d := range literalTemplates {
 		refused(t, d.name, d.want, post(t, map[string]any{"name": d.name, "template": d.src}))
 	}
+	for _, d := range literalConditions {
+		refused(t, d.name, d.want, post(t, map[string]any{"name": d.name, "condition": d.src}))
+	}
 	type group struct {
 		defs     []struct{ name, src, want string }
 		field    string

@@ -119,10 +119,24 @@ var documentConditions = []struct{ name, src, want string }{
 	{"cond-nested-all", `let a=1..doc.n; all(a,{all(a,{all(a,{true})})})`, "limit of"},
 	{"cond-nested-all-deeper", `let a=1..doc.n; all(a,{all(a,{all(a,{all(a,{true})})})})`, "limit of"},
 	{"cond-nested-map", `let a=1..doc.n; len(map(a, map(a, map(a, #)))) > 0`, "limit of"},
-	{"cond-huge-range", `len(1..doc.width) > 0`, "memory budget exceeded"},
+	{"cond-huge-range", `len(1..doc.width) > 0`, "size limit"},
 	{"cond-reduce-doubling", `reduce(1..doc.n, #acc + #acc, doc.s) != ""`, "size limit"},
 	{"cond-regex-bomb", `doc.big matches "[a-z]{1,1000}b"`, "regular expression limit"},
 	{"cond-regex-doc-pattern", `doc.big matches doc.s + "[a-z]{1,1000}$"`, "regular expression limit"},
+	// Issue 25: expr's built-ins, each call charged before it runs.
+	{"cond-split-tojson", strings.Repeat(`len(toJSON(split(doc.big, ""))) == 3 || `, 199) + `len(toJSON(split(doc.big, ""))) == 3`, "size limit"},
+	{"cond-tojson-doc", `len(toJSON(toJSON(doc.big))) > 0`, "size limit"},
+	{"cond-fromjson-doc", `len(fromJSON(doc.big)) > 0`, "size limit"},
+	{"cond-map-split", `len(map(split(doc.big, ""), # + #)) > 0`, "size limit"},
+}
+
+// literalConditions exceed a limit whatever the document: creation refuses
+// each (its trial evaluation runs under the same budget as delivery), and
+// stored anyway each must end as an Exhausted delivery naming want.
+var literalConditions = []struct{ name, src, want string }{
+	// Issue 25: 221 bytes that took homing serve to 1.34 GB at creation
+	// and the worker to 1.38 GB.
+	{"cond-nested-tojson", "len(" + strings.Repeat("toJSON(", 26) + `"\""` + strings.Repeat(")", 26) + ") > 0", "size limit"},
 }
 
 // pythonConditions are Python conditions (issue 25) that pass creation
@@ -229,6 +243,23 @@ func TestHostileDefinitions(t *testing.T) {
 			t.Fatalf("store %s: %v", c.name, err)
 		}
 	}
+	for _, c := range literalConditions {
+		r := create(t, c.name, "--condition", c.src)
+		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("create %s: %s\nwant exit 1 naming %q", c.name, r, c.want)
+		}
+		now := time.Now().UTC()
+		w := models.Webhook{
+			ID: uuid.Must(uuid.NewV7()).String(), Name: c.name, DocType: "Hostile", DocEvent: "on_submit",
+			RequestURL: rc.URL + "/" + c.name, RequestMethod: "POST", RequestStructure: "json", BodyTemplate: `{}`,
+			ConditionLanguage: models.ConditionExpr, Condition: c.src,
+			Fields: models.FieldList{}, Headers: models.StringMap{}, PreviousSecrets: models.SecretList{},
+			SignatureScheme: "none", Enabled: true, Queue: "default", TimeoutMS: 5000, CreatedAt: now, UpdatedAt: now,
+		}
+		if err := db.Create(&w).Error; err != nil {
+			t.Fatalf("store %s: %v", c.name, err)
+		}
+	}
 	for _, c := range documentTemplates {
 		if r := create(t, c.name, "--template", c.src); r.code != 0 {
 			t.Errorf("create %s: %s", c.name, r)
@@ -260,7 +291,7 @@ func TestHostileDefinitions(t *testing.T) {
 	}
 
 	want := map[string]string{}
-	for _, group := range [][]struct{ name, src, want string }{literalTemplates, documentTemplates, documentConditions, pythonConditions} {
+	for _, group := range [][]struct{ name, src, want string }{literalTemplates, documentTemplates, documentConditions, literalConditions, pythonConditions} {
 		for _, c := range group {
 			want[c.name] = c.want
 		}
