@@ -109,7 +109,7 @@ func TestDeliveryList(t *testing.T) {
 	r := s.ok("delivery", "list")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") || !strings.HasPrefix(lines[2], "dlv-failed") ||
-		!strings.Contains(lines[2], "Failed") || !strings.Contains(lines[2], "503") {
+		!strings.Contains(lines[2], "Failed") || !strings.Contains(lines[2], "503") || !strings.Contains(lines[2], " 1/4 ") {
 		t.Errorf("plain list:\n%s", r.stdout)
 	}
 }
@@ -147,7 +147,7 @@ func TestDeliveryShow(t *testing.T) {
 	}
 
 	r := s.ok("delivery", "show", "dlv-failed")
-	for _, want := range []string{"dlv-failed", "orders", "Failed", "next retry 2026-03-01T12:05:00Z", "POST https://erp.example.com/hook",
+	for _, want := range []string{"dlv-failed", "orders", "Failed", "next retry 2026-03-01T12:05:00Z", "attempts:       1/4\n", "POST https://erp.example.com/hook",
 		"X-Tenant: acme", `{"name": "SO-1"}`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plain show lacks %q:\n%s", want, r.stdout)

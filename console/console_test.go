@@ -171,10 +171,10 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 		t.Fatalf("overview: %d\n%s", res.StatusCode, body)
 	}
 	for path, want := range map[string][]string{
-		"/console/deliveries":                  {"d-1", "1/3", "in 4m", "HTTP 503"},
+		"/console/deliveries":                  {"d-1", "1/4", "in 4m", "HTTP 503"}, // inspect.Delivery.AttemptsText
 		"/console/deliveries?status=Failed":    {"d-1"},
 		"/console/deliveries?status=Delivered": {"No deliveries match"},
-		"/console/deliveries/d-1":              {"HTTP 503", "&#34;name&#34;: &#34;SO-1&#34;", "next attempt", "/queues/default/tasks/webhook_retry::d-1"},
+		"/console/deliveries/d-1":              {"HTTP 503", "<dd>1/4</dd>", "&#34;name&#34;: &#34;SO-1&#34;", "next attempt", "/queues/default/tasks/webhook_retry::d-1"},
 		"/console/webhooks":                    {"orders", "Sales Order"},
 		"/console/webhooks/orders":             {"orders", "HTTP 503", "Count first"},
 	} {
