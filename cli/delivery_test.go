@@ -229,6 +229,11 @@ func TestDeliveryRecoverSaysWhatItDid(t *testing.T) {
 		t.Errorf("stdout = %q, want nothing", r.stdout)
 	}
 	since := fmt.Sprintf("%dh", int(time.Since(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)).Hours())+24)
+	// Without --status, the Failed row (an outage's) is found with the Exhausted ones.
+	r = s.ok("delivery", "recover", "--webhook", "orders", "--since", since, "--dry-run")
+	if !strings.HasPrefix(r.stdout, `would requeue 1 deliveries of webhook "orders" (Failed or Exhausted, created in the last `) {
+		t.Errorf("dry run without --status printed %q", r.stdout)
+	}
 	r = s.ok("delivery", "recover", "--webhook", "orders", "--status", "Failed", "--since", since, "--dry-run")
 	if !strings.HasPrefix(r.stdout, `would requeue 1 deliveries of webhook "orders" (Failed, created in the last `) {
 		t.Errorf("dry run printed %q", r.stdout)

@@ -277,6 +277,27 @@ func TestRecoverCountsFirstThenRuns(t *testing.T) {
 	}
 }
 
+// TestRecoverFormTakesFailedByDefault: during an outage the deliveries are
+// Failed, waiting for their retry; the Recover form's default counts them
+// with the Exhausted ones.
+func TestRecoverFormTakesFailedByDefault(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	c := s.login(s.admin)
+	tok := s.csrf(c, "/console/webhooks/orders")
+	if err := s.db.Model(&models.Delivery{}).Where("id = ?", "d-1").Update("attempts", 0).Error; err != nil { // settled: no attempt rows
+		t.Fatal(err)
+	}
+	if _, body := s.do("GET", "/console/webhooks/orders", nil, c, nil); !strings.Contains(body, `<option value="" selected>Failed and Exhausted</option>`) {
+		t.Errorf("the Recover form does not default to both statuses:\n%s", body)
+	}
+	since := time.Now().UTC().Add(-2 * time.Hour).Format("2006-01-02T15:04")
+	res, body := s.do("POST", "/console/webhooks/orders/recover", url.Values{"csrf": {tok}, "since": {since}, "status": {""}, "step": {"count"}}, c, nil)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "Dry run: <b>1</b> Failed or Exhausted deliveries") {
+		t.Fatalf("dry run: %d\n%s", res.StatusCode, body)
+	}
+}
+
 // TestLogoutEndsTheSession: signing out clears the cookie, and a console
 // without api.asynqmon_url shows no asynqmon link.
 func TestLogoutEndsTheSession(t *testing.T) {
