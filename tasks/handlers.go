@@ -108,7 +108,7 @@ func (h *Handlers) attempt(ctx context.Context, t *asynq.Task, mode dispatch.Mod
 		h.logger().Debug("attempt skipped", "delivery", p.DeliveryID, "reason", err.Error())
 		return nil
 	}
-	return err
+	return permanent(err)
 }
 
 // HandleSweep runs one sweeper tick: steps until nothing due is left that
