@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
