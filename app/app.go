@@ -149,6 +149,16 @@ func (a *App) relayConfig(insp *asynq.Inspector) outbox.RelayConfig {
 	}
 }
 
+// Inspector reads asynq's queues over the App's Redis connection and is
+// done with when the App is closed; nil when that connection is not a
+// go-redis client.
+func (a *App) Inspector() *asynq.Inspector {
+	if a.rateRedis == nil {
+		return nil
+	}
+	return asynq.NewInspectorFromRedisClient(a.rateRedis)
+}
+
 // Close releases the database pool and idle connections.
 func (a *App) Close() error {
 	a.Sender.Close()

@@ -178,8 +178,8 @@ func printDeliveryTable(w io.Writer, ds []inspect.Delivery) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tATTEMPTS\tWEBHOOK\tDOCUMENT\tEVENT\tNEXT RETRY\tLAST")
 	for _, d := range ds {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n",
-			d.ID, d.Status, d.Attempts, d.MaxRetries+1, d.Webhook, document(d), d.DocEvent,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			d.ID, d.Status, d.AttemptsText(), d.Webhook, document(d), d.DocEvent,
 			timeOrDash(d.NextRetry), last(d))
 	}
 	return tw.Flush()
@@ -204,7 +204,7 @@ func printDelivery(w io.Writer, d inspect.Detail, now time.Time) error {
 		status += " (next retry " + when(*d.NextRetry) + ")"
 	}
 	row("status", status)
-	row("attempts", fmt.Sprintf("%d of %d", d.Attempts, d.MaxRetries+1))
+	row("attempts", d.AttemptsText())
 	row("request", d.Method+" "+d.URL)
 	for _, k := range sortedKeys(d.Headers) {
 		row("header", k+": "+d.Headers[k])

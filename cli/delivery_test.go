@@ -109,7 +109,7 @@ func TestDeliveryList(t *testing.T) {
 	r := s.ok("delivery", "list")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") || !strings.HasPrefix(lines[2], "dlv-failed") ||
-		!strings.Contains(lines[2], "Failed") || !strings.Contains(lines[2], "503") {
+		!strings.Contains(lines[2], "Failed") || !strings.Contains(lines[2], "503") || !strings.Contains(lines[2], " 1/4 ") {
 		t.Errorf("plain list:\n%s", r.stdout)
 	}
 }
@@ -147,7 +147,7 @@ func TestDeliveryShow(t *testing.T) {
 	}
 
 	r := s.ok("delivery", "show", "dlv-failed")
-	for _, want := range []string{"dlv-failed", "orders", "Failed", "next retry 2026-03-01T12:05:00Z", "POST https://erp.example.com/hook",
+	for _, want := range []string{"dlv-failed", "orders", "Failed", "next retry 2026-03-01T12:05:00Z", "attempts:       1/4\n", "POST https://erp.example.com/hook",
 		"X-Tenant: acme", `{"name": "SO-1"}`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plain show lacks %q:\n%s", want, r.stdout)
@@ -229,6 +229,11 @@ func TestDeliveryRecoverSaysWhatItDid(t *testing.T) {
 		t.Errorf("stdout = %q, want nothing", r.stdout)
 	}
 	since := fmt.Sprintf("%dh", int(time.Since(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)).Hours())+24)
+	// Without --status, the Failed row (an outage's) is found with the Exhausted ones.
+	r = s.ok("delivery", "recover", "--webhook", "orders", "--since", since, "--dry-run")
+	if !strings.HasPrefix(r.stdout, `would requeue 1 deliveries of webhook "orders" (Failed or Exhausted, created in the last `) {
+		t.Errorf("dry run without --status printed %q", r.stdout)
+	}
 	r = s.ok("delivery", "recover", "--webhook", "orders", "--status", "Failed", "--since", since, "--dry-run")
 	if !strings.HasPrefix(r.stdout, `would requeue 1 deliveries of webhook "orders" (Failed, created in the last `) {
 		t.Errorf("dry run printed %q", r.stdout)

@@ -124,7 +124,7 @@ func (e *env) enqueue(cmd *cobra.Command, f *enqueueFlags, doc map[string]any) e
 	id, err := c.Publish(ctx, client.Event{ID: f.eventID, DocType: f.doctype, DocName: f.docName, Event: f.event, Doc: doc})
 	var serr *client.SyncError
 	if err != nil && !errors.As(err, &serr) {
-		return err
+		return redisUnreachable(cfg.Redis, err)
 	}
 	if id == "" && serr != nil {
 		id = serr.EventID

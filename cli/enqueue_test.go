@@ -3,7 +3,9 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -179,5 +181,23 @@ func TestRunCommandsUsage(t *testing.T) {
 		if out.Len() != 0 {
 			t.Errorf("%s printed %q", name, out.String())
 		}
+	}
+}
+
+// With Redis down, enqueue says so in one plain line with the fix, not
+// asynq's "UNKNOWN: redis command error: SADD failed".
+func TestEnqueueSaysRedisIsNotReachable(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	s := newSite(t, fmt.Sprintf("redis:\n  url: redis://%s/0\n", addr))
+	r := s.enqueue("--doctype", "Sales Order", "--event", "on_submit", "--doc", `{"name": "SO-1"}`)
+	checkError(t, r, 1, "enqueue: ", "redis at "+addr+" is not reachable: connection refused; start it or set HOMING_REDIS_URL")
+	if strings.Contains(r.stderr, "UNKNOWN") || strings.Contains(r.stderr, "SADD") {
+		t.Errorf("stderr %q still carries asynq's internals", r.stderr)
 	}
 }

@@ -63,7 +63,7 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 		dryRun bool
 	)
 	cmd := &cobra.Command{
-		Use:   "recover --webhook NAME --since 24h [--status Exhausted] [--dry-run]",
+		Use:   "recover --webhook NAME --since 24h [--status Failed|Exhausted] [--dry-run]",
 		Short: "Requeue every matching delivery, in batches, through the sweeper",
 		Args:  argNames(),
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -72,6 +72,9 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 			}
 			if f.Since <= 0 {
 				return usagef("--since must be a positive duration such as 24h")
+			}
+			if f.Status == "" {
+				return nil
 			}
 			s, ok := canonicalStatus(f.Status)
 			if !ok || s == models.StatusDelivered {
@@ -104,7 +107,7 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 				}
 				// The summary names what was matched, so "0" reads as "none
 				// of these", not as "did nothing".
-				scope := fmt.Sprintf("of webhook %q (%s, created in the last %s)", f.Webhook, f.Status, f.Since)
+				scope := fmt.Sprintf("of webhook %q (%s, created in the last %s)", f.Webhook, strings.Join(f.Statuses(), " or "), f.Since)
 				if dryRun {
 					fmt.Fprintf(e.stdout, "would requeue %s deliveries %s\n", thousands(n), scope)
 					return nil
@@ -117,7 +120,7 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&f.Webhook, "webhook", "", "webhook `NAME` whose deliveries to recover (required)")
 	fs.DurationVar(&f.Since, "since", 24*time.Hour, "only deliveries created within this `DURATION`")
-	fs.StringVar(&f.Status, "status", models.StatusExhausted, "`STATUS` to recover: Exhausted or Failed")
+	fs.StringVar(&f.Status, "status", "", "only deliveries with this `STATUS`, Failed or Exhausted (default both: during an outage the deliveries waiting for a retry are Failed)")
 	fs.BoolVar(&dryRun, "dry-run", false, "count what would be requeued, change nothing")
 	return cmd
 }

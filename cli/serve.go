@@ -66,10 +66,14 @@ func newServeCmd(e *env) *cobra.Command {
 // the same services.
 func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 	cfg := apiConfig(a, tokens)
+	var tasks console.TaskLookup
+	if in := a.Inspector(); in != nil {
+		tasks = in
+	}
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, console.New(console.Config{
 		DB: cfg.DB, Webhooks: cfg.Webhooks, Recovery: cfg.Recovery, Tokens: tokens,
-		AsynqmonURL: a.Config.API.AsynqmonURL, DisableAfter: a.Config.Health.DisableAfter,
+		AsynqmonURL: a.Config.API.AsynqmonURL, Tasks: tasks, DisableAfter: a.Config.Health.DisableAfter,
 		Clock: a.Clock, Logger: a.Log,
 	}))
 	mux.Handle("/", api.New(cfg))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -299,15 +300,13 @@ type shownView = webhook.ShownView
 func newWebhookCreateCmd(e *env) *cobra.Command {
 	var f webhookFlags
 	cmd := &cobra.Command{
-		Use:   "create --name N --doctype D --event E --url U [flags]",
+		Use:   "create --name N --doctype D --event E (--url U | --url-template T) [flags]",
 		Short: "Create a webhook",
 		// A bare "--secret VALUE" leaves VALUE here; see takeBareSecret.
-		Args: cobra.ArbitraryArgs,
+		Args:    cobra.ArbitraryArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error { return requireCreateFlags(cmd.Flags()) },
 	}
 	f.register(cmd.Flags())
-	for _, name := range []string{"name", "doctype", "event", "url"} {
-		_ = cmd.MarkFlagRequired(name)
-	}
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		secret, given, generate, rest := takeBareSecret(e, cmd.Flags(), f.secret, pos, 0)
 		if err := argNames()(cmd, rest); err != nil {
@@ -316,6 +315,25 @@ func newWebhookCreateCmd(e *env) *cobra.Command {
 		return failure(e.createWebhook(cmd, &f, secret, given, generate))
 	}
 	return cmd
+}
+
+// requireCreateFlags is cobra's required-flags check with one flag pair in
+// it: a webhook needs --url or, for a URL made from each document,
+// --url-template, as the API needs url or url_template.
+func requireCreateFlags(fs *pflag.FlagSet) error {
+	var missing []string
+	for _, name := range []string{"name", "doctype", "event"} {
+		if !fs.Changed(name) {
+			missing = append(missing, strconv.Quote(name))
+		}
+	}
+	if !fs.Changed("url") && !fs.Changed("url-template") {
+		missing = append(missing, `"url" (or "url-template")`)
+	}
+	if len(missing) > 0 {
+		return usagef("required flag(s) %s not set", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 func (e *env) createWebhook(cmd *cobra.Command, f *webhookFlags, secret string, given, generate bool) error {

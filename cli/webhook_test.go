@@ -35,6 +35,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"webhook"}, []string{"missing command", "create"}},
 		{[]string{"webhook", "frob"}, []string{`unknown command "frob"`}},
 		{[]string{"webhook", "create", "--name", "x"}, []string{"doctype", "event", "url", "homing webhook create --help"}},
+		{[]string{"webhook", "create", "--name", "x", "--doctype", "D", "--event", "on_submit"}, []string{`required flag(s) "url" (or "url-template") not set`}},
 		{create("x", "--max-retries", "many"), []string{"--max-retries", "many"}},
 		{create("x", "--timeout", "5"), []string{"--timeout"}},
 		{create("x", "--colour", "blue"), []string{"unknown flag: --colour"}},
@@ -64,6 +65,18 @@ func TestUsageErrorsExit2(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing", r.stdout)
 			}
 		})
+	}
+}
+
+// TestCreateWithURLTemplateAlone: a URL made from each document needs no
+// --url, as the README and the API have it.
+func TestCreateWithURLTemplateAlone(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	got := object(t, s.ok("webhook", "create", "--name", "dyn", "--doctype", "Sales Order", "--event", "on_submit",
+		"--url-template", "https://erp.example.com/api/{{ doc.name }}", "--json").stdout)
+	if got["url_template"] != "https://erp.example.com/api/{{ doc.name }}" {
+		t.Errorf("created %v, want its url_template kept", got)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
@@ -42,11 +43,21 @@ type Config struct {
 	// AsynqmonURL (api.asynqmon_url) is where asynqmon answers; when set, a
 	// delivery with a task links to it there.
 	AsynqmonURL string
+	// Tasks, when set, is asked whether a delivery's task exists before it
+	// is linked: a retry's task is made only when the sweeper queues it, so
+	// a Failed delivery waiting for its next_retry has none, and asynqmon
+	// would answer the link with "task not found". Nil links unchecked.
+	Tasks TaskLookup
 	// DisableAfter (health.disable_after) is how long a webhook may fail
 	// before it is disabled; the webhook page counts it down.
 	DisableAfter time.Duration
 	Clock        clock.Clock
 	Logger       *slog.Logger
+}
+
+// TaskLookup finds a task in Redis; *asynq.Inspector is one.
+type TaskLookup interface {
+	GetTaskInfo(queue, id string) (*asynq.TaskInfo, error)
 }
 
 // Console serves the console's pages. It is an http.Handler for the paths

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
@@ -19,6 +20,7 @@ import (
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/tasks"
 	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
 )
@@ -32,6 +34,7 @@ type site struct {
 	db      *gorm.DB
 	srv     *httptest.Server
 	hooks   *webhook.Service
+	redis   asynq.RedisClientOpt
 	admin   string
 	publish string
 }
@@ -66,8 +69,11 @@ func newSite(t testing.TB) *site {
 		CreatedAt: now.Add(-time.Hour), UpdatedAt: now}).Error; err != nil {
 		t.Fatal(err)
 	}
+	s.redis, _ = testenv.Redis(t)
+	insp := asynq.NewInspector(s.redis)
+	t.Cleanup(func() { _ = insp.Close() })
 	s.srv = httptest.NewServer(console.New(console.Config{DB: db, Webhooks: hooks, Recovery: recovery.New(db, clk, 0), Tokens: tokens,
-		AsynqmonURL: "http://127.0.0.1:8080", DisableAfter: 120 * time.Hour, Clock: clk}))
+		AsynqmonURL: "http://127.0.0.1:8080", Tasks: insp, DisableAfter: 120 * time.Hour, Clock: clk}))
 	t.Cleanup(s.srv.Close)
 	return s
 }
@@ -171,10 +177,10 @@ func TestLoginSetsAStrictHttpOnlyCookie(t *testing.T) {
 		t.Fatalf("overview: %d\n%s", res.StatusCode, body)
 	}
 	for path, want := range map[string][]string{
-		"/console/deliveries":                  {"d-1", "1/3", "in 4m", "HTTP 503"},
+		"/console/deliveries":                  {"d-1", "1/4", "in 4m", "HTTP 503"}, // inspect.Delivery.AttemptsText
 		"/console/deliveries?status=Failed":    {"d-1"},
 		"/console/deliveries?status=Delivered": {"No deliveries match"},
-		"/console/deliveries/d-1":              {"HTTP 503", "&#34;name&#34;: &#34;SO-1&#34;", "next attempt", "/queues/default/tasks/webhook_retry::d-1"},
+		"/console/deliveries/d-1":              {"HTTP 503", "<dd>1/4</dd>", "&#34;name&#34;: &#34;SO-1&#34;", "next attempt"},
 		"/console/webhooks":                    {"orders", "Sales Order"},
 		"/console/webhooks/orders":             {"orders", "HTTP 503", "Count first"},
 	} {
@@ -274,6 +280,48 @@ func TestRecoverCountsFirstThenRuns(t *testing.T) {
 	}
 	if err := s.db.Take(&d, "id = ?", "d-1").Error; err != nil || d.Status != models.StatusFailed || d.NextRetry == nil {
 		t.Fatalf("after the run: %s next %v, %v; want Failed and due", d.Status, d.NextRetry, err)
+	}
+}
+
+// TestRecoverFormTakesFailedByDefault: during an outage the deliveries are
+// Failed, waiting for their retry; the Recover form's default counts them
+// with the Exhausted ones.
+func TestRecoverFormTakesFailedByDefault(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	c := s.login(s.admin)
+	tok := s.csrf(c, "/console/webhooks/orders")
+	if err := s.db.Model(&models.Delivery{}).Where("id = ?", "d-1").Update("attempts", 0).Error; err != nil { // settled: no attempt rows
+		t.Fatal(err)
+	}
+	if _, body := s.do("GET", "/console/webhooks/orders", nil, c, nil); !strings.Contains(body, `<option value="" selected>Failed and Exhausted</option>`) {
+		t.Errorf("the Recover form does not default to both statuses:\n%s", body)
+	}
+	since := time.Now().UTC().Add(-2 * time.Hour).Format("2006-01-02T15:04")
+	res, body := s.do("POST", "/console/webhooks/orders/recover", url.Values{"csrf": {tok}, "since": {since}, "status": {""}, "step": {"count"}}, c, nil)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "Dry run: <b>1</b> Failed or Exhausted deliveries") {
+		t.Fatalf("dry run: %d\n%s", res.StatusCode, body)
+	}
+}
+
+// TestAsynqmonLinkOnlyWhileTheTaskExists: a Failed delivery waiting for its
+// next_retry has no task yet (the sweeper queues it when due), so it gets
+// no link that asynqmon would answer with "task not found"; once the retry
+// task is queued, the page links to it.
+func TestAsynqmonLinkOnlyWhileTheTaskExists(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	c := s.login(s.admin)
+	if _, body := s.do("GET", "/console/deliveries/d-1", nil, c, nil); strings.Contains(body, `id="asynqmon"`) {
+		t.Fatalf("waiting for its retry, the delivery links to a task that does not exist:\n%s", body)
+	}
+	cl := asynq.NewClient(s.redis)
+	t.Cleanup(func() { _ = cl.Close() })
+	if _, err := cl.Enqueue(tasks.NewRetryTask("d-1", "orders", tasks.DefaultQueue), asynq.ProcessIn(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := s.do("GET", "/console/deliveries/d-1", nil, c, nil); !strings.Contains(body, `href="http://127.0.0.1:8080/queues/default/tasks/webhook_retry::d-1"`) {
+		t.Fatalf("with its retry task queued, the delivery does not link to it:\n%s", body)
 	}
 }
 

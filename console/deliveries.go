@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
@@ -99,7 +101,8 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
 }
 
 // asynqmonLink is d's task in asynqmon: its first attempt's task while it
-// has made none, its retry's task while it is Failed; "" otherwise.
+// has made none, its retry's task while it is Failed; "" otherwise, and ""
+// while that task does not exist (a retry not yet queued by the sweeper).
 func (c *Console) asynqmonLink(r *http.Request, d inspect.Detail) string {
 	if c.cfg.AsynqmonURL == "" {
 		return ""
@@ -118,6 +121,14 @@ func (c *Console) asynqmonLink(r *http.Request, d inspect.Detail) string {
 		queue = hook.Queue
 	} else if err != nil && !errors.Is(err, webhook.ErrNotFound) {
 		c.log.Warn("console: read webhook for asynqmon link", "webhook", d.Webhook, "error", err.Error())
+	}
+	if c.cfg.Tasks != nil {
+		if _, err := c.cfg.Tasks.GetTaskInfo(queue, id); err != nil {
+			if !errors.Is(err, asynq.ErrTaskNotFound) && !errors.Is(err, asynq.ErrQueueNotFound) {
+				c.log.Warn("console: look up the task for the asynqmon link", "task_id", id, "error", err.Error())
+			}
+			return ""
+		}
 	}
 	return strings.TrimRight(c.cfg.AsynqmonURL, "/") + "/queues/" + url.PathEscape(queue) + "/tasks/" + url.PathEscape(id)
 }

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/homingdev/homing/inspect"
-	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/webhook"
 )
@@ -133,6 +133,11 @@ type recoverResult struct {
 	Batches  []int64
 }
 
+// Which names the statuses recovered: the one chosen, or both.
+func (r recoverResult) Which() string {
+	return strings.Join(recovery.Filter{Status: r.Status}.Statuses(), " or ")
+}
+
 // recoverWebhook is POST /console/webhooks/{name}/recover: with step=count
 // the dry run's count, and a button to run it; with step=run the recovery
 // itself, shown with the running count after every batch.
@@ -147,9 +152,6 @@ func (c *Console) recoverWebhook(w http.ResponseWriter, r *http.Request, s sessi
 		return
 	}
 	res := recoverResult{Webhook: name, Since: r.PostFormValue("since"), Status: r.PostFormValue("status")}
-	if res.Status == "" {
-		res.Status = models.StatusExhausted
-	}
 	since, err := parseSince(res.Since)
 	if err == nil && !since.Before(c.now()) {
 		err = errors.New("since " + res.Since + " is not in the past")

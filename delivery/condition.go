@@ -406,7 +406,7 @@ func CompileCondition(src string) (*Condition, error) {
 	}
 	program, err := expr.Compile(src, opts...)
 	if err != nil {
-		return nil, unbuildable("condition %q: %s", src, describeExprError(err))
+		return nil, unbuildable("condition %q: %s", src, withHint(describeExprError(err)))
 	}
 	return &Condition{src: src, program: program}, nil
 }

@@ -37,10 +37,16 @@ func NewGuard(allowed []netip.Prefix) *Guard {
 	return &Guard{g: ssrf.New(ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(v4...), ssrf.WithAllowedV6Prefixes(v6...))}
 }
 
+// guardHint is how a refusal says what to set, by the names an operator
+// sets them with.
+const guardHint = "private, loopback and link-local addresses are refused: set HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true " +
+	"(delivery.allow_private_networks) to allow them all, or list the network in HOMING_DELIVERY_ALLOWED_NETWORKS " +
+	"(delivery.allowed_networks, e.g. 10.0.0.0/8)"
+
 // Control is a net.Dialer Control function (SenderConfig.DialControl).
 func (g *Guard) Control(network, address string, c syscall.RawConn) error {
 	if err := g.g.Safe(network, address, c); err != nil {
-		return fmt.Errorf("%w: %v (delivery.allow_private_networks is off; list the network in delivery.allowed_networks to allow it)", ErrForbiddenTarget, err)
+		return fmt.Errorf("%w: %v (%s)", ErrForbiddenTarget, err, guardHint)
 	}
 	return nil
 }
@@ -63,7 +69,7 @@ func (g *Guard) CheckHost(ctx context.Context, host string) error {
 	}
 	for _, a := range addrs {
 		if err := g.g.SafeAddr(a.Unmap()); err != nil {
-			return fmt.Errorf("%w: %s resolves to %s (delivery.allow_private_networks is off; list the network in delivery.allowed_networks to allow it)", ErrForbiddenTarget, host, a)
+			return fmt.Errorf("%w: %s resolves to %s (%s)", ErrForbiddenTarget, host, a, guardHint)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -50,6 +51,19 @@ func TestGuardChecksNamesAfterResolution(t *testing.T) {
 	for _, host := range []string{"localhost", "127.0.0.1", "::1", "169.254.169.254"} {
 		if err := g.CheckHost(context.Background(), host); !errors.Is(err, ErrForbiddenTarget) {
 			t.Errorf("%s: %v, want refused", host, err)
+		}
+	}
+}
+
+// A refusal names the variables that lift it, as the operator sets them.
+func TestGuardRefusalSaysWhatToSet(t *testing.T) {
+	t.Parallel()
+	g := NewGuard(nil)
+	for _, err := range []error{g.Control("tcp4", "127.0.0.1:80", nil), g.CheckHost(context.Background(), "10.0.0.1")} {
+		for _, want := range []string{"HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true", "HOMING_DELIVERY_ALLOWED_NETWORKS"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("refusal %v does not name %s", err, want)
+			}
 		}
 	}
 }

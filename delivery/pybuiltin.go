@@ -44,13 +44,13 @@ type pyBuiltin struct {
 // operation themselves once they know which one it is.
 func chargedInside(*budget, starlark.Tuple) error { return nil }
 
-func free(*budget, starlark.Tuple) error { return nil }
+func pyFree(*budget, starlark.Tuple) error { return nil }
 
 // pyBuiltins are the functions a condition calls, by name.
 var pyBuiltins = map[string]pyBuiltin{
-	"len":        {free, universe("len")},
+	"len":        {pyFree, universe("len")},
 	"int":        {intCost, universe("int")},
-	"float":      {free, universe("float")}, // a float is 8 bytes; parsing is linear
+	"float":      {pyFree, universe("float")}, // a float is 8 bytes; parsing is linear
 	"str":        {strCost, universe("str")},
 	"nowdate":    {helperCost, pyHelper},
 	"now":        {helperCost, pyHelper},
@@ -210,7 +210,7 @@ func strCost(b *budget, args starlark.Tuple) error {
 	if _, isString := args[0].(starlark.String); isString {
 		return nil // str(s) is s
 	}
-	n, err := textSize(args[0], false, b.maxValue)
+	n, err := pyTextSize(args[0], false, b.maxValue)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func strCost(b *budget, args starlark.Tuple) error {
 func helperCost(b *budget, args starlark.Tuple) error {
 	total := 0
 	for _, a := range args {
-		n, err := textSize(a, false, b.maxValue)
+		n, err := pyTextSize(a, false, b.maxValue)
 		if err != nil {
 			return err
 		}
@@ -234,9 +234,9 @@ func helperCost(b *budget, args starlark.Tuple) error {
 // errIntDigits is Python's refusal of str() on an int of too many digits.
 var errIntDigits = fmt.Errorf("Exceeds the limit (%d digits) for integer string conversion", pyMaxIntDigits)
 
-// textSize bounds the bytes of str(v) (repr(v) when repr, as items of a
+// pyTextSize bounds the bytes of str(v) (repr(v) when repr, as items of a
 // list are written), without building it; it stops counting past left.
-func textSize(v starlark.Value, repr bool, left int) (int, error) {
+func pyTextSize(v starlark.Value, repr bool, left int) (int, error) {
 	switch x := v.(type) {
 	case starlark.String:
 		if repr {
@@ -259,7 +259,7 @@ func textSize(v starlark.Value, repr bool, left int) (int, error) {
 	case starlark.Indexable: // lists and tuples
 		n := 2
 		for i := range x.Len() {
-			m, err := textSize(x.Index(i), true, left)
+			m, err := pyTextSize(x.Index(i), true, left)
 			if err != nil {
 				return 0, err
 			}
@@ -336,7 +336,7 @@ func formatCost(format string, args starlark.Value, left int) (int, error) {
 	}
 	n := len(format)
 	for _, a := range items {
-		m, err := textSize(a, repr, left)
+		m, err := pyTextSize(a, repr, left)
 		if err != nil {
 			return 0, err
 		}

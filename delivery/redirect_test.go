@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -76,5 +77,90 @@ func TestSenderRedirectHopsPassTheGuard(t *testing.T) {
 	}
 	if len(outer.got()) != 1 {
 		t.Fatalf("outer receiver got %d requests, want 1", len(outer.got()))
+	}
+}
+
+// A redirect to another origin (here: another port) gets none of the
+// secret, credential-like or signature headers, and no hop gets a Referer;
+// a redirect within the origin keeps them, and a chain that comes back to
+// the origin after leaving it does not get them back.
+func TestSenderRedirectKeepsSecretsAtTheOrigin(t *testing.T) {
+	t.Parallel()
+	other := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/back" {
+			http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+		}
+	})
+	origin := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, other.srv.URL+"/landed?token=x", http.StatusFound)
+		case "/away307":
+			http.Redirect(w, r, other.srv.URL+"/landed", http.StatusTemporaryRedirect)
+		case "/roundtrip":
+			http.Redirect(w, r, other.srv.URL+"/back?to="+url.QueryEscape("http://"+r.Host+"/home"), http.StatusFound)
+		case "/near":
+			http.Redirect(w, r, "/home", http.StatusFound)
+		}
+	})
+	s := newTestSender(t)
+	header := http.Header{
+		"X-Api-Key": {"k1"}, "X-Auth-Token": {"t1"}, "Authorization": {"Bearer b"}, "Cookie": {"c=1"},
+		"X-Custom-Sealed": {"sealed"}, "Webhook-Signature": {"v1,sig"}, "X-Frappe-Webhook-Signature": {"fsig"},
+		"Webhook-Id": {"d1"}, "X-Tenant": {"acme"},
+	}
+	secret := []string{"X-Custom-Sealed", "webhook-id", "webhook-signature", "X-Frappe-Webhook-Signature"}
+	kept := []string{"X-Api-Key", "X-Auth-Token", "Authorization", "Cookie", "X-Custom-Sealed", "Webhook-Signature", "X-Frappe-Webhook-Signature", "Webhook-Id"}
+	send := func(path string) {
+		t.Helper()
+		res := s.Send(context.Background(), Request{URL: origin.srv.URL + path, Header: header, Body: []byte("{}"), FollowRedirects: 5, Secret: secret})
+		if !res.OK() {
+			t.Fatalf("%s: %+v", path, res)
+		}
+	}
+
+	for _, path := range []string{"/away", "/away307", "/roundtrip"} {
+		send(path)
+	}
+	var leaked []string
+	for _, r := range append(other.got(), origin.got()[len(origin.got())-1]) {
+		for _, name := range kept {
+			if r.header.Get(name) != "" {
+				leaked = append(leaked, r.path+" "+name)
+			}
+		}
+		if r.header.Get("Referer") != "" {
+			leaked = append(leaked, r.path+" Referer "+r.header.Get("Referer"))
+		}
+		if r.header.Get("X-Tenant") != "acme" {
+			t.Errorf("%s: X-Tenant %q; a plain header should follow the redirect", r.path, r.header.Get("X-Tenant"))
+		}
+	}
+	if len(other.got()) != 3 || len(leaked) != 0 {
+		t.Fatalf("another origin got %d requests and: %q; want 3 and none of the secrets", len(other.got()), leaked)
+	}
+
+	send("/near")
+	last := origin.got()[len(origin.got())-1]
+	if last.path != "/home" || last.header.Get("Referer") != "" {
+		t.Fatalf("same-origin redirect: %s with Referer %q; want /home without one", last.path, last.header.Get("Referer"))
+	}
+	for _, name := range kept {
+		if last.header.Get(name) != header.Get(name) {
+			t.Errorf("same-origin redirect: %s is %q, want %q", name, last.header.Get(name), header.Get(name))
+		}
+	}
+}
+
+func TestCredential(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "X-Api-Key": true, "X-Auth-Token": true,
+		"X-Client-Secret": true, "webhook-signature": true, "apikey": true, "X-Session-Id": true,
+		"X-Tenant": false, "Content-Type": false, "Accept": false, "User-Agent": false,
+	} {
+		if got := Credential(name); got != want {
+			t.Errorf("Credential(%q) = %v, want %v", name, got, want)
+		}
 	}
 }

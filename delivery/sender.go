@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -116,7 +117,13 @@ type Request struct {
 	// the result. Every hop dials through DialControl, so the SSRF guard
 	// sees each redirect's address; 301, 302 and 303 turn a POST into a
 	// GET without a body (as requests does), 307 and 308 repeat it.
+	// A hop never carries a Referer, and once a hop leaves the URL's origin
+	// it and every later hop go without the Secret headers and anything
+	// credential-like (see Credential).
 	FollowRedirects int
+	// Secret names the headers only the URL's origin may see: the
+	// webhook's sealed headers and its signature headers.
+	Secret []string
 }
 
 // ErrTooManyRedirects marks an attempt stopped after its webhook's
@@ -124,8 +131,10 @@ type Request struct {
 var ErrTooManyRedirects = errors.New("too many redirects")
 
 // clientFor is the shared client, or one over the same pool that follows
-// up to n redirects.
-func (s *Sender) clientFor(n int) *http.Client {
+// up to req.FollowRedirects redirects, stripping each hop as
+// stripRedirect says.
+func (s *Sender) clientFor(r Request) *http.Client {
+	n := r.FollowRedirects
 	if n <= 0 {
 		return s.client
 	}
@@ -135,9 +144,73 @@ func (s *Sender) clientFor(n int) *http.Client {
 			if len(via) > n {
 				return fmt.Errorf("%w: stopped after following %d (the webhook's follow_redirects), next was %s", ErrTooManyRedirects, n, req.URL.Redacted())
 			}
+			stripRedirect(req, via, r.Secret)
 			return nil
 		},
 	}
+}
+
+// stripRedirect removes from a redirect hop what its target must not see.
+// The Referer Go's client adds would hand it the webhook's URL, tokens in
+// its query included, so no hop has one. Go itself drops only
+// Authorization, Cookie and a few others when the host changes, and puts
+// them back when a later hop returns; here a hop that leaves the first
+// request's origin (scheme, host and port) loses the secret headers and
+// every credential-like one for the rest of the chain, since a host the
+// webhook never named chose where the chain goes from then on.
+func stripRedirect(req *http.Request, via []*http.Request, secret []string) {
+	req.Header.Del("Referer")
+	left := !sameOrigin(req.URL, via[0].URL)
+	for _, v := range via[1:] {
+		left = left || !sameOrigin(v.URL, via[0].URL)
+	}
+	if !left {
+		return
+	}
+	for _, name := range secret {
+		req.Header.Del(name)
+	}
+	for name := range req.Header {
+		if Credential(name) {
+			delete(req.Header, name)
+		}
+	}
+}
+
+// sameOrigin compares scheme, host and port, the default port spelled out.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
+}
+
+// credentialWords are the parts of a header name that make it
+// credential-like: Authorization, X-Auth-Token, X-Api-Key, X-Client-Secret,
+// webhook-signature, Cookie, Proxy-Authorization, X-Session-Id …
+var credentialWords = []string{"auth", "token", "secret", "key", "signature", "cookie", "session", "password", "credential"}
+
+// Credential reports whether a header named name looks like it carries a
+// credential, which is what a redirect to another origin drops even when
+// the webhook did not mark it secret.
+func Credential(name string) bool {
+	n := strings.ToLower(name)
+	if SecretByDefault(n) {
+		return true
+	}
+	for _, w := range credentialWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Class sorts an outcome for metrics and the attempt record.
@@ -197,7 +270,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	httpReq = httpReq.WithContext(reqCtx)
 
 	start := s.now()
-	resp, err := s.clientFor(req.FollowRedirects).Do(httpReq)
+	resp, err := s.clientFor(req).Do(httpReq)
 	if errors.Is(err, ErrTooManyRedirects) && resp != nil {
 		// The last 3xx answer is the result, saying why it was not followed.
 		res := Result{StatusCode: resp.StatusCode, Header: resp.Header, Duration: s.now().Sub(start), Class: Class3xx}

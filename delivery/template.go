@@ -194,7 +194,7 @@ func parseTemplateAs(src string, frappe bool) (*exec.Template, error) {
 	}
 	tpl, err := exec.NewTemplate(rootTemplate, cfg, rootLoader(src), env)
 	if err != nil {
-		return nil, unbuildable("template: %s", describeParseError(err))
+		return nil, unbuildable("template: %s", withHint(describeParseError(err)))
 	}
 	return tpl, nil
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type Options struct {
 	// OnReady, when set, is called with the embedded Redis URL once every
 	// part is running (tests use it instead of parsing the banner).
 	OnReady func(redisURL string)
+	// StateDir is where the dev secrets.key is kept (see Key); empty means
+	// StateDir(os.Environ()). Unused when secrets.key is configured.
+	StateDir string
 	// Extra, when set, gives more parts (the monitor UI, the HTTP API) to
 	// run on the dev Redis and database, started after the core and
 	// stopped before it.
@@ -47,6 +51,21 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
+	}
+	if cfg.Secrets.Key == "" {
+		// Without a key, the first webhook made with --secret would stall.
+		if opts.StateDir == "" {
+			dir, err := StateDir(os.Environ())
+			if err != nil {
+				return err
+			}
+			opts.StateDir = dir
+		}
+		key, err := Key(opts.StateDir)
+		if err != nil {
+			return err
+		}
+		cfg.Secrets.Key = key
 	}
 	mr := miniredis.NewMiniRedis()
 	if err := mr.StartAddr(opts.RedisAddr); err != nil {
@@ -113,13 +132,17 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options)
 // OtherShells is the export line another shell runs to use this dev
 // instance with homing, enqueue, worker or the client: the embedded Redis,
 // the database (the per-user default is otherwise resolved again there) and
-// the private-network allowance dev mode turns on. cfg is the configuration
-// as dev mode runs it.
+// the private-network allowance dev mode turns on, and the secrets.key (a
+// webhook created from another shell with --secret is sealed with it). cfg
+// is the configuration as dev mode runs it.
 func OtherShells(cfg config.Config) string {
 	vars := []string{
 		"HOMING_REDIS_URL=" + shellQuote(cfg.Redis.URL),
 		"HOMING_DATABASE_URL=" + shellQuote(cfg.Database.URL),
 		"HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true",
+	}
+	if cfg.Secrets.Key != "" {
+		vars = append(vars, "HOMING_SECRETS_KEY="+shellQuote(cfg.Secrets.Key))
 	}
 	return "export " + strings.Join(vars, " ")
 }

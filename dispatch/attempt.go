@@ -209,10 +209,12 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 	for k, v := range row.Headers {
 		h.Set(k, v)
 	}
+	var secret []string
 	for k, v := range hook.Headers {
 		if !webhook.FromWebhook(k, v) {
 			continue
 		}
+		secret = append(secret, k)
 		plain, err := webhook.OpenHeader(d.box, v)
 		if err != nil {
 			return req, ErrSecretUnavailable, fmt.Errorf("webhook %q: header %s: %w", hook.Name, k, err)
@@ -223,7 +225,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 	if len(secrets) == 0 {
 		scheme = signing.SchemeNone
 	}
-	signing.Sign(h, scheme, secrets, row.ID, now, row.Payload)
+	secret = append(secret, signing.Sign(h, scheme, secrets, row.ID, now, row.Payload)...)
 	url, err := d.url(row, hook, now)
 	if err != nil {
 		return req, ErrRequestUnbuildable, fmt.Errorf("webhook %q: %w", hook.Name, err)
@@ -235,6 +237,7 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 		Body:            row.Payload,
 		Timeout:         hook.Timeout(),
 		FollowRedirects: hook.FollowRedirects,
+		Secret:          secret,
 	}, nil, nil
 }
 

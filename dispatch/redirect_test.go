@@ -18,6 +18,7 @@ import (
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/webhook"
 )
 
 // An attempt follows its webhook's follow_redirects, read with the claim:
@@ -241,5 +242,46 @@ func TestFanOutEvaluatesPythonConditions(t *testing.T) {
 				t.Fatalf("fan-out: %v %v; want deliveries for the webhooks whose Python condition holds on the dispatcher's day", names, err)
 			}
 		})
+	}
+}
+
+// A webhook's sealed headers, credentials and signatures reach only its own
+// origin: the receiver a redirect sends the attempt to on another port gets
+// the body and the plain headers, and no Referer naming the webhook's URL.
+func TestAttemptRedirectToAnotherOriginDropsSecrets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.Postgres(t)
+	box := testenv.SecretBox(t)
+	other := testreceiver.New(t)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/landed", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(origin.Close)
+
+	clk := clock.NewStub(time.Now())
+	hooks := webhook.New(db, box, clk, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
+	name, doctype, ev, url, secret, follow := "moved", "Sales Order", "on_submit", origin.URL+"/hook?token=t0", "whsec_"+strings.Repeat("A", 43)+"=", 10
+	headers := []string{"X-Tenant: acme", "Authorization: Bearer b"}
+	sealed := []string{"X-Api-Key: k1", "X-Auth-Token: t1", "X-Custom: sealed"}
+	if _, err := hooks.Create(ctx, webhook.Input{Name: &name, DocType: &doctype, Event: &ev, URL: &url, Headers: &headers, SecretHeaders: &sealed, Secret: &secret, FollowRedirects: &follow}); err != nil {
+		t.Fatal(err)
+	}
+	d := New(db, delivery.NewSender(delivery.SenderConfig{}), box, Config{Clock: clk})
+	pending, err := d.FanOut(ctx, Event{ID: "evt-moved", DocType: doctype, Event: ev, Doc: map[string]any{"name": "SO-1"}})
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("FanOut = %v, %v; want one pending delivery", pending, err)
+	}
+	if out, err := d.Attempt(ctx, pending[0].ID, First); err != nil || out.Status != models.StatusDelivered {
+		t.Fatalf("attempt = %+v, %v; want Delivered through the redirect", out, err)
+	}
+	got := other.Requests()
+	if len(got) != 1 || got[0].Path != "/landed" || len(got[0].Body) == 0 || got[0].Header.Get("X-Tenant") != "acme" {
+		t.Fatalf("the other origin got %+v; want the POST with its body and X-Tenant", got)
+	}
+	for _, h := range []string{"Authorization", "X-Api-Key", "X-Auth-Token", "X-Custom", "Webhook-Signature", "Webhook-Timestamp", "X-Frappe-Webhook-Signature", "Referer"} {
+		if v := got[0].Header.Get(h); v != "" {
+			t.Errorf("the other origin got %s: %q", h, v)
+		}
 	}
 }

@@ -48,6 +48,16 @@ type Delivery struct {
 	UpdatedAt      time.Time  `json:"updated_at"`
 }
 
+// AttemptsText is how every view shows a delivery's attempts: those made
+// over those it may make in all, "1/4" for a first attempt under
+// max_retries 3. The row's max_retries counts retries after the first
+// attempt, hence the +1; a retry or recover by an operator raises it to the
+// attempts made plus the webhook's max_retries, so a recovered "4/4" reads
+// "4/8" and the rest of the schedule shows as what is left.
+func (d Delivery) AttemptsText() string {
+	return fmt.Sprintf("%d/%d", d.Attempts, d.MaxRetries+1)
+}
+
 // Attempt is one entry of a delivery's history.
 type Attempt struct {
 	Attempt    int       `json:"attempt"`

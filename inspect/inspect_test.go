@@ -129,3 +129,23 @@ func TestListUsesIndexes(t *testing.T) {
 		}
 	}
 }
+
+// One rule for every view: attempts made over attempts allowed in all
+// (max_retries + 1), and a recovered delivery's raised budget shows as such.
+func TestAttemptsText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		attempts, maxRetries int
+		want                 string
+	}{
+		{0, 3, "0/4"},
+		{1, 3, "1/4"},
+		{4, 3, "4/4"}, // Exhausted
+		{4, 7, "4/8"}, // the same row recovered under a webhook with max_retries 3
+		{1, 0, "1/1"}, // a sync delivery gets one attempt
+	} {
+		if got := (inspect.Delivery{Attempts: tc.attempts, MaxRetries: tc.maxRetries}).AttemptsText(); got != tc.want {
+			t.Errorf("attempts %d, max_retries %d: %q, want %q", tc.attempts, tc.maxRetries, got, tc.want)
+		}
+	}
+}

@@ -72,16 +72,24 @@ func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Mic
 // attempt in flight has counted itself but not written its history yet.
 const settled = "attempts = (SELECT COUNT(*) FROM delivery_attempts a WHERE a.delivery_id = deliveries.id)"
 
+// requeuedError is the last_error of a row requeued and not tried since.
+const requeuedError = "requeued by an operator"
+
+// notRequeued leaves out the Failed rows a requeue already made due and that
+// have not been tried since: recovering them again would change nothing, and
+// two recovers at once must count each row once.
+const notRequeued = "NOT (status = 'Failed' AND last_error = '" + requeuedError + "')"
+
 // requeue makes the matching rows Failed and due now, with their retry budget
 // renewed from where they stand (attempt numbers keep counting up, so the
 // history stays unique). The status condition makes concurrent requeues of
 // the same row count it once.
-func (s *Service) requeue(tx *gorm.DB, now time.Time, status string, built *dispatch.Built) *gorm.DB {
+func (s *Service) requeue(tx *gorm.DB, now time.Time, built *dispatch.Built, statuses ...string) *gorm.DB {
 	set := map[string]any{
 		"status":      models.StatusFailed,
 		"next_retry":  now,
 		"max_retries": gorm.Expr("attempts + (SELECT COALESCE((SELECT w.max_retries FROM webhooks w WHERE w.id = deliveries.webhook_id), deliveries.max_retries))"),
-		"last_error":  "requeued by an operator",
+		"last_error":  requeuedError,
 		"updated_at":  now,
 	}
 	if built != nil {
@@ -90,7 +98,7 @@ func (s *Service) requeue(tx *gorm.DB, now time.Time, status string, built *disp
 		set["payload"], set["headers"], set["url"] = built.Payload, built.Headers, built.URL
 		tx = tx.Where("length(payload) = 0")
 	}
-	return tx.Model(&models.Delivery{}).Where("status = ?", status).Where(settled).Updates(set)
+	return tx.Model(&models.Delivery{}).Where("status IN ?", statuses).Where(settled).Updates(set)
 }
 
 // build is the request of a delivery that has no payload (its body could
@@ -146,7 +154,7 @@ func (s *Service) Retry(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	res := s.requeue(s.db.WithContext(ctx).Where("id = ?", id), s.now(), row.Status, built)
+	res := s.requeue(s.db.WithContext(ctx).Where("id = ?", id), s.now(), built, row.Status)
 	if res.Error != nil {
 		return fmt.Errorf("retry delivery %s: %w", id, res.Error)
 	}
@@ -165,7 +173,18 @@ func (s *Service) Retry(ctx context.Context, id string) error {
 type Filter struct {
 	Webhook string
 	Since   time.Duration // created within this long before now
-	Status  string        // Exhausted (default) or Failed
+	// Status is Exhausted or Failed; empty takes both, since during an
+	// outage the deliveries still waiting for their retry are the Failed
+	// ones, and those that gave up are Exhausted.
+	Status string
+}
+
+// Statuses is what f recovers.
+func (f Filter) Statuses() []string {
+	if f.Status == "" {
+		return []string{models.StatusFailed, models.StatusExhausted}
+	}
+	return []string{f.Status}
 }
 
 // Recover requeues every matching delivery in batches and returns how many
@@ -173,15 +192,12 @@ type Filter struct {
 // built is built first (Retry); one that still cannot be is left out. progress, when non-nil, is
 // called after each batch with the running total and the number matched.
 func (s *Service) Recover(ctx context.Context, f Filter, dryRun bool, progress func(done, total int64)) (int64, error) {
-	if f.Status == "" {
-		f.Status = models.StatusExhausted
-	}
-	if f.Status != models.StatusExhausted && f.Status != models.StatusFailed {
-		return 0, fmt.Errorf("status %q cannot be recovered: use Exhausted or Failed", f.Status)
+	if f.Status != "" && f.Status != models.StatusExhausted && f.Status != models.StatusFailed {
+		return 0, fmt.Errorf("status %q cannot be recovered: use Exhausted or Failed, or neither for both", f.Status)
 	}
 	now := s.now()
 	base := func() *gorm.DB {
-		q := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ?", f.Status)
+		q := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("status IN ?", f.Statuses()).Where(notRequeued)
 		if f.Webhook != "" {
 			q = q.Where("webhook_name = ?", f.Webhook)
 		}
@@ -209,7 +225,7 @@ func (s *Service) Recover(ctx context.Context, f Filter, dryRun bool, progress f
 			break
 		}
 		cursor = ids[len(ids)-1]
-		res := s.requeue(s.db.WithContext(ctx).Where("id IN ?", ids).Where("length(payload) > 0"), now, f.Status, nil)
+		res := s.requeue(s.db.WithContext(ctx).Where("id IN ?", ids).Where("length(payload) > 0").Where(notRequeued), now, nil, f.Statuses()...)
 		if res.Error != nil {
 			return done, fmt.Errorf("recover deliveries: %w", res.Error)
 		}
@@ -243,7 +259,7 @@ func (s *Service) recoverUnbuilt(ctx context.Context, ids []string, now time.Tim
 		if err != nil {
 			return done, err
 		}
-		res := s.requeue(s.db.WithContext(ctx).Where("id = ?", row.ID), now, status, built)
+		res := s.requeue(s.db.WithContext(ctx).Where("id = ?", row.ID), now, built, status)
 		if res.Error != nil {
 			return done, fmt.Errorf("recover delivery %s: %w", row.ID, res.Error)
 		}

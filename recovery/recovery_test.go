@@ -86,3 +86,56 @@ func TestResendOnceMakesOneDelivery(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverTakesFailedAndExhaustedByDefault: during an outage the rows
+// waiting for their retry are Failed, so a recover without a status takes
+// them and the Exhausted ones; a status narrows it, and a row already
+// requeued and not tried since is not counted again.
+func TestRecoverTakesFailedAndExhaustedByDefault(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			ctx := context.Background()
+			rows := map[string]string{"failed": models.StatusFailed, "exhausted": models.StatusExhausted, "delivered": models.StatusDelivered}
+			for id, status := range rows {
+				row := testenv.PlannedDelivery(id, "ev-"+id, "w", t0)
+				row.Status, row.LastError = status, "receiver answered 503"
+				if status != models.StatusFailed {
+					row.NextRetry = nil
+				}
+				if err := db.Create(&row).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			svc := recovery.New(db, clock.NewStub(t0.Add(time.Hour)), 0)
+			all := recovery.Filter{Webhook: "hook-w", Since: 24 * time.Hour}
+			for _, tc := range []struct {
+				status string
+				want   int64
+			}{{"", 2}, {models.StatusFailed, 1}, {models.StatusExhausted, 1}} {
+				f := all
+				f.Status = tc.status
+				if n, err := svc.Recover(ctx, f, true, nil); err != nil || n != tc.want {
+					t.Errorf("dry run with status %q: %d, %v; want %d", tc.status, n, err, tc.want)
+				}
+			}
+			if n, err := svc.Recover(ctx, all, false, nil); err != nil || n != 2 {
+				t.Fatalf("recover: %d, %v; want 2", n, err)
+			}
+			for id := range rows {
+				var row models.Delivery
+				if err := db.Where("id = ?", id).Take(&row).Error; err != nil {
+					t.Fatal(err)
+				}
+				if want := id != "delivered"; want != (row.Status == models.StatusFailed && row.NextRetry.Equal(t0.Add(time.Hour))) {
+					t.Errorf("%s after recover: %s due %v", id, row.Status, row.NextRetry)
+				}
+			}
+			if n, err := svc.Recover(ctx, all, false, nil); err != nil || n != 0 {
+				t.Errorf("second recover: %d, %v; want 0, the rows are already due", n, err)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -57,7 +58,7 @@ func OpenWith(rawURL string, opts Options) (*gorm.DB, error) {
 		TranslateError:         true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, fmt.Errorf("open database %s: %w", redact(rawURL), explainConnect(err))
 	}
 	sqlDB, err := db.DB()
 	if err != nil {
@@ -80,9 +81,24 @@ func OpenWith(rawURL string, opts Options) (*gorm.DB, error) {
 	defer cancel()
 	if err := sqlDB.PingContext(ctx); err != nil {
 		_ = sqlDB.Close()
-		return nil, fmt.Errorf("connect to database %s: %w", redact(rawURL), err)
+		return nil, fmt.Errorf("connect to database %s: %w", redact(rawURL), explainConnect(err))
 	}
 	return db, nil
+}
+
+// missingDatabase is PostgreSQL's invalid_catalog_name: the server is there,
+// the database named in the URL is not.
+const missingDatabase = "3D000"
+
+// explainConnect adds the fix to a connection error a first-time user
+// meets: a database that was never created.
+func explainConnect(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != missingDatabase {
+		return err
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(pgErr.Message, `database "`), `" does not exist`)
+	return fmt.Errorf("%w: create it with `createdb %s` (or psql -c 'CREATE DATABASE %q')", err, name, name)
 }
 
 // DialectOf tells which SQL flavour db speaks.

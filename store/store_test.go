@@ -1,10 +1,13 @@
 package store_test
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/store"
 )
 
@@ -31,5 +34,19 @@ func TestOpenCreatesTheSQLiteDirectory(t *testing.T) {
 	}
 	if st.Mode().Perm() != 0o700 {
 		t.Errorf("directory %s has mode %v, want 0700", filepath.Dir(path), st.Mode().Perm())
+	}
+}
+
+// A PostgreSQL server without the database the URL names says how to make it.
+func TestOpenSaysHowToCreateAMissingDatabase(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(testenv.PostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/homing_never_created"
+	_, err = store.Open(u.String())
+	if err == nil || !strings.Contains(err.Error(), "createdb homing_never_created") || !strings.Contains(err.Error(), `CREATE DATABASE "homing_never_created"`) {
+		t.Fatalf("Open of a missing database: %v; want it to say createdb homing_never_created", err)
 	}
 }

@@ -3,13 +3,19 @@ package tasks_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/tasks"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -97,5 +103,28 @@ func TestUnopenableSecretLeavesTheRowAsItWas(t *testing.T) {
 				t.Fatalf("receiver got %d requests", recv.Count())
 			}
 		})
+	}
+}
+
+// A worker without secrets.key cannot open a webhook's secret however often
+// it tries: the task is archived at once (asynq.SkipRetry) with the fix in
+// its error, rather than retried 25 times, and the row stays due.
+func TestMissingSecretsKeyIsPermanent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, pg)
+	recv := testreceiver.New(t)
+	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.Secret = ptr("s3cret") })
+	ctx := context.Background()
+	pending, err := h.app.Dispatcher.FanOut(ctx, dispatchEvent("ev-nokey"))
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("fan-out %v %v", pending, err)
+	}
+	noKey := &tasks.Handlers{Dispatcher: dispatch.New(h.db, h.app.Sender, &secretbox.Box{}, dispatch.Config{Clock: h.clock})}
+	err = noKey.HandleDeliver(ctx, tasks.NewDeliverTask(pending[0].ID, "orders", "default"))
+	if !errors.Is(err, asynq.SkipRetry) || !strings.Contains(err.Error(), "secrets.key is not set") || !strings.Contains(err.Error(), "HOMING_SECRETS_KEY") {
+		t.Fatalf("attempt without secrets.key: %v; want asynq.SkipRetry saying to set HOMING_SECRETS_KEY", err)
+	}
+	if d := h.delivery("ev-nokey"); d.Status != models.StatusFailed || d.Attempts != 0 || recv.Count() != 0 {
+		t.Fatalf("row %s/%d, %d requests; want Failed, not attempted, nothing sent", d.Status, d.Attempts, recv.Count())
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/secretbox"
 )
 
 // Reasons a task failed, the reason label of homing_task_failures_total.
@@ -77,13 +78,19 @@ func isBadInput(e *pgconn.PgError) bool {
 	return e.Code == "22021" || e.Code == "22P05"
 }
 
-// permanent marks err, an event task's failure, asynq.SkipRetry when
-// retrying cannot help (the database refuses the event's text), so the task
-// is archived at once with the reason instead of failing 25 times. nil
-// stays nil.
+// permanent marks err, a task's failure, asynq.SkipRetry when retrying
+// in this worker cannot help, so the task is archived at once with the
+// reason instead of failing 25 times: the database refuses the event's
+// text, or this worker has no secrets.key to open a webhook's secret with
+// (config is read at start, so only a restart with the key set helps; the
+// delivery stays Failed and due, and the sweeper queues it again, each
+// failure logged at ERROR). nil stays nil.
 func permanent(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && isBadInput(pgErr) {
+	switch {
+	case errors.As(err, &pgErr) && isBadInput(pgErr):
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	case errors.Is(err, secretbox.ErrNoKey):
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	return err

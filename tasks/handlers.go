@@ -111,7 +111,7 @@ func (h *Handlers) attempt(ctx context.Context, t *asynq.Task, mode dispatch.Mod
 	case errors.Is(err, dispatch.ErrLeaseEnded):
 		return nil // logged by dispatch; given back due now, for the sweeper
 	}
-	return err
+	return permanent(err)
 }
 
 // HandleSweep runs one sweeper tick: steps until nothing due is left that

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -134,8 +135,8 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 	// The SQLite default is per user ($XDG_DATA_HOME/homing/homing.db), not
 	// the current directory: point the data home at a directory of the
 	// test's own.
-	dataHome := t.TempDir()
-	env = append(env, "HOMING_METRICS_ADDR=", "HOMING_LOG_FORMAT=text", "XDG_DATA_HOME="+dataHome)
+	dataHome, stateHome := t.TempDir(), t.TempDir()
+	env = append(env, "HOMING_METRICS_ADDR=", "HOMING_LOG_FORMAT=text", "XDG_DATA_HOME="+dataHome, "XDG_STATE_HOME="+stateHome)
 	out := &syncBuffer{}
 	apiAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	dev := exec.Command(filepath.Join(binDir, "homing"), "dev", "--fast", "--redis-addr", redisAddr, "--monitor-addr", "", "--api-addr", apiAddr)
@@ -161,13 +162,14 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 		t.Fatalf("dev mode does not print its API address %s:\n%s", apiAddr, out.String())
 	}
 	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
+	shell := []string{"HOMING_REDIS_URL=redis://" + redisAddr + "/0", "HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true"}
 	cli := func(name string, args ...string) []byte {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		c := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
 		c.Dir = dir
-		c.Env = append(append([]string(nil), env...), "HOMING_REDIS_URL=redis://"+redisAddr+"/0", "HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true")
+		c.Env = append(append([]string(nil), env...), shell...)
 		b, err := c.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
@@ -210,6 +212,28 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 	})
 	if b := string(rc.Requests()[1].Body); b != `{"title":"over http"}` {
 		t.Errorf("body %q", b)
+	}
+
+	// Dev mode has a secrets.key, kept under the state directory and given
+	// to other shells in its export line: a webhook made there with
+	// --secret is signed, not stalled on "secrets.key is not set".
+	key := regexp.MustCompile(`HOMING_SECRETS_KEY=(\S+)`).FindStringSubmatch(out.String())
+	if key == nil {
+		t.Fatalf("dev mode's export line has no HOMING_SECRETS_KEY:\n%s", out.String())
+	}
+	if fi, err := os.Stat(filepath.Join(stateHome, "homing", "dev-secrets.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("dev secrets.key file: %v %v, want it 0600 under XDG_STATE_HOME/homing", fi, err)
+	}
+	shell = append(shell, "HOMING_SECRETS_KEY="+key[1])
+	signed := testreceiver.New(t)
+	cli("homing", "webhook", "create", "--name", "signed", "--doctype", "Note", "--event", "on_update", "--url", signed.URL,
+		"--secret", "whsec_"+strings.Repeat("A", 43)+"=")
+	cli("enqueue", "--doctype", "Note", "--event", "on_update", "--doc", `{"title": "signed"}`)
+	eventually(t, "the signed webhook's receiver to get the event", func() (bool, string) {
+		return len(signed.Requests()) == 1, fmt.Sprintf("%d requests", len(signed.Requests()))
+	})
+	if got := signed.Requests()[0].Header.Get("Webhook-Signature"); !strings.HasPrefix(got, "v1,") {
+		t.Errorf("signed webhook's request has webhook-signature %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(dataHome, "homing", "homing.db")); err != nil {
 		t.Errorf("dev mode did not use the per-user SQLite default: %v", err)
