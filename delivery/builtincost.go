@@ -50,6 +50,11 @@ func (l *renderLimits) Work(op string, operands ...*exec.Value) error {
 
 func workCost(l *renderLimits, op string, operands ...*exec.Value) (steps, bytes int) {
 	if op == "copy" {
+		if operands[0].IsString() {
+			// Converted to runes, four bytes a character.
+			n := len(operands[0].String())
+			return 1 + n/fastTextBytes, mulSize(n, 4)
+		}
 		// ToGoSimpleType rebuilds every list and map, item by item.
 		nodes, _ := l.walkSize(operands[0])
 		return 1 + nodes/walkItemsPerStep, mulSize(nodes, itemBytes)

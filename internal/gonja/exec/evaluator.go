@@ -516,6 +516,13 @@ func (e *Evaluator) evalGetSlice(node *nodes.GetSlice) *Value {
 	var srcRunes []rune
 	var srcLen int
 	if isString {
+		if l := e.Environment.Limits; l != nil {
+			// homing: the string is copied into runes; the limits are told
+			// first.
+			if err := l.Work("copy", value); err != nil {
+				return AsValue(err)
+			}
+		}
 		srcRunes = []rune(value.getResolvedValue().String())
 		srcLen = len(srcRunes)
 	} else {
