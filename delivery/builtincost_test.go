@@ -48,6 +48,7 @@ func TestWorkGrowsWithOperands(t *testing.T) {
 		{"TestLower", `{% if s is lower %}{% endif %}`, 500_000 / fastTextBytes, 500_000},
 		{"ListCopy", `{% set c = l.copy() %}`, 10_000 / walkItemsPerStep, 10_000 * itemBytes},
 		{"StrideSlice", `{% set c = s[::2] %}`, 500_000 / fastTextBytes, 4 * 500_000},
+		{"ForOverList", `{% for c in l %}{% endfor %}`, 10_000, 10_000 * compareItemBytes},
 		{"StrMethod", `{% set c = s.upper() %}`, 500_000 / fastTextBytes, 500_000},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

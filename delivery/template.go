@@ -570,6 +570,11 @@ func (g *guardedFor) Execute(r *exec.Renderer, tag *nodes.ControlStructureBlock)
 	if err := b.charge(size); err != nil {
 		return err
 	}
+	// gonja converts every item (a string's every byte, a map's sorted
+	// keys) into an exec.Value before the first pass.
+	if err := b.Hold(0, mulSize(size, compareItemBytes)); err != nil {
+		return err
+	}
 	sub := r.Inherit()
 	sub.Environment.Context.Set(loopKey, items)
 	loop := *g.ForControlStructure
