@@ -59,8 +59,8 @@ func workCost(l *renderLimits, op string, operands ...*exec.Value) (steps, bytes
 		nodes, _ := l.walkSize(operands[0])
 		return 1 + nodes/walkItemsPerStep, mulSize(nodes, itemBytes)
 	}
-	if op == "in" && len(operands) == 2 && operands[1].IsDict() && !operands[0].IsList() && !operands[0].IsDict() {
-		return 1 + len(operands[0].String())/fastTextBytes, 0 // a key lookup
+	if op == "in" && len(operands) == 2 && isGoMap(operands[1]) && !operands[0].IsList() && !operands[0].IsDict() {
+		return 1 + len(operands[0].String())/fastTextBytes, 0 // a key lookup; a dict literal is searched
 	}
 	steps = 1
 	for _, v := range operands {
@@ -79,6 +79,16 @@ func workCost(l *renderLimits, op string, operands ...*exec.Value) (steps, bytes
 		bytes = addSize(bytes, mulSize(nodes, compareItemBytes))
 	}
 	return steps, bytes
+}
+
+// isGoMap reports whether v holds a Go map, whose keys are looked up, not
+// searched.
+func isGoMap(v *exec.Value) bool {
+	r := v.Val
+	for r.IsValid() && (r.Kind() == reflect.Interface || r.Kind() == reflect.Pointer) && !r.IsNil() {
+		r = r.Elem()
+	}
+	return r.IsValid() && r.Kind() == reflect.Map
 }
 
 // builtinCost is what a test, method or global function will cost,

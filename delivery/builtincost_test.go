@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"fmt"
 	"reflect"
 	"runtime"
 	"strings"
@@ -26,6 +27,17 @@ func spent(t *testing.T, src string) (steps, bytes int) {
 	return l.maxSteps - l.steps, l.maxBytes - l.bytes
 }
 
+// dictLiteral2000 sets d to a dict literal of 2,000 keys.
+var dictLiteral2000 = func() string {
+	var b strings.Builder
+	b.WriteString(`{% set d = {`)
+	for i := range 2000 {
+		fmt.Fprintf(&b, "'k%d': %d, ", i, i)
+	}
+	b.WriteString(`'end': 0} %}`)
+	return b.String()
+}()
+
 // TestWorkGrowsWithOperands holds that what a comparison, a membership
 // test (operator or Jinja test) or a receiver's copy costs grows with its
 // operands: each case costs at least minSteps steps and minBytes bytes more
@@ -33,12 +45,14 @@ func spent(t *testing.T, src string) (steps, bytes int) {
 func TestWorkGrowsWithOperands(t *testing.T) {
 	t.Parallel()
 
-	const big = `{% set s = 'x' * 500000 %}{% set u = 'x' * 500000 %}{% set l = ('x' * 10000) | list %}`
+	big := `{% set s = 'x' * 500000 %}{% set u = 'x' * 500000 %}{% set l = ('x' * 10000) | list %}` + dictLiteral2000
 	for _, tt := range []struct {
 		name, expr         string
 		minSteps, minBytes int
 	}{
 		{"InString", `{% if 'y' in s %}{% endif %}`, 500_000 / fastTextBytes, 0},
+		{"InDictLiteral", `{% if 'y' in d %}{% endif %}`, 2_000 / walkItemsPerStep, 2_000 * compareItemBytes},
+		{"InDocument", `{% if 'y' in doc %}{% endif %}`, 1, 0},
 		{"EqualStrings", `{% if s == u %}{% endif %}`, 1_000_000 / fastTextBytes, 0},
 		{"LessStrings", `{% if s < u %}{% endif %}`, 1_000_000 / fastTextBytes, 0},
 		{"InList", `{% if 'y' in l %}{% endif %}`, 10_000 / walkItemsPerStep, 10_000 * compareItemBytes},
