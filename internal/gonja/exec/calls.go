@@ -91,6 +91,9 @@ func (e *Evaluator) evalCall(node *nodes.Call) *Value {
 	return value
 }
 
+// errUnknownMethod stands for "no such method" until the message is needed.
+var errUnknownMethod = errors.New("unknown method")
+
 func (e *Evaluator) evalMethod(parentNode nodes.Node, name string, args []nodes.Expression, kwargs map[string]nodes.Expression) *Value {
 	parent := e.Eval(parentNode)
 	if parent.IsError() {
@@ -120,7 +123,9 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, name string, args []nodes.
 		}
 	}
 	var result any
-	err := fmt.Errorf("unknown method '%s' for '%s'", method, parent.String())
+	// homing: the receiver is printed only when there is no such method;
+	// upstream printed it (a whole dict or list) before every call.
+	err := errUnknownMethod
 	switch {
 	case parent.IsString():
 		if method, ok := e.Environment.Methods.Str.Get(method); ok {
@@ -187,6 +192,9 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, name string, args []nodes.
 		}
 	default:
 		err = AsValue(errors.Errorf(`'%s' is not callable on %s`, method, parent))
+	}
+	if err == errUnknownMethod {
+		err = fmt.Errorf("unknown method '%s' for '%s'", method, parent.String())
 	}
 	if err != nil {
 		if callErr, ok := err.(ErrInvalidCall); ok {
