@@ -198,3 +198,26 @@ func TestWorkBytesAreAnUpperBound(t *testing.T) {
 	}
 	t.Logf("searching %d items allocated %d bytes (%d an item)", n, built, built/n)
 }
+
+// TestMethodCallsDoNotCopyTheReceiver: doc.get on a document of a thousand
+// fields neither copies the document nor prints it (upstream did both on
+// every call, and no limit saw either).
+func TestMethodCallsDoNotCopyTheReceiver(t *testing.T) {
+	const maxAlloc = 16 << 20
+	doc := map[string]any{"x": "X"}
+	for i := range 1000 {
+		doc[fmt.Sprint("k", i)] = strings.Repeat("v", 20)
+	}
+	src := `{% for i in range(200) %}{{ doc.get('x') }}{% endfor %}`
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	body, err := render(t.Context(), src, doc, MaxRenderedBytes, time.Minute, renderMode{text: true})
+	runtime.ReadMemStats(&after)
+	if err != nil || string(body) != strings.Repeat("X", 200) {
+		t.Fatalf("%s = %.20q…, %v", src, body, err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > maxAlloc {
+		t.Errorf("rendering allocated %d MiB, want under %d MiB", alloc>>20, maxAlloc>>20)
+	}
+}
