@@ -34,7 +34,7 @@ const (
 var filterCosts = map[string]filterCost{
 	// Constant work on any input.
 	"abs": flatCost, "attr": flatCost, "d": flatCost, "default": flatCost, "first": flatCost,
-	"last": flatCost, "length": flatCost, "count": flatCost, "float": flatCost, "int": flatCost,
+	"last": flatCost, "length": lengthCost, "count": lengthCost, "float": flatCost, "int": flatCost,
 	"round": flatCost, "random": flatCost, "safe": flatCost, "filesizeformat": flatCost,
 	// Text in, text out, at memory speed.
 	"capitalize": textCost(fastTextBytes), "lower": textCost(fastTextBytes), "upper": textCost(fastTextBytes),
@@ -54,11 +54,20 @@ var filterCosts = map[string]filterCost{
 	// Filters that sort or hash their input's items.
 	"sort": sortCost, "dictsort": sortCost, "groupby": sortCost, "unique": sortCost,
 	// Frappe's (frappe.go).
-	"json": textCost(fastTextBytes), "len": flatCost, "str": textCost(fastTextBytes), "cstr": textCost(fastTextBytes),
+	"json": textCost(fastTextBytes), "len": lengthCost, "str": textCost(fastTextBytes), "cstr": textCost(fastTextBytes),
 	"flt": flatCost, "cint": flatCost,
 }
 
 func flatCost(*renderLimits, *exec.Value, *exec.VarArgs) (int, int) { return 1, 0 }
+
+// lengthCost is a step, and a step per fastTextBytes of a string, whose
+// characters are counted.
+func lengthCost(_ *renderLimits, in *exec.Value, _ *exec.VarArgs) (int, int) {
+	if in.IsString() {
+		return 1 + len(in.String())/fastTextBytes, 0
+	}
+	return 1, 0
+}
 
 // textCost charges a step per perStep bytes of the input as text, and the
 // text's bytes.

@@ -38,6 +38,9 @@ type renderLimits struct {
 	*budget
 	// text makes Output write values as text, not JSON (renderMode).
 	text bool
+	// prepaid is the result of a global whose exact cost was charged
+	// before it ran (range), which Result does not charge again.
+	prepaid *exec.Value
 }
 
 func newRenderLimits(ctx context.Context, limit time.Duration, maxBytes int) *renderLimits {
@@ -85,7 +88,29 @@ func (l *renderLimits) Result(v *exec.Value) error {
 	if err := l.Step(); err != nil {
 		return err
 	}
+	if paid := l.prepaid; paid != nil {
+		l.prepaid = nil
+		if sameValue(paid, v) {
+			return nil
+		}
+	}
 	return l.Store(nil, v)
+}
+
+// sameValue reports whether a and b hold the same slice, map or pointer:
+// evalCall wraps a function's result in a new exec.Value.
+func sameValue(a, b *exec.Value) bool {
+	x, y := a.Val, b.Val
+	if !x.IsValid() || !y.IsValid() || x.Kind() != y.Kind() {
+		return false
+	}
+	switch x.Kind() {
+	case reflect.Slice:
+		return x.Pointer() == y.Pointer() && x.Len() == y.Len()
+	case reflect.Map, reflect.Pointer:
+		return x.Pointer() == y.Pointer()
+	}
+	return false
 }
 
 // identity is the address of the map or pointer a value holds, which a
@@ -126,6 +151,7 @@ type sizeWalk struct {
 	left  int
 	size  int
 	mem   int
+	nodes int
 	cycle bool
 }
 
@@ -152,6 +178,7 @@ func (w *sizeWalk) walk(v reflect.Value, depth int) {
 	}
 	w.size += textNodeBytes
 	w.mem += nodeBytes
+	w.nodes++
 	if v.Type() == typeOfReflectValue && v.CanInterface() {
 		w.walk(v.Interface().(reflect.Value), depth)
 		return
@@ -176,6 +203,7 @@ func (w *sizeWalk) walk(v reflect.Value, depth int) {
 			// range's []int: no references to follow.
 			w.size = addSize(w.size, mulSize(v.Len(), textNodeBytes))
 			w.mem = addSize(w.mem, mulSize(v.Len(), int(v.Type().Elem().Size())))
+			w.nodes = addSize(w.nodes, v.Len())
 			return
 		}
 		for i := range v.Len() {
@@ -214,6 +242,15 @@ func (l *renderLimits) Method(name string, self *exec.Value, args *exec.VarArgs)
 	if err := l.Step(); err != nil {
 		return err
 	}
+	if cost := methodCosts[methodKind(self)][name]; cost != nil {
+		steps, bytes := cost(l, self, args)
+		if err := l.charge(steps); err != nil {
+			return err
+		}
+		if err := l.Hold(0, bytes); err != nil {
+			return err
+		}
+	} // else gonja has no such method, and says so
 	switch {
 	case self.IsString():
 		return l.stringMethod(name, self.String(), args)

@@ -55,6 +55,12 @@ var hostileTemplates = []struct {
 	{"DeepIf", strings.Repeat("{% if 1 %}", 2000) + strings.Repeat("{% endif %}", 2000), "nests deeper than the limit of 100 levels"},
 	{"RecursiveMacro", `{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}`, "{% macro %} is not supported"},
 	{"Include", `{% include "/etc/passwd" %}`, "{% include %} is not supported"},
+	{"InBigStringLoop", `{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% if 'y' in s %}{% endif %}{% endfor %}`, "limit of 500000 steps"},
+	{"CompareBigStringsLoop", `{% set s = 'x' * 500000 %}{% set u = 'x' * 500000 %}{% for i in range(100000) %}{% if s < u %}{% endif %}{% endfor %}`, "limit of 500000 steps"},
+	{"InListLoop", `{% set l = ('x' * 20000) | list %}{% for i in range(50000) %}{% if 'y' in l %}{% endif %}{% endfor %}`, "limit"},
+	{"ListCopyLoop", `{% set l = ('x' * 50000) | list %}{% for i in range(100000) %}{% set c = l.copy() %}{% endfor %}`, "limit"},
+	{"TestInLoop", `{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% if 'y' is in s %}{% endif %}{% endfor %}`, "limit of 500000 steps"},
+	{"StrideSliceLoop", `{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% set c = s[::-1] %}{% endfor %}`, "limit"},
 	{"UnknownFilter", `{{ doc.name | system('id') }}`, "unknown filter 'system'"},
 }
 

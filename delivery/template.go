@@ -117,20 +117,22 @@ func buildEnv(extraFilters map[string]exec.FilterFunction, extraGlobals map[stri
 			panic("filter " + name + " has no cost in filterCosts: a filter that does not charge the budget cannot be registered")
 		}
 	}
-	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
-	for name, v := range extraGlobals {
+	globals := exec.EmptyContext().Update(builtins.GlobalVariables)
+	functions := map[string]any{}
+	for _, name := range builtins.GlobalFunctions.Names() {
+		functions[name], _ = builtins.GlobalFunctions.Get(name)
+	}
+	// gonja's range feeds its loop from a goroutine nothing can stop.
+	functions["range"] = rangeFunc
+	maps.Copy(functions, extraGlobals)
+	for name, v := range guardGlobals(functions) {
 		globals.Set(name, v)
 	}
-	lipsum, ok := globals.Get("lipsum")
-	if fn, isFn := lipsum.(func(*exec.Evaluator, *exec.VarArgs) *exec.Value); ok && isFn {
-		globals.Set("lipsum", guardLipsum(fn))
-	} else {
-		panic("gonja lost its lipsum function")
-	}
+	checkMethodCosts(builtins.Methods)
 	return &exec.Environment{
 		Context:           globals,
 		Filters:           exec.NewFilterSet(filters),
-		Tests:             builtins.Tests,
+		Tests:             guardTests(builtins.Tests),
 		ControlStructures: exec.NewControlStructureSet(structures),
 		Methods:           builtins.Methods,
 	}
@@ -294,14 +296,11 @@ func render(ctx context.Context, src string, doc map[string]any, maxBytes int, l
 	limits := newRenderLimits(ctx, limit, maxBytes)
 	limits.text = m.text
 	out := &bodyWriter{limits: limits}
-	vars := map[string]any{
-		"doc":   normalized,
-		"range": limits.rangeFunc,
-	}
+	vars := map[string]any{"doc": normalized}
 	if m.frappe {
 		// The environment's helpers only stand for the names: these read
 		// this render's time.
-		maps.Copy(vars, frappeGlobals(wallIfZero(m.now)))
+		maps.Copy(vars, guardGlobals(frappeGlobals(wallIfZero(m.now))))
 	}
 	data := exec.NewContext(vars)
 	execErr := tpl.ExecuteLimited(out, data, limits)
@@ -362,14 +361,32 @@ func checkJSON(body []byte) error {
 }
 
 // rangeFunc replaces gonja's range, which feeds its loop from a goroutine
-// that nothing can stop, with a slice whose length is paid for up front.
-func (l *renderLimits) rangeFunc(_ *exec.Evaluator, params *exec.VarArgs) ([]int, error) {
-	start, stop, step := 0, 0, 1
+// that nothing can stop, with a slice; its guard (globalCosts) has paid for
+// the slice's length.
+func rangeFunc(_ *exec.Evaluator, params *exec.VarArgs) ([]int, error) {
 	for _, arg := range params.Args {
 		if !arg.IsInteger() {
 			return nil, errors.New("range expects integer arguments: range([start, ]stop[, step])")
 		}
 	}
+	if n := len(params.Args); n < 1 || n > 3 {
+		return nil, errors.New("range expects 1 to 3 integer arguments: range([start, ]stop[, step])")
+	}
+	start, stop, step := rangeArgs(params)
+	if step == 0 {
+		return nil, errors.New("range step cannot be 0")
+	}
+	count := rangeLen(start, stop, step)
+	items := make([]int, 0, count)
+	for i := range count {
+		items = append(items, start+i*step)
+	}
+	return items, nil
+}
+
+// rangeArgs reads range([start, ]stop[, step]).
+func rangeArgs(params *exec.VarArgs) (start, stop, step int) {
+	step = 1
 	switch len(params.Args) {
 	case 1:
 		stop = params.Args[0].Integer()
@@ -377,24 +394,8 @@ func (l *renderLimits) rangeFunc(_ *exec.Evaluator, params *exec.VarArgs) ([]int
 		start, stop = params.Args[0].Integer(), params.Args[1].Integer()
 	case 3:
 		start, stop, step = params.Args[0].Integer(), params.Args[1].Integer(), params.Args[2].Integer()
-	default:
-		return nil, errors.New("range expects 1 to 3 integer arguments: range([start, ]stop[, step])")
 	}
-	if step == 0 {
-		return nil, errors.New("range step cannot be 0")
-	}
-	count := rangeLen(start, stop, step)
-	if err := l.charge(count); err != nil {
-		return nil, err
-	}
-	if err := l.Alloc(8 * count); err != nil {
-		return nil, err
-	}
-	items := make([]int, 0, count)
-	for i := range count {
-		items = append(items, start+i*step)
-	}
-	return items, nil
+	return start, stop, step
 }
 
 // rangeLen is the number of items range(start, stop, step) yields, worked
@@ -497,26 +498,6 @@ func (l *renderLimits) beforeFilter(name string, in *exec.Value, params *exec.Va
 	return nil
 }
 
-// guardLipsum bounds lipsum(n, html, min, max) before it writes n
-// paragraphs of up to max words.
-func guardLipsum(fn func(*exec.Evaluator, *exec.VarArgs) *exec.Value) func(*exec.Evaluator, *exec.VarArgs) *exec.Value {
-	return func(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
-		if l := limitsOf(e); l != nil {
-			n, most := intArg(params, 0, "n"), intArg(params, 3, "max")
-			if n == 0 {
-				n = 5
-			}
-			if most == 0 {
-				most = 100
-			}
-			if err := l.Alloc(mulSize(mulSize(max(0, n), max(0, most)), 16)); err != nil {
-				return exec.AsValue(err)
-			}
-		}
-		return fn(e, params)
-	}
-}
-
 // limitsOfRenderer finds the rendering's limits from a control structure.
 func limitsOfRenderer(r *exec.Renderer) *renderLimits {
 	l, _ := r.Environment.Limits.(*renderLimits)
@@ -587,6 +568,11 @@ func (g *guardedFor) Execute(r *exec.Renderer, tag *nodes.ControlStructureBlock)
 		size = items.Len()
 	}
 	if err := b.charge(size); err != nil {
+		return err
+	}
+	// gonja converts every item (a string's every byte, a map's sorted
+	// keys) into an exec.Value before the first pass.
+	if err := b.Hold(0, mulSize(size, compareItemBytes)); err != nil {
 		return err
 	}
 	sub := r.Inherit()

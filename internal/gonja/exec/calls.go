@@ -91,7 +91,10 @@ func (e *Evaluator) evalCall(node *nodes.Call) *Value {
 	return value
 }
 
-func (e *Evaluator) evalMethod(parentNode nodes.Node, method string, args []nodes.Expression, kwargs map[string]nodes.Expression) *Value {
+// errUnknownMethod stands for "no such method" until the message is needed.
+var errUnknownMethod = errors.New("unknown method")
+
+func (e *Evaluator) evalMethod(parentNode nodes.Node, name string, args []nodes.Expression, kwargs map[string]nodes.Expression) *Value {
 	parent := e.Eval(parentNode)
 	if parent.IsError() {
 		return AsValue(errors.Wrapf(parent, "unable to evaluate '%s'", parentNode))
@@ -112,6 +115,7 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, method string, args []node
 		}
 		parameters.KwArgs[key] = value
 	}
+	method := name
 	if l := e.Environment.Limits; l != nil {
 		// homing: the limits see every method call before it runs.
 		if err := l.Method(method, parent, parameters); err != nil {
@@ -119,7 +123,9 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, method string, args []node
 		}
 	}
 	var result any
-	err := fmt.Errorf("unknown method '%s' for '%s'", method, parent.String())
+	// homing: the receiver is printed only when there is no such method;
+	// upstream printed it (a whole dict or list) before every call.
+	err := errUnknownMethod
 	switch {
 	case parent.IsString():
 		if method, ok := e.Environment.Methods.Str.Get(method); ok {
@@ -139,6 +145,18 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, method string, args []node
 		}
 	case parent.IsDict():
 		if method, ok := e.Environment.Methods.Dict.Get(method); ok {
+			// homing: a map[string]any (the document, a namespace) is
+			// the method's receiver itself, as in Python; another dict is
+			// copied whole, and the limits are told first.
+			if goMap, ok := parent.Interface().(map[string]any); ok {
+				result, err = method(goMap, parent, parameters)
+				break
+			}
+			if l := e.Environment.Limits; l != nil {
+				if err := l.Work("copy", parent); err != nil {
+					return AsValue(err)
+				}
+			}
 			dict := parent.ToGoSimpleType(false)
 			if err, ok := dict.(error); err != nil && ok {
 				return AsValue(fmt.Errorf("failed to cast '%s' to a Go type: %s", parent.String(), err))
@@ -151,6 +169,17 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, method string, args []node
 		}
 	case parent.IsList():
 		if method, ok := e.Environment.Methods.List.Get(method); ok {
+			// homing: append and reverse change the list itself and read
+			// no copy; the others get one, and the limits are told first.
+			if name == "append" || name == "reverse" {
+				result, err = method(nil, parent, parameters)
+				break
+			}
+			if l := e.Environment.Limits; l != nil {
+				if err := l.Work("copy", parent); err != nil {
+					return AsValue(err)
+				}
+			}
 			list := parent.ToGoSimpleType(false)
 			if err, ok := list.(error); err != nil && ok {
 				return AsValue(fmt.Errorf("failed to cast '%s' to a Go type: %s", parent.String(), err))
@@ -163,6 +192,9 @@ func (e *Evaluator) evalMethod(parentNode nodes.Node, method string, args []node
 		}
 	default:
 		err = AsValue(errors.Errorf(`'%s' is not callable on %s`, method, parent))
+	}
+	if err == errUnknownMethod {
+		err = fmt.Errorf("unknown method '%s' for '%s'", method, parent.String())
 	}
 	if err != nil {
 		if callErr, ok := err.(ErrInvalidCall); ok {

@@ -1,5 +1,7 @@
 package exec
 
+import "sort"
+
 import "maps"
 
 import "sync"
@@ -66,4 +68,16 @@ func (ctx *Context) Update(other *Context) *Context {
 	maps.Copy(ctx.data, other.data)
 	ctx.lock.Unlock()
 	return ctx
+}
+
+// Names lists the names this context holds itself, not its parents' (a
+// homing addition), so that an embedder can check each against its own
+// allow-list.
+func (ctx *Context) Names() []string {
+	names := make([]string, 0, len(ctx.data))
+	for name := range ctx.data {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"reflect"
+	"slices"
 	"sync"
 
 	"github.com/homingdev/homing/internal/gonja/parser"
@@ -44,6 +45,11 @@ type Limits interface {
 	// Result is called with the value a filter, test, global function or
 	// method built, before the template can keep or use it.
 	Result(v *Value) error
+	// Work is called before the engine does work whose cost grows with
+	// its operands: op is a comparison or membership operator ("==",
+	// "<", "in", …) about to compare them, or "copy" before it converts
+	// an operand whole into a Go value (a dict or list method's receiver).
+	Work(op string, operands ...*Value) error
 }
 
 // Capture is a buffer a block renders into (a homing addition): its
@@ -221,6 +227,13 @@ func (t *TestSet) validate(name string, fn TestFunction) error {
 	return nil
 }
 
+// Names lists the tests of the set (a homing addition).
+func (t *TestSet) Names() []string {
+	t.lock.Lock()
+	defer t.lock.Unlock()
+	return slices.Sorted(maps.Keys(t.tests))
+}
+
 // Exists returns true if the given test is already registered
 func (t *TestSet) Exists(name string) bool {
 	t.lock.Lock()
@@ -307,6 +320,14 @@ func (m *MethodSet[I]) Get(name string) (Method[I], bool) {
 	defer m.lock.Unlock()
 	method, existing := m.methods[name]
 	return method, existing
+}
+
+// Names lists the methods of the set (a homing addition), so that an
+// embedder can check each against its own allow-list.
+func (m *MethodSet[I]) Names() []string {
+	m.lock.Lock()
+	defer m.lock.Unlock()
+	return slices.Sorted(maps.Keys(m.methods))
 }
 
 func (m *MethodSet[I]) Exists(name string) bool {

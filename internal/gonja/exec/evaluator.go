@@ -103,6 +103,9 @@ func (e *Evaluator) evalBinaryExpression(node *nodes.BinaryExpression) *Value {
 	if err := e.allocBinary(node.Operator.Token.Type, left, right); err != nil {
 		return AsValue(err)
 	}
+	if err := e.compareWork(node.Operator.Token, left, right); err != nil {
+		return AsValue(err)
+	}
 
 	if right != nil && left.IsNumber() && right.IsNumber() {
 		if v, ok := arithmetic(node.Operator.Token.Type, left, right); ok {
@@ -277,6 +280,22 @@ func (e *Evaluator) allocBinary(op tokens.Type, left, right *Value) error {
 			return l.Alloc(math.MaxInt)
 		}
 		return l.Alloc(size * n)
+	}
+	return nil
+}
+
+// compareWork asks the limits (a homing addition) before a comparison or
+// membership operator walks its operands: `'y' in s` scans s, and `==`
+// or `<` on strings, lists or dicts walks them.
+func (e *Evaluator) compareWork(op *tokens.Token, left, right *Value) error {
+	l := e.Environment.Limits
+	if l == nil || right == nil {
+		return nil
+	}
+	switch op.Type {
+	case tokens.Equals, tokens.Ne, tokens.LowerThan, tokens.LowerThanOrEqual,
+		tokens.GreaterThan, tokens.GreaterThanOrEqual, tokens.In:
+		return l.Work(op.Val, left, right)
 	}
 	return nil
 }
@@ -497,6 +516,13 @@ func (e *Evaluator) evalGetSlice(node *nodes.GetSlice) *Value {
 	var srcRunes []rune
 	var srcLen int
 	if isString {
+		if l := e.Environment.Limits; l != nil {
+			// homing: the string is copied into runes; the limits are told
+			// first.
+			if err := l.Work("copy", value); err != nil {
+				return AsValue(err)
+			}
+		}
 		srcRunes = []rune(value.getResolvedValue().String())
 		srcLen = len(srcRunes)
 	} else {

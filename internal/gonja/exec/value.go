@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/homingdev/homing/internal/gonja/logging"
 	u "github.com/homingdev/homing/internal/gonja/utils"
@@ -551,13 +552,14 @@ func (v *Value) Len() int {
 	case reflect.Array, reflect.Chan, reflect.Slice:
 		return v.getResolvedValue().Len()
 	case reflect.Map:
-		return len(v.Keys())
+		// homing: counted without copying and sorting the keys.
+		return v.getResolvedValue().Len()
 	case reflect.String:
-		runes := []rune(v.getResolvedValue().String())
-		return len(runes)
+		// homing: counted without converting the string to runes.
+		return utf8.RuneCountInString(v.getResolvedValue().String())
 	case reflect.Struct:
 		if v.getResolvedValue().Type() == TypeDict {
-			return len(v.Keys())
+			return len(v.getResolvedValue().Interface().(Dict).Pairs)
 		}
 		fallthrough
 	default:
@@ -578,14 +580,28 @@ func (v *Value) Slice(i, j int) *Value {
 	case reflect.Array, reflect.Slice:
 		return AsValue(v.getResolvedValue().Slice(i, j).Interface())
 	case reflect.String:
-		runes := []rune(v.getResolvedValue().String())
-		return AsValue(string(runes[i:j]))
+		// homing: cut at the i-th and j-th characters without converting
+		// the whole string to runes.
+		s := v.getResolvedValue().String()
+		return AsValue(s[runeOffset(s, i):runeOffset(s, j)])
 	default:
 		if logging.Enabled() {
 			log.Errorf("Value.Slice() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return AsValue([]int{})
 	}
+}
+
+// runeOffset is the byte offset of the i-th character of s, len(s) past
+// its end (a homing addition).
+func runeOffset(s string, i int) int {
+	for off := range s {
+		if i == 0 {
+			return off
+		}
+		i--
+	}
+	return len(s)
 }
 
 // Index gets the i-th item of an array, slice or string. Otherwise
@@ -598,10 +614,14 @@ func (v *Value) Index(i int) *Value {
 		}
 		return ToValue(v.getResolvedValue().Index(i))
 	case reflect.String:
+		// homing: the i-th character, found without converting the
+		// whole string to runes.
 		s := v.getResolvedValue().String()
-		runes := []rune(s)
-		if i < len(runes) {
-			return AsValue(string(runes[i]))
+		for _, r := range s {
+			if i == 0 {
+				return AsValue(string(r))
+			}
+			i--
 		}
 		return AsValue("")
 	default:

@@ -179,27 +179,38 @@ func (fcs *ForControlStructure) renderIterable(r *exec.Renderer, obj *exec.Value
 				return false
 			}
 		}
-		sub := r.Inherit()
-		ctx := sub.Environment.Context
+		// homing: the first pass needs a scope only to evaluate an
+		// inline if, so that a plain loop makes one scope an item, not two.
+		var ctx *exec.Context
+		var sub *exec.Renderer
+		if fcs.IfCondition != nil {
+			sub = r.Inherit()
+			ctx = sub.Environment.Context
+		}
+		set := func(name string, v *exec.Value) {
+			if ctx != nil {
+				ctx.Set(name, v)
+			}
+		}
 		pair := &exec.Pair{}
 
 		if fcs.Value != "" && !key.IsString() && key.Len() == 2 {
 			key.Iterate(func(idx, count int, key, value *exec.Value) bool {
 				switch idx {
 				case 0:
-					ctx.Set(fcs.Key, key)
+					set(fcs.Key, key)
 					pair.Key = key
 				case 1:
-					ctx.Set(fcs.Value, key)
+					set(fcs.Value, key)
 					pair.Value = key
 				}
 				return true
 			}, func() {})
 		} else {
-			ctx.Set(fcs.Key, key)
+			set(fcs.Key, key)
 			pair.Key = key
 			if value != nil {
-				ctx.Set(fcs.Value, value)
+				set(fcs.Value, value)
 				pair.Value = value
 			}
 		}
