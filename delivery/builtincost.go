@@ -91,11 +91,11 @@ func isGoMap(v *exec.Value) bool {
 	return r.IsValid() && r.Kind() == reflect.Map
 }
 
-// builtinCost is what a test, method or global function will cost,
+// templateCost is what a test, method or global function will cost,
 // worked out from its receiver (nil for a global) and arguments before it
 // runs; what it returns is charged again after (Result), unless the cost
 // is exact (prepaid).
-type builtinCost func(l *renderLimits, self *exec.Value, args *exec.VarArgs) (steps, bytes int)
+type templateCost func(l *renderLimits, self *exec.Value, args *exec.VarArgs) (steps, bytes int)
 
 func flatBuiltin(*renderLimits, *exec.Value, *exec.VarArgs) (int, int) { return 1, 0 }
 
@@ -148,7 +148,7 @@ func argItemsBuiltin(l *renderLimits, _ *exec.Value, args *exec.VarArgs) (int, i
 }
 
 // testCosts is the allow-list of Jinja tests with the cost of each.
-var testCosts = map[string]builtinCost{
+var testCosts = map[string]templateCost{
 	"boolean": flatBuiltin, "callable": flatBuiltin, "defined": flatBuiltin, "divisibleby": flatBuiltin,
 	"even": flatBuiltin, "false": flatBuiltin, "filter": flatBuiltin, "float": flatBuiltin,
 	"ge": flatBuiltin, ">=": flatBuiltin, "gt": flatBuiltin, "greaterthan": flatBuiltin, ">": flatBuiltin,
@@ -173,7 +173,7 @@ var testCosts = map[string]builtinCost{
 // methodCosts is the allow-list of methods, by receiver kind, with the
 // cost of each; Method (limits.go) also bounds the ones whose result grows
 // with an argument.
-var methodCosts = map[string]map[string]builtinCost{
+var methodCosts = map[string]map[string]templateCost{
 	"str": {
 		"capitalize": textBuiltin, "capwords": textBuiltin, "casefold": textBuiltin, "center": textBuiltin,
 		"count": textBuiltin, "encode": textBuiltin, "endswith": textBuiltin, "expandtabs": textBuiltin,
@@ -256,7 +256,7 @@ var typeOfContext = reflect.TypeFor[*exec.Context]()
 
 // guardTest charges a test's cost before it runs; fn takes an
 // *exec.Evaluator or an *exec.Context first, as gonja allows.
-func guardTest(cost builtinCost, fn exec.TestFunction) func(*exec.Evaluator, *exec.Value, *exec.VarArgs) (bool, error) {
+func guardTest(cost templateCost, fn exec.TestFunction) func(*exec.Evaluator, *exec.Value, *exec.VarArgs) (bool, error) {
 	f := reflect.ValueOf(fn)
 	byContext := f.Type().In(0) == typeOfContext
 	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) (bool, error) {
@@ -283,7 +283,7 @@ func guardTest(cost builtinCost, fn exec.TestFunction) func(*exec.Evaluator, *ex
 // exact cost has paid for the function's result, which is not charged
 // again.
 type globalCost struct {
-	cost  builtinCost
+	cost  templateCost
 	exact bool
 }
 
