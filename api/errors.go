@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
+	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/webhook"
 )
@@ -25,6 +27,7 @@ const (
 	CodeInvalidJSON      = "invalid_json"       // 400: not JSON, not the request's shape, or an unknown field
 	CodeInvalidRequest   = "invalid_request"    // 422: well-formed, but a value is not acceptable
 	CodeDeliveryFailed   = "delivery_failed"    // 502: a workflow_transition event did not reach every webhook
+	CodeUnavailable      = "unavailable"        // 503, with Retry-After: the server cannot do it now (past its memory ceiling)
 	CodeInternal         = "internal"           // 500
 )
 
@@ -40,6 +43,8 @@ type Error struct {
 	// EventID and Failures are set on delivery_failed.
 	EventID  string                 `json:"event_id,omitempty"`
 	Failures []event.WebhookFailure `json:"failures,omitempty"`
+	// RetryAfter, in seconds, is sent as Retry-After when set.
+	RetryAfter int `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -95,6 +100,9 @@ func apiError(err error) *Error {
 	case errors.As(err, &wfe):
 		field := webhookField(wfe.Field)
 		return invalidRequest(field, "%s", field+strings.TrimPrefix(wfe.Message, wfe.Field))
+	case errors.Is(err, delivery.ErrOverloaded):
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5,
+			Message: "the server is past its memory ceiling (process.memory_limit) and cannot evaluate this now; try again shortly"}
 	case errors.Is(err, webhook.ErrExists):
 		return conflict("%s", strings.Replace(err.Error(), " (choose another name, or use webhook update)", " (choose another name, or PATCH the existing one)", 1))
 	}
@@ -128,6 +136,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	default:
 		s.log.Debug("api request refused", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "message", e.Message)
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	writeJSON(w, e.Status, errorBody{Error: e})
 }

@@ -28,6 +28,7 @@ type budget struct {
 	limit     time.Duration // the time limit, for messages
 	hint      string        // what usually takes many steps, for messages
 	memHint   string        // where the memory limit comes from, for messages
+	valHint   string        // where the value size limit comes from, for messages
 	steps     int           // left
 	maxSteps  int
 	bytes     int // left of the allocation budget
@@ -42,6 +43,7 @@ type budgetLimits struct {
 	what     string
 	hint     string
 	memHint  string
+	valHint  string
 	limit    time.Duration
 	steps    int
 	bytes    int
@@ -49,7 +51,7 @@ type budgetLimits struct {
 }
 
 func newBudget(ctx context.Context, l budgetLimits) *budget {
-	return &budget{ctx: ctx, what: l.what, hint: l.hint, memHint: l.memHint, limit: l.limit, steps: l.steps, maxSteps: l.steps, bytes: l.bytes, maxBytes: l.bytes, maxValue: l.maxValue}
+	return &budget{ctx: ctx, what: l.what, hint: l.hint, memHint: l.memHint, valHint: l.valHint, limit: l.limit, steps: l.steps, maxSteps: l.steps, bytes: l.bytes, maxBytes: l.bytes, maxValue: l.maxValue}
 }
 
 // fail records err as the budget's final error and returns it.
@@ -162,7 +164,7 @@ func (b *budget) Hold(value, mem int) error {
 		return b.err
 	}
 	if value > b.maxValue {
-		return b.fail(overLimit("a value of %s would be larger than the size limit of %d bytes (delivery.max_payload_bytes)", sizeText(value), b.maxValue))
+		return b.fail(overLimit("a value of %s would be larger than the size limit of %d bytes%s", sizeText(value), b.maxValue, b.valHint))
 	}
 	if mem > b.bytes {
 		return b.fail(overLimit("%s would build more than the memory limit of %d bytes of values%s", b.what, b.maxBytes, b.memHint))

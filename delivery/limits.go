@@ -48,6 +48,7 @@ func newRenderLimits(ctx context.Context, limit time.Duration, maxBytes int) *re
 		what:     "rendering",
 		hint:     "; loops over large ranges or nested loops are too big",
 		memHint:  fmt.Sprintf(" (%d × delivery.max_payload_bytes)", RenderMemoryFactor),
+		valHint:  " (delivery.max_payload_bytes)",
 		limit:    limit,
 		steps:    MaxRenderSteps,
 		bytes:    RenderMemoryFactor * maxBytes,

@@ -645,6 +645,11 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	refuse := func(err error) bool {
 		return sample != nil || errors.Is(err, delivery.ErrLimit) || errors.Is(err, delivery.ErrUnknownName)
 	}
+	// busy is an evaluation the process's heap ceiling stopped: no verdict
+	// on the definition either way, so it is neither refused nor accepted.
+	busy := func(err error) error {
+		return fmt.Errorf("webhook %q: its definition cannot be checked now, try again shortly: %w", w.Name, err)
+	}
 	cond, err := delivery.CompileConditionIn(w.ConditionLanguage, w.Condition)
 	if err != nil {
 		return invalid("condition", "%v", err)
@@ -653,11 +658,16 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	if sample != nil {
 		with = " (with the sample document)"
 	}
-	if _, err := cond.MatchAt(doc, s.now()); err != nil && refuse(err) {
+	if _, err := cond.MatchAt(doc, s.now()); errors.Is(err, delivery.ErrOverloaded) {
+		return busy(err)
+	} else if err != nil && refuse(err) {
 		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
 	}
 	if w.URLTemplate != "" {
 		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
+		if errors.Is(err, delivery.ErrOverloaded) {
+			return busy(err)
+		}
 		if err != nil && refuse(err) {
 			return invalid("url-template", "%s%s", strings.TrimPrefix(err.Error(), "url template: "), with)
 		}
@@ -672,13 +682,17 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
 	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now()}
-	if _, _, err := delivery.Build(spec, doc); err != nil && refuse(err) {
+	if _, _, err := delivery.Build(spec, doc); errors.Is(err, delivery.ErrOverloaded) {
+		return busy(err)
+	} else if err != nil && refuse(err) {
 		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
 	}
 	if sample == nil {
 		// Without a sample, a template that is not JSON for any document
 		// would still end every event Exhausted.
-		if err := delivery.CheckTemplateJSON(spec); err != nil {
+		if err := delivery.CheckTemplateJSON(spec); errors.Is(err, delivery.ErrOverloaded) {
+			return busy(err)
+		} else if err != nil {
 			return invalid("template", "%v", err)
 		}
 	}
