@@ -96,13 +96,18 @@ type insertResult struct {
 // whose (event, webhook) exists already is skipped, as in insert, and so is
 // a row planned from webhooks older than webhooks_version (hookCache). It
 // answers one row per created delivery, and one with no ID that carries the
-// version it compared with.
+// version it compared with. The documents rows keep (url_doc) are sent
+// once each ($21) and each row names its own by position: every row of an
+// event keeps the same document, and an event with many webhooks would
+// otherwise send (and encode) it once a row.
 const insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
 ins AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
-	SELECT ` + deliveryColumns + ` FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+	SELECT id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
+		payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, ($21::text[])[v.url_doc]
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
-		$17::timestamptz[], $18::timestamptz[], $19::text[], $20::bigint[])
+		$17::timestamptz[], $18::timestamptz[], $19::integer[], $20::bigint[])
 	AS v(` + deliveryColumns + `, version)
 	WHERE v.version IS NULL OR v.version = (SELECT n FROM cur)
 	ON CONFLICT (event_id, webhook_id) DO NOTHING
@@ -145,7 +150,9 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 		attempts, maxRetries                    = make([]int32, n), make([]int32, n)
 		nextRetries                             = make([]*time.Time, n)
 		createdAts, updatedAts                  = make([]time.Time, n), make([]time.Time, n)
-		urlDocs                                 = make([]*string, n)
+		urlDocs                                 = make([]*int32, n)
+		docs                                    []string
+		docAt                                   = make(map[*string]int32)
 		versions                                = make([]*int64, n)
 	)
 	for i, p := range all {
@@ -160,10 +167,19 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 		lastErrors[i], payloads[i] = r.LastError, r.Payload
 		attempts[i], maxRetries[i] = int32(r.Attempts), int32(r.MaxRetries)
 		nextRetries[i], createdAts[i], updatedAts[i] = r.NextRetry, r.CreatedAt, r.UpdatedAt
-		urlDocs[i], versions[i] = r.URLDoc, p.version
+		if r.URLDoc != nil {
+			at, ok := docAt[r.URLDoc]
+			if !ok {
+				docs = append(docs, *r.URLDoc)
+				at = int32(len(docs)) // SQL arrays count from 1
+				docAt[r.URLDoc] = at
+			}
+			urlDocs[i] = &at
+		}
+		versions[i] = p.version
 	}
 	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
-		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, versions)
+		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, versions, docs)
 	if err != nil {
 		return nil, err
 	}
