@@ -75,6 +75,10 @@ func (e *env) openApp(ctx context.Context, cfg config.Config) (*app.App, error) 
 	if err != nil {
 		return nil, err
 	}
+	// A one-shot command says what failed itself (stats lists an
+	// unreachable Redis among its problems): go-redis's own dial lines go
+	// to debug.
+	routeRedisLogs(log, slog.LevelDebug)
 	return app.Open(ctx, cfg, log, app.Options{})
 }
 

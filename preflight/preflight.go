@@ -71,8 +71,12 @@ func Run(ctx context.Context, in Inputs) []Problem {
 	out = append(out, UnknownEnv(in.Environ)...)
 	out = append(out, openNetworks(in.Config.Delivery.AllowedNetworks)...)
 	if in.Redis != nil {
-		out = append(out, redisDurability(ctx, in.Redis)...)
-		out = append(out, unservedQueues(ctx, in.DB, in.Redis, in.ServedHere)...)
+		if down := redisDown(ctx, in.Redis); down != nil {
+			out = append(out, down...)
+		} else {
+			out = append(out, redisDurability(ctx, in.Redis)...)
+			out = append(out, unservedQueues(ctx, in.DB, in.Redis, in.ServedHere)...)
+		}
 	}
 	if in.DB != nil && in.Box != nil {
 		out = append(out, secretsKey(ctx, in.DB, in.Box)...)
@@ -157,6 +161,21 @@ func openNetworks(prefixes []netip.Prefix) []Problem {
 func redisClient(opt asynq.RedisConnOpt) (redis.UniversalClient, bool) {
 	c, ok := opt.MakeRedisClient().(redis.UniversalClient)
 	return c, ok
+}
+
+// redisDown reports a Redis that does not answer a PING: nothing queued
+// moves until it is back, and the other Redis checks cannot run.
+func redisDown(ctx context.Context, opt asynq.RedisConnOpt) []Problem {
+	rdb, ok := redisClient(opt)
+	if !ok {
+		return nil
+	}
+	defer func() { _ = rdb.Close() }()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return []Problem{{Check: "redis", Message: fmt.Sprintf(
+			"redis is not reachable (%v): no event or delivery task moves until it is; start it, or set HOMING_REDIS_URL to where it runs", err)}}
+	}
+	return nil
 }
 
 // redisDurability reads appendonly, save and maxmemory-policy. A Redis

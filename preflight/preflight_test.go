@@ -182,3 +182,19 @@ func TestConnectionBudget(t *testing.T) {
 		t.Errorf("the shipped autoscaler (10 workers) at the default pool needs %d connections, more than PostgreSQL's default 100 minus 3 reserved", n)
 	}
 }
+
+// A Redis that does not answer is one problem that says what to do, and the
+// checks that need it are not run (each would only fail the same way).
+func TestRedisThatDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	got := preflight.Run(context.Background(), preflight.Inputs{Config: config.Default(), Redis: asynq.RedisClientOpt{Addr: addr}})
+	if len(got) != 1 || got[0].Check != "redis" || !strings.Contains(got[0].Message, "not reachable") || !strings.Contains(got[0].Message, "HOMING_REDIS_URL") {
+		t.Errorf("problems with no Redis at %s: %v, want one redis problem naming HOMING_REDIS_URL", addr, got)
+	}
+}
