@@ -132,6 +132,9 @@ func checkSize(doc []byte, maxPayloadBytes int) error {
 	if JSONHasNUL(doc) {
 		return invalid("doc", "doc contains a NUL character (\\u0000) in a key or string; PostgreSQL cannot store it, remove it")
 	}
+	if err := checkIntegers(doc); err != nil {
+		return invalid("doc", "doc: %v", err)
+	}
 	return nil
 }
 

@@ -120,3 +120,27 @@ func TestNormalizeNumbers(t *testing.T) {
 		}
 	}
 }
+
+// An integer that does not fit in 64 bits would be read as a float and
+// sent rounded; the producer is told instead (red team, issue 25).
+func TestIntegersBeyond64BitsAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		doc  string
+		want string // "" accepts
+	}{
+		{`{"a": 9223372036854775807, "b": -9223372036854775808}`, ""},
+		{`{"a": 1.2345678901234567891e19, "b": 12345678901234567891.5}`, ""},
+		{`{"s": "12345678901234567891", "e": "\" 12345678901234567891"}`, ""},
+		{`{"a": 12345678901234567891}`, "12345678901234567891 does not fit in 64 bits"},
+		{`{"a": [1, {"b": -9223372036854775809}]}`, "-9223372036854775809 does not fit in 64 bits"},
+	} {
+		_, err := Prepare(Event{DocType: "D", Event: "on_update"}, []byte(tc.doc), 1<<20)
+		if tc.want == "" && err != nil {
+			t.Errorf("%s: %v", tc.doc, err)
+		}
+		if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "as a string")) {
+			t.Errorf("%s: %v, want a refusal naming %q", tc.doc, err, tc.want)
+		}
+	}
+}
