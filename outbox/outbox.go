@@ -72,15 +72,16 @@ func Add(ctx context.Context, tx *gorm.DB, ev event.Event, now time.Time) (Outco
 		return Repeated, err
 	}
 	now = now.UTC().Truncate(time.Microsecond)
-	// Served by published_events' primary key.
+	tenant := models.TenantOr(ev.Tenant)
+	// Served by published_events' primary key (tenant, event_id).
 	res := tx.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
-		Create(&models.PublishedEvent{EventID: ev.ID, CreatedAt: now})
+		Create(&models.PublishedEvent{Tenant: tenant, EventID: ev.ID, CreatedAt: now})
 	if res.Error != nil {
 		return Repeated, fmt.Errorf("record event %s in the outbox: %w", ev.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		// Served by outbox_events_event (event_id).
-		res := tx.WithContext(ctx).Model(&models.OutboxEvent{}).Where("event_id = ?", ev.ID).Update("queued_at", nil)
+		res := tx.WithContext(ctx).Model(&models.OutboxEvent{}).Where("event_id = ? AND tenant = ?", ev.ID, tenant).Update("queued_at", nil)
 		if res.Error != nil {
 			return Repeated, fmt.Errorf("queue event %s again: %w", ev.ID, res.Error)
 		}
@@ -89,7 +90,7 @@ func Add(ctx context.Context, tx *gorm.DB, ev event.Event, now time.Time) (Outco
 		}
 		return Repeated, nil
 	}
-	if err := tx.WithContext(ctx).Create(&models.OutboxEvent{EventID: ev.ID, Payload: string(payload), CreatedAt: now}).Error; err != nil {
+	if err := tx.WithContext(ctx).Create(&models.OutboxEvent{Tenant: tenant, EventID: ev.ID, Payload: string(payload), CreatedAt: now}).Error; err != nil {
 		return Repeated, fmt.Errorf("write event %s to the outbox: %w", ev.ID, err)
 	}
 	return Added, nil

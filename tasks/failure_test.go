@@ -61,7 +61,7 @@ func TestFailureReason(t *testing.T) {
 		t.Errorf("a deadlock is not retried: %v", err)
 	}
 	for taskID, want := range map[string][2]string{
-		event.TaskID("e1"):  {"event_id", "e1"},
+		event.TaskID("", "e1"):  {"event_id", "e1"},
 		DeliverTaskID("d1"): {"delivery_id", "d1"},
 		RetryTaskID("d2"):   {"delivery_id", "d2"},
 		"random-uuid":       {"", ""},
