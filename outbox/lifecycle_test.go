@@ -59,7 +59,7 @@ func newSystem(t *testing.T) *system {
 	for _, name := range []string{"erp", "crm"} {
 		url := s.recv.URL + "/" + name
 		in := webhook.Input{Name: &name, DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: &url}
-		if _, err := hooks.Create(context.Background(), in); err != nil {
+		if _, err := hooks.Create(context.Background(), "", in); err != nil {
 			t.Fatal(err)
 		}
 	}
