@@ -187,6 +187,7 @@ func (s *Server) deleteTenant(w http.ResponseWriter, r *http.Request) error {
 	if err := s.tenants.Delete(r.Context(), name, force, s.cfg.Webhooks); err != nil {
 		return tenantError(name, err)
 	}
+	s.cfg.Tokens.Forget() // the tenant's tokens went with it
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -51,10 +51,10 @@ func newSite(t testing.TB) *site {
 	hooks := webhook.New(db, box, clk, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
 	s := &site{t: t, db: db, hooks: hooks}
 	ctx := context.Background()
-	if _, s.admin, err = tokens.Create(ctx, "", "ops", token.ScopeAdmin); err != nil {
+	if _, s.admin, err = tokens.Create(ctx, "ops", token.ScopeAdmin, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, s.publish, err = tokens.Create(ctx, "", "frappe", token.ScopePublish); err != nil {
+	if _, s.publish, err = tokens.Create(ctx, "frappe", token.ScopePublish, ""); err != nil {
 		t.Fatal(err)
 	}
 	w, err := hooks.Create(ctx, "", webhook.Input{Name: ptr("orders"), DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: ptr("https://example.com/hook")})

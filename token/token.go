@@ -230,3 +230,9 @@ func (s *Service) Authenticate(ctx context.Context, plain string) (Token, error)
 	s.checked.put(hash, tok, now)
 	return tok, nil
 }
+
+// Forget drops every token Authenticate remembers, for a caller that
+// deleted tokens other than through Revoke (a tenant's delete revokes its
+// tokens): they are refused here at once, and within checkedTTL by other
+// processes, as a revoked one is.
+func (s *Service) Forget() { s.checked.forget() }
