@@ -34,7 +34,7 @@ func newTenants(t *testing.T) *tenants {
 		}
 	}
 	for _, tk := range []struct {
-		plain                *string
+		plain               *string
 		name, scope, tenant string
 	}{
 		{&ts.acmeAdmin, "acme-admin", token.ScopeAdmin, "acme"},
