@@ -74,10 +74,10 @@ func (c *Console) webhookView(w http.ResponseWriter, r *http.Request) (webhookVi
 	hl, err := c.cfg.Webhooks.Health(r.Context(), hook)
 	if err == nil {
 		v.Health = &hl
-		v.Rate, err = inspect.WebhookSuccessRate(r.Context(), c.cfg.DB, name, c.now(), healthWindow)
+		v.Rate, err = inspect.WebhookSuccessRate(r.Context(), c.cfg.DB, tenantOf(r), name, c.now(), healthWindow)
 	}
 	if err == nil {
-		v.LastError, err = inspect.LastError(r.Context(), c.cfg.DB, name)
+		v.LastError, err = inspect.LastError(r.Context(), c.cfg.DB, tenantOf(r), name)
 	}
 	if err != nil {
 		c.fail(w, r, err)
