@@ -3,6 +3,11 @@ package cli_test
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/store"
 )
 
 // homing tenant manages tenants; --tenant scopes the other commands; a
@@ -47,7 +52,27 @@ func TestTenantCommands(t *testing.T) {
 		t.Fatalf("token create (operator) --json = %v", op)
 	}
 
+	// A pending retry of globex's is made final by the disable.
+	db, err := store.Open(s.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = store.Close(db) }()
+	var hook models.Webhook
+	if err := db.Where("tenant = ? AND name = ?", "globex", "orders").Take(&hook).Error; err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	pending := testenv.PlannedDelivery("globex-pending", "ev-1", hook.ID, now)
+	pending.Tenant = "globex"
+	if err := db.Create(&pending).Error; err != nil {
+		t.Fatal(err)
+	}
 	shown := object(t, s.ok("tenant", "disable", "globex", "--json").stdout)
+	var after models.Delivery
+	if err := db.Where("id = ?", "globex-pending").Take(&after).Error; err != nil || after.Status != models.StatusExhausted || after.LastError != "tenant disabled" {
+		t.Fatalf("globex's pending delivery after the disable: %s %q (%v), want Exhausted, tenant disabled", after.Status, after.LastError, err)
+	}
 	if shown["enabled"] != false {
 		t.Fatalf("tenant disable = %v", shown)
 	}

@@ -212,23 +212,46 @@ func (s *Service) List(ctx context.Context) ([]Tenant, error) {
 	return out, nil
 }
 
-// Update changes the fields of p in tenant name.
+// Update changes the fields of p in tenant name. Disabling it makes its
+// pending retries Exhausted ("tenant disabled") in the same transaction;
+// homing delivery recover sends them again once it is enabled.
 func (s *Service) Update(ctx context.Context, name string, p Patch) (Tenant, error) {
 	m, err := s.get(ctx, s.db, name)
 	if err != nil {
 		return Tenant{}, err
 	}
+	wasEnabled := m.Enabled
 	if err := apply(&m, p); err != nil {
 		return Tenant{}, err
 	}
 	m.UpdatedAt = s.now()
-	if err := s.db.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", name).
-		Updates(map[string]any{"enabled": m.Enabled, "portal_origins": m.PortalOrigins, "max_webhooks": m.MaxWebhooks,
-			"publish_rate": m.PublishRate, "updated_at": m.UpdatedAt}).Error; err != nil {
-		return Tenant{}, fmt.Errorf("update tenant %q: %w", name, err)
+	var exhausted int64
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(&models.Tenant{}).Where("name = ?", name).
+			Updates(map[string]any{"enabled": m.Enabled, "portal_origins": m.PortalOrigins, "max_webhooks": m.MaxWebhooks,
+				"publish_rate": m.PublishRate, "updated_at": m.UpdatedAt}).Error; err != nil {
+			return fmt.Errorf("update tenant %q: %w", name, err)
+		}
+		if !wasEnabled || m.Enabled {
+			return nil
+		}
+		// A disabled tenant's webhooks fire no more: its pending retries
+		// are made final now, as a disabled webhook's are, rather than
+		// sent when they come due (the claim does not read the tenant, to
+		// stay one statement). Served by deliveries_tenant_created.
+		res := tx.Model(&models.Delivery{}).Where("tenant = ? AND status = ?", name, models.StatusFailed).
+			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "tenant disabled", "updated_at": m.UpdatedAt})
+		if res.Error != nil {
+			return fmt.Errorf("exhaust pending deliveries of tenant %q: %w", name, res.Error)
+		}
+		exhausted = res.RowsAffected
+		return nil
+	})
+	if err != nil {
+		return Tenant{}, err
 	}
 	s.seen.forget()
-	s.log.Info("tenant updated", "tenant", name, "enabled", m.Enabled)
+	s.log.Info("tenant updated", "tenant", name, "enabled", m.Enabled, "pending_exhausted", exhausted)
 	return viewOf(m), nil
 }
 
