@@ -29,6 +29,7 @@ import (
 	"github.com/homingdev/homing/metrics"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
 )
@@ -41,6 +42,8 @@ type Config struct {
 	Webhooks   *webhook.Service
 	Recovery   *recovery.Service
 	Tokens     *token.Service
+	// Tenants resolves the tenant a request names; nil builds one on DB.
+	Tenants *tenant.Service
 	// MaxBodyBytes (api.max_body_bytes) refuses larger request bodies.
 	MaxBodyBytes int64
 	// MaxPayloadBytes (delivery.max_payload_bytes) refuses larger documents.
@@ -62,6 +65,8 @@ type Server struct {
 	log *slog.Logger
 	// outbox writes published events, group-committed.
 	outbox *outbox.Writer
+	// tenants is cfg.Tenants, or one on cfg.DB.
+	tenants *tenant.Service
 }
 
 // New builds the API.
@@ -78,9 +83,12 @@ func New(cfg Config) *Server {
 	if cfg.MaxPayloadBytes <= 0 {
 		cfg.MaxPayloadBytes = 1 << 20
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, tenants: cfg.Tenants}
 	if cfg.DB != nil {
 		s.outbox = outbox.NewWriter(cfg.DB)
+		if s.tenants == nil {
+			s.tenants = tenant.New(cfg.DB, cfg.Clock, cfg.Logger)
+		}
 	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.endpoint(rt))
@@ -95,11 +103,31 @@ const bodyReadTimeout = time.Minute
 const scopeNone = ""
 
 // route is one endpoint: method and path as the OpenAPI document spells
-// them, the token scope it needs, and its handler.
+// them, the token scope it needs, whether only an operator token may use it
+// (the tenants' routes), and its handler.
 type route struct {
 	method, path string
 	scope        string
+	operator     bool
 	handle       handlerFunc
+}
+
+// Route is an endpoint as Routes lists it.
+type Route struct {
+	Method, Path, Scope string
+	// Operator is set for a route only an operator token may use.
+	Operator bool
+}
+
+// Routes lists every endpoint the API serves, for tests that must cover
+// each one (the route-table tenancy test, the OpenAPI test).
+func (s *Server) Routes() []Route {
+	rts := s.routes()
+	out := make([]Route, len(rts))
+	for i, rt := range rts {
+		out[i] = Route{Method: rt.method, Path: rt.path, Scope: rt.scope, Operator: rt.operator}
+	}
+	return out
 }
 
 // handlerFunc serves one request; an error it returns is written as the
@@ -109,24 +137,30 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 // routes is every endpoint the API serves.
 func (s *Server) routes() []route {
 	return []route{
-		{http.MethodPost, "/v1/events", token.ScopePublish, s.publishEvent},
+		{http.MethodPost, "/v1/events", token.ScopePublish, false, s.publishEvent},
 
-		{http.MethodGet, "/v1/webhooks", token.ScopeAdmin, s.listWebhooks},
-		{http.MethodPost, "/v1/webhooks", token.ScopeAdmin, s.createWebhook},
-		{http.MethodGet, "/v1/webhooks/{name}", token.ScopeAdmin, s.getWebhook},
-		{http.MethodPatch, "/v1/webhooks/{name}", token.ScopeAdmin, s.updateWebhook},
-		{http.MethodDelete, "/v1/webhooks/{name}", token.ScopeAdmin, s.deleteWebhook},
-		{http.MethodPost, "/v1/webhooks/{name}/preview", token.ScopeAdmin, s.previewWebhook},
-		{http.MethodPost, "/v1/webhooks/import", token.ScopeAdmin, s.importWebhooks},
+		{http.MethodGet, "/v1/webhooks", token.ScopeAdmin, false, s.listWebhooks},
+		{http.MethodPost, "/v1/webhooks", token.ScopeAdmin, false, s.createWebhook},
+		{http.MethodGet, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.getWebhook},
+		{http.MethodPatch, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.updateWebhook},
+		{http.MethodDelete, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.deleteWebhook},
+		{http.MethodPost, "/v1/webhooks/{name}/preview", token.ScopeAdmin, false, s.previewWebhook},
+		{http.MethodPost, "/v1/webhooks/import", token.ScopeAdmin, false, s.importWebhooks},
 
-		{http.MethodGet, "/v1/deliveries", token.ScopeAdmin, s.listDeliveries},
-		{http.MethodGet, "/v1/deliveries/{id}", token.ScopeAdmin, s.getDelivery},
-		{http.MethodPost, "/v1/deliveries/{id}/retry", token.ScopeAdmin, s.retryDelivery},
-		{http.MethodPost, "/v1/deliveries/{id}/resend", token.ScopeAdmin, s.resendDelivery},
+		{http.MethodGet, "/v1/deliveries", token.ScopeAdmin, false, s.listDeliveries},
+		{http.MethodGet, "/v1/deliveries/{id}", token.ScopeAdmin, false, s.getDelivery},
+		{http.MethodPost, "/v1/deliveries/{id}/retry", token.ScopeAdmin, false, s.retryDelivery},
+		{http.MethodPost, "/v1/deliveries/{id}/resend", token.ScopeAdmin, false, s.resendDelivery},
 
-		{http.MethodGet, "/v1/openapi.json", scopeNone, serveOpenAPI},
-		{http.MethodGet, "/healthz", scopeNone, handle(metrics.HealthHandler())},
-		{http.MethodGet, "/readyz", scopeNone, handle(metrics.ReadyHandlerWarning(s.cfg.Ready, s.cfg.Warnings))},
+		{http.MethodGet, "/v1/tenants", token.ScopeAdmin, true, s.listTenants},
+		{http.MethodPost, "/v1/tenants", token.ScopeAdmin, true, s.createTenant},
+		{http.MethodGet, "/v1/tenants/{name}", token.ScopeAdmin, true, s.getTenant},
+		{http.MethodPatch, "/v1/tenants/{name}", token.ScopeAdmin, true, s.updateTenant},
+		{http.MethodDelete, "/v1/tenants/{name}", token.ScopeAdmin, true, s.deleteTenant},
+
+		{http.MethodGet, "/v1/openapi.json", scopeNone, false, serveOpenAPI},
+		{http.MethodGet, "/healthz", scopeNone, false, handle(metrics.HealthHandler())},
+		{http.MethodGet, "/readyz", scopeNone, false, handle(metrics.ReadyHandlerWarning(s.cfg.Ready, s.cfg.Warnings))},
 	}
 }
 
@@ -213,7 +247,21 @@ func (s *Server) endpoint(rt route) http.Handler {
 				s.writeError(w, r, err)
 				return
 			}
-			r = r.WithContext(withToken(r.Context(), tok))
+			if rt.operator {
+				if err := operatorOnly(tok, r); err != nil {
+					setChallenge(w, err)
+					s.writeError(w, r, err)
+					return
+				}
+			}
+			// The one place a request's tenant is decided.
+			sc, err := s.resolveTenant(r, tok)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			ctx := context.WithValue(withToken(r.Context(), tok), scopeKey{}, sc)
+			r = r.WithContext(ctx)
 		}
 		if err := rt.handle(w, r); err != nil {
 			s.writeError(w, r, err)

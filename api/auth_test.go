@@ -27,7 +27,7 @@ var endpoints = []struct {
 func TestAuthentication(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
-	_, revoked, err := s.tokens.Create(context.Background(), "old", "admin")
+	_, revoked, err := s.tokens.Create(context.Background(), "old", "admin", "")
 	if err != nil {
 		t.Fatal(err)
 	}

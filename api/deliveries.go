@@ -48,7 +48,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := inspect.ListPage(r.Context(), s.cfg.DB, f)
+	page, err := inspect.ListPage(r.Context(), s.cfg.DB, tenantOf(r.Context()), f)
 	if errors.Is(err, inspect.ErrBadCursor) {
 		return invalidRequest("cursor", "cursor %q is not one this listing returned: start again without it", f.Cursor)
 	}
@@ -61,7 +61,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 
 // showDelivery writes delivery id with its history.
 func (s *Server) showDelivery(w http.ResponseWriter, r *http.Request, status int, id string) error {
-	d, err := inspect.Show(r.Context(), s.cfg.DB, id)
+	d, err := inspect.Show(r.Context(), s.cfg.DB, tenantOf(r.Context()), id)
 	if errors.Is(err, inspect.ErrNotFound) {
 		return deliveryNotFound(id)
 	}
@@ -89,7 +89,7 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) error {
 // sweeper's TaskID admits one retry task per delivery.
 func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	err := s.cfg.Recovery.Retry(r.Context(), id)
+	err := s.cfg.Recovery.Retry(r.Context(), tenantOf(r.Context()), id)
 	switch {
 	case errors.Is(err, recovery.ErrNotFound):
 		return deliveryNotFound(id)
@@ -117,9 +117,9 @@ func (s *Server) resendDelivery(w http.ResponseWriter, r *http.Request) error {
 		err     error
 	)
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		newID, created, err = s.cfg.Recovery.ResendOnce(r.Context(), id, key)
+		newID, created, err = s.cfg.Recovery.ResendOnce(r.Context(), tenantOf(r.Context()), id, key)
 	} else {
-		newID, err = s.cfg.Recovery.Resend(r.Context(), id)
+		newID, err = s.cfg.Recovery.Resend(r.Context(), tenantOf(r.Context()), id)
 	}
 	switch {
 	case errors.Is(err, recovery.ErrNotFound):

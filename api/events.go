@@ -13,6 +13,9 @@ import (
 
 // eventRequest is the body of POST /v1/events.
 type eventRequest struct {
+	// Tenant is the tenant the event belongs to: an operator token may name
+	// any; any other token only its own (the default is the request's).
+	Tenant string `json:"tenant"`
 	// ID is the idempotency key; a new UUIDv7 when empty.
 	ID      string          `json:"id"`
 	DocType string          `json:"doc_type"`
@@ -33,7 +36,14 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	ev, err := event.Prepare(dispatch.Event{ID: req.ID, DocType: req.DocType, DocName: req.DocName, Event: req.Event}, req.Doc, s.cfg.MaxPayloadBytes)
+	ten, err := s.pick(r.Context(), req.Tenant)
+	if err != nil {
+		return err
+	}
+	if err := s.tenants.Usable(r.Context(), ten); err != nil {
+		return tenantError(ten, err)
+	}
+	ev, err := event.Prepare(dispatch.Event{Tenant: tenantField(ten), ID: req.ID, DocType: req.DocType, DocName: req.DocName, Event: req.Event}, req.Doc, s.cfg.MaxPayloadBytes)
 	if err != nil {
 		return err
 	}
@@ -65,9 +75,9 @@ func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch
 		status = http.StatusOK
 	}
 	if outcome == outbox.Requeued {
-		s.log.Info("republished event was not fanned out yet; queued it again", "event_id", ev.ID)
+		s.log.Info("republished event was not fanned out yet; queued it again", "tenant", models.TenantOr(ev.Tenant), "event_id", ev.ID)
 	}
-	s.log.Debug("event published", "event_id", ev.ID, "doc_type", ev.DocType, "event", ev.Event, "new", outcome == outbox.Added, "requeued", outcome == outbox.Requeued, "token", tokenName(r.Context()))
+	s.log.Debug("event published", "tenant", models.TenantOr(ev.Tenant), "event_id", ev.ID, "doc_type", ev.DocType, "event", ev.Event, "new", outcome == outbox.Added, "requeued", outcome == outbox.Requeued, "token", tokenName(r.Context()))
 	writeJSON(w, status, eventResponse{EventID: ev.ID})
 	return nil
 }
@@ -85,4 +95,13 @@ func (s *Server) deliverNow(w http.ResponseWriter, r *http.Request, ev dispatch.
 	}
 	writeJSON(w, http.StatusOK, eventResponse{EventID: ev.ID})
 	return nil
+}
+
+// tenantField is how an event names its tenant: empty for the default one,
+// as events did before tenants.
+func tenantField(name string) string {
+	if name == models.DefaultTenant {
+		return ""
+	}
+	return name
 }

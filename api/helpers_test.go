@@ -69,11 +69,11 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box}
 	t.Cleanup(s.srv.Close)
 	var err error
-	_, s.publish, err = tokens.Create(context.Background(), "producer", token.ScopePublish)
+	_, s.publish, err = tokens.Create(context.Background(), "producer", token.ScopePublish, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, s.admin, err = tokens.Create(context.Background(), "operator", token.ScopeAdmin)
+	_, s.admin, err = tokens.Create(context.Background(), "operator", token.ScopeAdmin, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	ws, err := s.cfg.Webhooks.List(r.Context())
+	ws, err := s.cfg.Webhooks.List(r.Context(), tenantOf(r.Context()))
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wh, err := s.cfg.Webhooks.Create(r.Context(), in)
+	wh, err := s.cfg.Webhooks.Create(r.Context(), tenantOf(r.Context()), in)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	wh, err := s.cfg.Webhooks.Get(r.Context(), name)
+	wh, err := s.cfg.Webhooks.Get(r.Context(), tenantOf(r.Context()), name)
 	if err != nil {
 		return webhookNotFound(name, err)
 	}
@@ -221,7 +221,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wh, err := s.cfg.Webhooks.Update(r.Context(), name, in)
+	wh, err := s.cfg.Webhooks.Update(r.Context(), tenantOf(r.Context()), name, in)
 	if err != nil {
 		return webhookNotFound(name, err)
 	}
@@ -235,7 +235,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 // deleteWebhook is DELETE /v1/webhooks/{name}: 204. Its deliveries stay.
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	if err := s.cfg.Webhooks.Delete(r.Context(), name); err != nil {
+	if err := s.cfg.Webhooks.Delete(r.Context(), tenantOf(r.Context()), name); err != nil {
 		return webhookNotFound(name, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -276,7 +276,7 @@ func (s *Server) previewWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.cfg.Webhooks.Preview(r.Context(), name, doc)
+	p, err := s.cfg.Webhooks.Preview(r.Context(), tenantOf(r.Context()), name, doc)
 	if err != nil {
 		return webhookNotFound(name, err)
 	}
@@ -307,7 +307,7 @@ func (s *Server) importWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return invalidRequest("body", "%v", err)
 	}
-	results, err := s.cfg.Webhooks.ImportFrappe(r.Context(), hooks, secrets, dryRun)
+	results, err := s.cfg.Webhooks.ImportFrappe(r.Context(), tenantOf(r.Context()), hooks, secrets, dryRun)
 	if err != nil {
 		return err
 	}

@@ -67,12 +67,12 @@ func newDeliveryListCmd(e *env) *cobra.Command {
 				if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
 					return usagef("--until %s is not after --since %s", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
 				}
-				ds, err := inspect.List(cmd.Context(), a.DB, f)
+				ds, err := inspect.List(cmd.Context(), a.DB, e.tenant, f)
 				if err != nil {
 					return err
 				}
 				if len(ds) == 0 && f.Webhook != "" {
-					known, err := inspect.WebhookKnown(cmd.Context(), a.DB, f.Webhook)
+					known, err := inspect.WebhookKnown(cmd.Context(), a.DB, e.tenant, f.Webhook)
 					if err != nil {
 						return err
 					}
@@ -156,7 +156,7 @@ func newDeliveryShowCmd(e *env) *cobra.Command {
 		Args:  argNames("delivery ID"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
-				d, err := inspect.Show(cmd.Context(), a.DB, pos[0])
+				d, err := inspect.Show(cmd.Context(), a.DB, e.tenant, pos[0])
 				if err != nil {
 					return err
 				}

@@ -121,7 +121,14 @@ func (e *env) enqueue(cmd *cobra.Command, f *enqueueFlags, doc map[string]any) e
 
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	id, err := c.Publish(ctx, client.Event{ID: f.eventID, DocType: f.doctype, DocName: f.docName, Event: f.event, Doc: doc})
+	ten := e.tenantFlag
+	if ten == "" {
+		ten = os.Getenv("HOMING_TENANT")
+	}
+	if ten != "" && !event.ValidTenant(ten) {
+		return usagef("--tenant %q is not a tenant name (a-z, 0-9, '-' and '_', starting with a letter or digit)", ten)
+	}
+	id, err := c.Publish(ctx, client.Event{Tenant: ten, ID: f.eventID, DocType: f.doctype, DocName: f.docName, Event: f.event, Doc: doc})
 	var serr *client.SyncError
 	if err != nil && !errors.As(err, &serr) {
 		return redisUnreachable(cfg.Redis, err)

@@ -81,7 +81,7 @@ func TestEnqueueQueuesTheEvent(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out) != 1 || out["event_id"] != "evt-1" {
 		t.Fatalf(`stdout = %q, want {"event_id": "evt-1"}`, r.stdout)
 	}
-	info, err := inspector.GetTaskInfo(tasks.DefaultQueue, event.TaskID("evt-1"))
+	info, err := inspector.GetTaskInfo(tasks.DefaultQueue, event.TaskID("", "evt-1"))
 	if err != nil {
 		t.Fatalf("the event task is not in Redis: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestEnqueueQueuesTheEvent(t *testing.T) {
 	if r.code != 0 || r.stderr != "" || uuid.Validate(id) != nil {
 		t.Fatalf("enqueue without --event-id: %s", r)
 	}
-	if _, err := inspector.GetTaskInfo(tasks.DefaultQueue, event.TaskID(id)); err != nil {
+	if _, err := inspector.GetTaskInfo(tasks.DefaultQueue, event.TaskID("", id)); err != nil {
 		t.Errorf("event %s is not in Redis: %v", id, err)
 	}
 	// The same event ID again is accepted and queued once.

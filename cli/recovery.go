@@ -23,7 +23,7 @@ func newDeliveryRetryCmd(e *env) *cobra.Command {
 		Args:  argNames("delivery ID"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
-				if err := recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes).Retry(cmd.Context(), pos[0]); err != nil {
+				if err := recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes).Retry(cmd.Context(), e.tenant, pos[0]); err != nil {
 					return err
 				}
 				fmt.Fprintf(e.stdout, "delivery %s is due now; the next sweep sends it\n", pos[0])
@@ -41,7 +41,7 @@ func newDeliveryResendCmd(e *env) *cobra.Command {
 		Args:  argNames("delivery ID"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
-				id, err := recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes).Resend(cmd.Context(), pos[0])
+				id, err := recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes).Resend(cmd.Context(), e.tenant, pos[0])
 				if err != nil {
 					return err
 				}
@@ -85,7 +85,7 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 		},
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
-				known, err := inspect.WebhookKnown(cmd.Context(), a.DB, f.Webhook)
+				known, err := inspect.WebhookKnown(cmd.Context(), a.DB, e.tenant, f.Webhook)
 				if err != nil {
 					return err
 				}
@@ -98,7 +98,7 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 				if isTerminal(e.stderr) {
 					progress = progressBar(e.stderr)
 				}
-				n, err := recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes).Recover(cmd.Context(), f, dryRun, progress)
+				n, err := recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes).Recover(cmd.Context(), e.tenant, f, dryRun, progress)
 				if progress != nil {
 					fmt.Fprintln(e.stderr)
 				}

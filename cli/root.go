@@ -18,6 +18,7 @@ import (
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/logging"
+	"github.com/homingdev/homing/tenant"
 )
 
 // env is what one invocation runs with: its streams, its raw arguments and
@@ -32,6 +33,11 @@ type env struct {
 
 	configPath string
 	cfg        *config.Config
+	// tenantFlag is --tenant as given (HOMING_TENANT when not given), and
+	// tenant the tenant withApp resolved from it: the one a command acts
+	// in, passed to every service it calls.
+	tenantFlag string
+	tenant     string
 	// devMonitorAddr is where `homing dev` serves the asynqmon UI.
 	devMonitorAddr string
 	// devAPIAddr is where `homing dev` serves the HTTP API.
@@ -69,7 +75,8 @@ func (e *env) quietLogger(cfg config.Config) (*slog.Logger, error) {
 }
 
 // openApp opens the database (migrating it when database.auto_migrate is
-// set) for a one-shot command.
+// set) for a one-shot command, and resolves the tenant it acts in
+// (e.tenant).
 func (e *env) openApp(ctx context.Context, cfg config.Config) (*app.App, error) {
 	log, err := e.quietLogger(cfg)
 	if err != nil {
@@ -79,7 +86,15 @@ func (e *env) openApp(ctx context.Context, cfg config.Config) (*app.App, error) 
 	// unreachable Redis among its problems): go-redis's own dial lines go
 	// to debug.
 	routeRedisLogs(log, slog.LevelDebug)
-	return app.Open(ctx, cfg, log, app.Options{})
+	a, err := app.Open(ctx, cfg, log, app.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if e.tenant, err = e.resolveTenant(ctx, a); err != nil {
+		_ = a.Close()
+		return nil, err
+	}
+	return a, nil
 }
 
 // withApp loads the configuration, opens the App for a one-shot command, runs
@@ -95,6 +110,22 @@ func (e *env) withApp(ctx context.Context, fn func(a *app.App) error) error {
 	}
 	defer func() { _ = a.Close() }()
 	return fn(a)
+}
+
+// resolveTenant is the tenant the command acts in: --tenant, else
+// HOMING_TENANT, else the default tenant. A named tenant must exist.
+func (e *env) resolveTenant(ctx context.Context, a *app.App) (string, error) {
+	name := e.tenantFlag
+	if name == "" {
+		name = os.Getenv("HOMING_TENANT")
+	}
+	if name == "" || name == tenant.Default {
+		return tenant.Default, nil
+	}
+	if _, err := tenant.New(a.DB, a.Clock, a.Log).Get(ctx, name); err != nil {
+		return "", fmt.Errorf("--tenant: %w", err)
+	}
+	return name, nil
 }
 
 // Homing runs the admin command with args (without the program name) and
@@ -152,6 +183,7 @@ func newHomingCmd(e *env) *cobra.Command {
 		newDevCmd(e),
 		newMonitorCmd(e),
 		newTokenCmd(e),
+		newTenantCmd(e),
 		newServeCmd(e),
 	)
 	return root
@@ -161,6 +193,7 @@ func newHomingCmd(e *env) *cobra.Command {
 // stderr, prefixed with the program's name.
 func execute(root *cobra.Command, e *env) int {
 	root.PersistentFlags().StringVar(&e.configPath, "config", "", "configuration `FILE` (YAML); HOMING_* variables override it")
+	root.PersistentFlags().StringVar(&e.tenantFlag, "tenant", "", "the `TENANT` to act in (default: HOMING_TENANT, else default)")
 	root.SilenceErrors = true
 	root.SilenceUsage = true
 	root.CompletionOptions.DisableDefaultCmd = true

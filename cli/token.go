@@ -30,10 +30,12 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 		asJSON      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "create --name N [--scope publish|admin] [--json]",
+		Use:   "create --name N [--scope publish|admin] [--tenant T] [--json]",
 		Short: "Create a token and print it, once",
 		Long: "create issues a bearer token for the HTTP API and prints it once: only its hash is kept.\n" +
-			"A publish token may only POST /v1/events; an admin token may use every endpoint.",
+			"A publish token may only POST /v1/events; an admin token may use every endpoint.\n" +
+			"With --tenant T the token sees and acts in tenant T only; without it, it is an operator token:\n" +
+			"it acts in the default tenant, or in the one a request names (Homing-Tenant), and may manage tenants.",
 		Args: argNames(),
 		PreRunE: func(*cobra.Command, []string) error {
 			for _, s := range token.Scopes {
@@ -46,7 +48,13 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 		},
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
-				tok, plain, err := tokens(a).Create(cmd.Context(), name, scope)
+				// Only --tenant given here makes a tenant token:
+				// HOMING_TENANT never turns an operator's token into one.
+				ten := ""
+				if f := cmd.Flag("tenant"); f != nil && f.Changed {
+					ten = e.tenant
+				}
+				tok, plain, err := tokens(a).Create(cmd.Context(), name, scope, ten)
 				if err != nil {
 					return err
 				}
@@ -57,14 +65,18 @@ func newTokenCreateCmd(e *env) *cobra.Command {
 					}{tok, plain})
 				}
 				p := &printer{w: e.stdout}
-				p.printf("token %q created (scope %s); it is shown only now:\n%s\n", tok.Name, tok.Scope, plain)
+				if tok.Operator {
+					p.printf("token %q created (scope %s, operator); it is shown only now:\n%s\n", tok.Name, tok.Scope, plain)
+				} else {
+					p.printf("token %q created (scope %s, tenant %s); it is shown only now:\n%s\n", tok.Name, tok.Scope, tok.Tenant, plain)
+				}
 				return p.err
 			})
 		}),
 	}
 	cmd.Flags().StringVar(&name, "name", "", "token `NAME` (unique), e.g. the producer using it")
 	cmd.Flags().StringVar(&scope, "scope", token.ScopePublish, "`SCOPE`: publish (POST /v1/events only) or admin (everything)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"name", "scope", "created_at", "last_used_at", "token"}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"name", "scope", "tenant", "operator", "created_at", "last_used_at", "token"}`)
 	_ = cmd.MarkFlagRequired("name")
 	return cmd
 }
@@ -85,9 +97,13 @@ func newTokenListCmd(e *env) *cobra.Command {
 					return writeJSON(e.stdout, list)
 				}
 				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tSCOPE\tCREATED\tLAST USED")
+				fmt.Fprintln(tw, "NAME\tSCOPE\tTENANT\tCREATED\tLAST USED")
 				for _, t := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Scope, t.CreatedAt.Format(time.RFC3339), timeOrDash(t.LastUsedAt))
+					ten := t.Tenant
+					if t.Operator {
+						ten = "(operator)"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, t.Scope, ten, t.CreatedAt.Format(time.RFC3339), timeOrDash(t.LastUsedAt))
 				}
 				return tw.Flush()
 			})

@@ -37,7 +37,7 @@ func TestTokenCommands(t *testing.T) {
 	}
 
 	created := object(t, s.ok("token", "create", "--name", "ops", "--scope", "ADMIN", "--json").stdout)
-	checkKeys(t, "token create --json", created, []string{"name", "scope", "created_at", "last_used_at", "token"})
+	checkKeys(t, "token create --json", created, []string{"name", "scope", "tenant", "operator", "created_at", "last_used_at", "token"})
 	adminPlain, _ := created["token"].(string)
 	if created["scope"] != "admin" || !strings.HasPrefix(adminPlain, token.Prefix) || adminPlain == plain {
 		t.Fatalf("token create --json = %v", created)
@@ -48,7 +48,7 @@ func TestTokenCommands(t *testing.T) {
 		t.Fatalf("token list --json = %v", list)
 	}
 	for _, tok := range list {
-		checkKeys(t, "token list --json", tok, []string{"name", "scope", "created_at", "last_used_at"})
+		checkKeys(t, "token list --json", tok, []string{"name", "scope", "tenant", "operator", "created_at", "last_used_at"})
 	}
 	if list[0]["last_used_at"] == nil || list[1]["last_used_at"] != nil {
 		t.Errorf("last_used_at = %v, %v: want the used token dated and the unused one null", list[0]["last_used_at"], list[1]["last_used_at"])

@@ -338,7 +338,7 @@ func requireCreateFlags(fs *pflag.FlagSet) error {
 
 func (e *env) createWebhook(cmd *cobra.Command, f *webhookFlags, secret string, given, generate bool) error {
 	return e.saveWebhook(cmd, f, f.name, secret, given, generate, "created", func(svc *webhook.Service, in webhook.Input) (models.Webhook, error) {
-		return svc.Create(cmd.Context(), in)
+		return svc.Create(cmd.Context(), e.tenant, in)
 	})
 }
 
@@ -420,7 +420,7 @@ func changesSomething(fs *pflag.FlagSet) bool {
 
 func (e *env) updateWebhook(cmd *cobra.Command, name string, f *webhookFlags, secret string, given, generate bool) error {
 	return e.saveWebhook(cmd, f, name, secret, given, generate, "updated", func(svc *webhook.Service, in webhook.Input) (models.Webhook, error) {
-		return svc.Update(cmd.Context(), name, in)
+		return svc.Update(cmd.Context(), e.tenant, name, in)
 	})
 }
 
@@ -439,7 +439,7 @@ func newWebhookEnableCmd(e *env, enabled bool) *cobra.Command {
 				return err
 			}
 			defer func() { _ = a.Close() }()
-			if _, err := svc.SetEnabled(cmd.Context(), pos[0], enabled, ""); err != nil {
+			if _, err := svc.SetEnabled(cmd.Context(), e.tenant, pos[0], enabled, ""); err != nil {
 				return webhookError(pos[0], err)
 			}
 			_, err = fmt.Fprintf(e.stdout, "webhook %q %sd\n", pos[0], verb)
@@ -459,7 +459,7 @@ func newWebhookDeleteCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer func() { _ = a.Close() }()
-			if err := svc.Delete(cmd.Context(), pos[0]); err != nil {
+			if err := svc.Delete(cmd.Context(), e.tenant, pos[0]); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(e.stdout, "webhook %q deleted\n", pos[0])
@@ -480,7 +480,7 @@ func newWebhookListCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer func() { _ = a.Close() }()
-			ws, err := svc.List(cmd.Context())
+			ws, err := svc.List(cmd.Context(), e.tenant)
 			if err != nil {
 				return err
 			}
@@ -510,7 +510,7 @@ func newWebhookShowCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer func() { _ = a.Close() }()
-			w, err := svc.Get(cmd.Context(), pos[0])
+			w, err := svc.Get(cmd.Context(), e.tenant, pos[0])
 			if err != nil {
 				return err
 			}
@@ -563,7 +563,7 @@ func newWebhookRotateCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer func() { _ = a.Close() }()
-			w, err := svc.RotateSecret(cmd.Context(), rest[0], s, grace)
+			w, err := svc.RotateSecret(cmd.Context(), e.tenant, rest[0], s, grace)
 			if err != nil {
 				return webhookError(rest[0], err)
 			}
@@ -719,7 +719,7 @@ func newWebhookPreviewCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer func() { _ = a.Close() }()
-			p, err := svc.Preview(cmd.Context(), pos[0], sample)
+			p, err := svc.Preview(cmd.Context(), e.tenant, pos[0], sample)
 			if err != nil {
 				return err
 			}

@@ -54,7 +54,7 @@ A webhook whose name exists is replaced by the imported definition (reported "up
 				return err
 			}
 			defer func() { _ = a.Close() }()
-			results, err := svc.ImportFrappe(cmd.Context(), hooks, secrets, dryRun)
+			results, err := svc.ImportFrappe(cmd.Context(), e.tenant, hooks, secrets, dryRun)
 			if err != nil {
 				return err
 			}

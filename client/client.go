@@ -44,6 +44,9 @@ type SyncError = event.SyncError
 // is filled with a new UUIDv7, and an empty DocName with Doc["name"] when
 // that is a string (a Frappe document's name).
 type Event struct {
+	// Tenant is the tenant the event belongs to ("" is the default one):
+	// only its webhooks match it, and its ID is unique within it.
+	Tenant  string
 	ID      string
 	DocType string
 	DocName string
@@ -206,6 +209,15 @@ func prepare(ev Event, maxPayloadBytes int) (event.Event, []byte, error) {
 	if err != nil {
 		return event.Event{}, nil, &event.FieldError{Field: "doc", Message: fmt.Sprintf("doc cannot be encoded as JSON: %v", err)}
 	}
-	dev, err := event.PrepareEncoded(event.Event{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: ev.Doc}, b, maxPayloadBytes)
+	dev, err := event.PrepareEncoded(event.Event{Tenant: tenantField(ev.Tenant), ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: ev.Doc}, b, maxPayloadBytes)
 	return dev, b, err
+}
+
+// tenantField is how an event names its tenant: empty for the default one,
+// as events did before tenants.
+func tenantField(name string) string {
+	if name == models.DefaultTenant {
+		return ""
+	}
+	return name
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/homingdev/homing/internal/sameorigin"
+	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/token"
 )
 
@@ -152,4 +153,13 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ session) {
 // It only decides the cookie's Secure flag, which can only restrict it.
 func overTLS(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// tenantOf is the tenant the request's session acts in: its token's. The
+// console is scoped by the session, never by a filter of its own: an
+// operator token's session sees the default tenant, a tenant token's its
+// own (the portal, issue 26, builds on this).
+func tenantOf(r *http.Request) string {
+	s, _ := r.Context().Value(sessionKey{}).(session)
+	return models.TenantOr(s.token.Tenant)
 }

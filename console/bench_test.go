@@ -73,7 +73,7 @@ func fill(b *testing.B, s *site, n int) {
 	ctx := context.Background()
 	start := time.Now()
 	for i := range 10 {
-		if _, err := s.hooks.Create(ctx, webhook.Input{Name: ptr(fmt.Sprintf("w%d", i)), DocType: ptr("Sales Order"),
+		if _, err := s.hooks.Create(ctx, "", webhook.Input{Name: ptr(fmt.Sprintf("w%d", i)), DocType: ptr("Sales Order"),
 			Event: ptr("on_submit"), URL: ptr("https://example.com/hook")}); err != nil {
 			b.Fatal(err)
 		}

@@ -51,13 +51,13 @@ func newSite(t testing.TB) *site {
 	hooks := webhook.New(db, box, clk, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
 	s := &site{t: t, db: db, hooks: hooks}
 	ctx := context.Background()
-	if _, s.admin, err = tokens.Create(ctx, "ops", token.ScopeAdmin); err != nil {
+	if _, s.admin, err = tokens.Create(ctx, "ops", token.ScopeAdmin, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, s.publish, err = tokens.Create(ctx, "frappe", token.ScopePublish); err != nil {
+	if _, s.publish, err = tokens.Create(ctx, "frappe", token.ScopePublish, ""); err != nil {
 		t.Fatal(err)
 	}
-	w, err := hooks.Create(ctx, webhook.Input{Name: ptr("orders"), DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: ptr("https://example.com/hook")})
+	w, err := hooks.Create(ctx, "", webhook.Input{Name: ptr("orders"), DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: ptr("https://example.com/hook")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestPostsNeedCSRFAndTheSameOrigin(t *testing.T) {
 			t.Errorf("%s: %d, want 403", name, res.StatusCode)
 		}
 	}
-	if w, err := s.hooks.Get(context.Background(), "orders"); err != nil || !w.Enabled {
+	if w, err := s.hooks.Get(context.Background(), "", "orders"); err != nil || !w.Enabled {
 		t.Fatalf("webhook after refused posts: enabled %v, %v", w.Enabled, err)
 	}
 	res, _ := s.do("POST", "/console/webhooks/orders/disable", url.Values{"csrf": {token}}, c,
@@ -245,7 +245,7 @@ func TestPostsNeedCSRFAndTheSameOrigin(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("disable from the console: %d", res.StatusCode)
 	}
-	if w, err := s.hooks.Get(context.Background(), "orders"); err != nil || w.Enabled {
+	if w, err := s.hooks.Get(context.Background(), "", "orders"); err != nil || w.Enabled {
 		t.Fatalf("webhook after disable: enabled %v, %v", w.Enabled, err)
 	}
 	var d models.Delivery

@@ -40,7 +40,7 @@ func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, s session) 
 	f, err := inspect.ParseFilter(q)
 	if err == nil {
 		f.Limit = pageSize
-		data.Page, err = inspect.ListPage(r.Context(), c.cfg.DB, f)
+		data.Page, err = inspect.ListPage(r.Context(), c.cfg.DB, tenantOf(r), f)
 	}
 	var pe *inspect.ParamError
 	switch {
@@ -86,7 +86,7 @@ var notices = map[string]string{
 // delivery is GET /console/deliveries/{id}.
 func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
 	id := r.PathValue("id")
-	d, err := inspect.Show(r.Context(), c.cfg.DB, id)
+	d, err := inspect.Show(r.Context(), c.cfg.DB, tenantOf(r), id)
 	if errors.Is(err, inspect.ErrNotFound) {
 		c.message(w, r, http.StatusNotFound, "Not found", "No delivery "+id+".")
 		return
@@ -117,7 +117,7 @@ func (c *Console) asynqmonLink(r *http.Request, d inspect.Detail) string {
 		return ""
 	}
 	queue := tasks.DefaultQueue
-	if hook, err := c.cfg.Webhooks.Get(r.Context(), d.Webhook); err == nil && hook.Queue != "" {
+	if hook, err := c.cfg.Webhooks.Get(r.Context(), tenantOf(r), d.Webhook); err == nil && hook.Queue != "" {
 		queue = hook.Queue
 	} else if err != nil && !errors.Is(err, webhook.ErrNotFound) {
 		c.log.Warn("console: read webhook for asynqmon link", "webhook", d.Webhook, "error", err.Error())
@@ -136,7 +136,7 @@ func (c *Console) asynqmonLink(r *http.Request, d inspect.Detail) string {
 // retry is POST /console/deliveries/{id}/retry: the API's retry.
 func (c *Console) retry(w http.ResponseWriter, r *http.Request, _ session) {
 	id := r.PathValue("id")
-	err := c.cfg.Recovery.Retry(r.Context(), id)
+	err := c.cfg.Recovery.Retry(r.Context(), tenantOf(r), id)
 	switch {
 	case errors.Is(err, recovery.ErrNotFound):
 		c.message(w, r, http.StatusNotFound, "Not found", "No delivery "+id+".")
@@ -157,7 +157,7 @@ func (c *Console) retry(w http.ResponseWriter, r *http.Request, _ session) {
 // browser goes to the new delivery.
 func (c *Console) resend(w http.ResponseWriter, r *http.Request, _ session) {
 	id := r.PathValue("id")
-	newID, err := c.cfg.Recovery.Resend(r.Context(), id)
+	newID, err := c.cfg.Recovery.Resend(r.Context(), tenantOf(r), id)
 	switch {
 	case errors.Is(err, recovery.ErrNotFound):
 		c.message(w, r, http.StatusNotFound, "Not found", "No delivery "+id+".")

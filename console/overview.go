@@ -11,7 +11,7 @@ const overviewRefresh = 10
 
 // overview is GET /console/: recent counts, backlogs and troubled webhooks.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, s session) {
-	o, err := inspect.ReadOverview(r.Context(), c.cfg.DB, c.now())
+	o, err := inspect.ReadOverview(r.Context(), c.cfg.DB, tenantOf(r), c.now())
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -17,7 +17,7 @@ const healthWindow = 24 * time.Hour
 
 // webhooks is GET /console/webhooks: every webhook with its health.
 func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s session) {
-	hooks, err := c.cfg.Webhooks.List(r.Context())
+	hooks, err := c.cfg.Webhooks.List(r.Context(), tenantOf(r))
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -61,7 +61,7 @@ func (c *Console) webhook(w http.ResponseWriter, r *http.Request, s session) {
 // itself (404, 500) and returns false.
 func (c *Console) webhookView(w http.ResponseWriter, r *http.Request) (webhookView, bool) {
 	name := r.PathValue("name")
-	hook, err := c.cfg.Webhooks.Get(r.Context(), name)
+	hook, err := c.cfg.Webhooks.Get(r.Context(), tenantOf(r), name)
 	if errors.Is(err, webhook.ErrNotFound) {
 		c.message(w, r, http.StatusNotFound, "Not found", "No webhook "+name+".")
 		return webhookView{}, false
@@ -74,10 +74,10 @@ func (c *Console) webhookView(w http.ResponseWriter, r *http.Request) (webhookVi
 	hl, err := c.cfg.Webhooks.Health(r.Context(), hook)
 	if err == nil {
 		v.Health = &hl
-		v.Rate, err = inspect.WebhookSuccessRate(r.Context(), c.cfg.DB, name, c.now(), healthWindow)
+		v.Rate, err = inspect.WebhookSuccessRate(r.Context(), c.cfg.DB, tenantOf(r), name, c.now(), healthWindow)
 	}
 	if err == nil {
-		v.LastError, err = inspect.LastError(r.Context(), c.cfg.DB, name)
+		v.LastError, err = inspect.LastError(r.Context(), c.cfg.DB, tenantOf(r), name)
 	}
 	if err != nil {
 		c.fail(w, r, err)
@@ -104,7 +104,7 @@ func (c *Console) disable(w http.ResponseWriter, r *http.Request, s session) {
 // enable/disable` and the API's PATCH run it.
 func (c *Console) setEnabled(w http.ResponseWriter, r *http.Request, enabled bool, reason string) {
 	name := r.PathValue("name")
-	_, err := c.cfg.Webhooks.SetEnabled(r.Context(), name, enabled, reason)
+	_, err := c.cfg.Webhooks.SetEnabled(r.Context(), tenantOf(r), name, enabled, reason)
 	if errors.Is(err, webhook.ErrNotFound) {
 		c.message(w, r, http.StatusNotFound, "Not found", "No webhook "+name+".")
 		return
@@ -143,7 +143,7 @@ func (r recoverResult) Which() string {
 // itself, shown with the running count after every batch.
 func (c *Console) recoverWebhook(w http.ResponseWriter, r *http.Request, s session) {
 	name := r.PathValue("name")
-	if _, err := c.cfg.Webhooks.Get(r.Context(), name); err != nil {
+	if _, err := c.cfg.Webhooks.Get(r.Context(), tenantOf(r), name); err != nil {
 		if errors.Is(err, webhook.ErrNotFound) {
 			c.message(w, r, http.StatusNotFound, "Not found", "No webhook "+name+".")
 			return
@@ -162,10 +162,10 @@ func (c *Console) recoverWebhook(w http.ResponseWriter, r *http.Request, s sessi
 	}
 	f := recovery.Filter{Webhook: name, Since: c.now().Sub(since), Status: res.Status}
 	if r.PostFormValue("step") != "run" {
-		res.Count, err = c.cfg.Recovery.Recover(r.Context(), f, true, nil)
+		res.Count, err = c.cfg.Recovery.Recover(r.Context(), tenantOf(r), f, true, nil)
 	} else {
 		res.Ran = true
-		res.Requeued, err = c.cfg.Recovery.Recover(r.Context(), f, false, func(done, total int64) {
+		res.Requeued, err = c.cfg.Recovery.Recover(r.Context(), tenantOf(r), f, false, func(done, total int64) {
 			res.Count = total
 			res.Batches = append(res.Batches, done)
 		})

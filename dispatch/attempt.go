@@ -324,6 +324,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	sent = webhook.MaskedHeaders(maskSealed(sent, hook))
 	attempt := models.Attempt{
 		DeliveryID:     row.ID,
+		Tenant:         row.Tenant,
 		Attempt:        row.Attempts,
 		At:             at,
 		Method:         req.Method,

@@ -41,7 +41,7 @@ func TestRetryTakesCredentialsFromTheWebhookAsItIsNow(t *testing.T) {
 	hooks := webhook.New(db, box, clk, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
 	name, doctype, event, url := "keyed", "Sales Order", "on_submit", rc.URL
 	one := []string{"Authorization: Bearer one"}
-	if _, err := hooks.Create(ctx, webhook.Input{Name: &name, DocType: &doctype, Event: &event, URL: &url, Headers: &one}); err != nil {
+	if _, err := hooks.Create(ctx, "", webhook.Input{Name: &name, DocType: &doctype, Event: &event, URL: &url, Headers: &one}); err != nil {
 		t.Fatal(err)
 	}
 	d := New(db, delivery.NewSender(delivery.SenderConfig{}), box, Config{Clock: clk})
@@ -55,7 +55,7 @@ func TestRetryTakesCredentialsFromTheWebhookAsItIsNow(t *testing.T) {
 	}
 
 	two := []string{"Authorization: Bearer two"}
-	if _, err := hooks.Update(ctx, name, webhook.Input{Headers: &two}); err != nil {
+	if _, err := hooks.Update(ctx, "", name, webhook.Input{Headers: &two}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Hour)

@@ -110,7 +110,7 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pend
 		return nil, nil, err
 	}
 	p := &eventPlan{d: d, ev: ev, queue: queue}
-	written, err := d.store.FanOut(ctx, ev.DocType, ev.Event, p.rows)
+	written, err := d.store.FanOut(ctx, ev.Tenant, ev.DocType, ev.Event, p.rows)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -170,7 +170,7 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 		if !ok {
 			continue
 		}
-		row.CreatedAt, row.UpdatedAt = now, now
+		row.CreatedAt, row.UpdatedAt, row.Tenant = now, now, w.Tenant
 		if row.Status == models.StatusFailed {
 			// The first attempt's task normally runs long before this; if
 			// that task is lost, the sweeper picks the row up here.

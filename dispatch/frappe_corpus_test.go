@@ -80,7 +80,7 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			results, err := svc.ImportFrappe(ctx, hooks, secrets, false)
+			results, err := svc.ImportFrappe(ctx, "", hooks, secrets, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,9 +101,9 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 			// A second import of the same names replaces them, reported as
 			// updated, and creates nothing; without --secrets the secrets
 			// given before stay. A dry run stores nothing.
-			before, _ := svc.List(ctx)
+			before, _ := svc.List(ctx, "")
 			for _, dry := range []bool{true, false} {
-				again, err := svc.ImportFrappe(ctx, hooks, nil, dry)
+				again, err := svc.ImportFrappe(ctx, "", hooks, nil, dry)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -113,11 +113,11 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 					}
 				}
 			}
-			after, _ := svc.List(ctx)
+			after, _ := svc.List(ctx, "")
 			if len(after) != len(before) || len(after) != len(hooks)-1 {
 				t.Errorf("%d webhooks after a second import, %d before; want %d", len(after), len(before), len(hooks)-1)
 			}
-			if w, err := svc.Get(ctx, "so-submitted"); err != nil || w.Secret == "" || !w.Enabled || w.Compat != models.CompatFrappe ||
+			if w, err := svc.Get(ctx, "", "so-submitted"); err != nil || w.Secret == "" || !w.Enabled || w.Compat != models.CompatFrappe ||
 				w.ConditionLanguage != models.ConditionPython || w.FollowRedirects != 10 || w.SignatureScheme != "frappe" {
 				t.Errorf("so-submitted after a second import without secrets: %+v %v", w, err)
 			}
@@ -130,7 +130,7 @@ func TestFrappeCorpusSendsWhatFrappeSends(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				w, err := svc.Get(ctx, c.Webhook)
+				w, err := svc.Get(ctx, "", c.Webhook)
 				if err != nil {
 					t.Fatal(err)
 				}

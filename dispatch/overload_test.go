@@ -39,7 +39,7 @@ func TestFanOutPastTheHeapCeilingIsRetriedNotExhausted(t *testing.T) {
 			if tc.template != "" {
 				in.Template = &tc.template
 			}
-			if _, err := hooks.Create(ctx, in); err != nil {
+			if _, err := hooks.Create(ctx, "", in); err != nil {
 				t.Fatal(err)
 			}
 			ev := Event{ID: "evt-" + tc.name, DocType: doctype, Event: event, Doc: doc}

@@ -264,7 +264,7 @@ func TestAttemptRedirectToAnotherOriginDropsSecrets(t *testing.T) {
 	name, doctype, ev, url, secret, follow := "moved", "Sales Order", "on_submit", origin.URL+"/hook?token=t0", "whsec_"+strings.Repeat("A", 43)+"=", 10
 	headers := []string{"X-Tenant: acme", "Authorization: Bearer b"}
 	sealed := []string{"X-Api-Key: k1", "X-Auth-Token: t1", "X-Custom: sealed"}
-	if _, err := hooks.Create(ctx, webhook.Input{Name: &name, DocType: &doctype, Event: &ev, URL: &url, Headers: &headers, SecretHeaders: &sealed, Secret: &secret, FollowRedirects: &follow}); err != nil {
+	if _, err := hooks.Create(ctx, "", webhook.Input{Name: &name, DocType: &doctype, Event: &ev, URL: &url, Headers: &headers, SecretHeaders: &sealed, Secret: &secret, FollowRedirects: &follow}); err != nil {
 		t.Fatal(err)
 	}
 	d := New(db, delivery.NewSender(delivery.SenderConfig{}), box, Config{Clock: clk})

@@ -32,7 +32,7 @@ func (d *Dispatcher) DeliverNow(ctx context.Context, ev Event) ([]Outcome, error
 	}
 	// Report from the records, so a repeated publish and unbuildable
 	// requests are answered the same way as fresh failures.
-	rows, err := d.store.EventDeliveries(ctx, ev.ID)
+	rows, err := d.store.EventDeliveries(ctx, ev.Tenant, ev.ID)
 	if err != nil {
 		return outcomes, err
 	}

@@ -53,6 +53,9 @@ func invalid(field, format string, args ...any) error {
 
 // Event is one document event: "Sales Order SO-1 was submitted".
 type Event struct {
+	// Tenant is the tenant the event belongs to: only its webhooks match
+	// it, and its ID is unique within it. Empty means models.DefaultTenant.
+	Tenant  string         `json:"tenant,omitempty"`
 	ID      string         `json:"id"`
 	DocType string         `json:"doc_type"`
 	DocName string         `json:"doc_name,omitempty"`
@@ -62,6 +65,9 @@ type Event struct {
 
 // Validate reports what is wrong with the event, naming the field.
 func (e Event) Validate() error {
+	if e.Tenant != "" && !ValidTenant(e.Tenant) {
+		return invalid("tenant", "tenant %q is not a tenant name (a-z, 0-9, '-' and '_', at most 63, starting with a letter or digit)", e.Tenant)
+	}
 	for _, f := range [...]struct{ name, value string }{{"id", e.ID}, {"doc_type", e.DocType}, {"doc_name", e.DocName}, {"event", e.Event}} {
 		if why := BadText(f.value); why != "" {
 			return invalid(f.name, "%s %s; PostgreSQL cannot store it (remove it, or send valid UTF-8)", f.name, why)
@@ -268,4 +274,20 @@ func docName(doc map[string]any) string {
 		return ""
 	}
 	return name
+}
+
+// ValidTenant reports whether name can name a tenant: 1 to 63 of a-z, 0-9,
+// '-' and '_', starting with a letter or digit (the tenants table's CHECK).
+// A tenant name never holds ':', which keeps TaskID unambiguous.
+func ValidTenant(name string) bool {
+	if name == "" || len(name) > 63 || name[0] == '-' || name[0] == '_' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -42,12 +42,24 @@ const OutboxHeader = "homing-outbox"
 // is archived at once (asynq.SkipRetry).
 var ErrBadPayload = errors.New("bad task payload")
 
-// TaskID is the TaskID of an event's fan-out task: while one is queued,
-// publishing the same event ID again is a no-op.
-func TaskID(eventID string) string { return "webhook_event::" + eventID }
+// TaskID is the TaskID of tenant's event's fan-out task: while one is
+// queued, publishing the same event ID in the same tenant again is a no-op.
+// The default tenant's keeps the form it had before tenants
+// (webhook_event::<id>), so tasks queued then are still recognised; any
+// other's is webhook_event:<tenant>:<id>, which never collides with it
+// since a tenant name is not empty and holds no ':'.
+func TaskID(tenant, eventID string) string {
+	if tenant == "" || tenant == "default" {
+		return "webhook_event::" + eventID
+	}
+	return "webhook_event:" + tenant + ":" + eventID
+}
 
 // Payload is the payload of a webhook:event task: the document snapshot.
 type Payload struct {
+	// Tenant is omitted for the default tenant, so tasks queued before
+	// tenants existed decode as the default tenant's.
+	Tenant  string          `json:"tenant,omitempty"`
 	ID      string          `json:"id"`
 	DocType string          `json:"doc_type"`
 	DocName string          `json:"doc_name,omitempty"`
@@ -68,7 +80,7 @@ func Encode(ev Event) ([]byte, error) {
 // EncodeJSON is Encode for a caller that has already encoded the document as
 // JSON (doc); ev.Doc is not read.
 func EncodeJSON(ev Event, doc json.RawMessage) ([]byte, error) {
-	b, err := json.Marshal(Payload{ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: doc})
+	b, err := json.Marshal(Payload{Tenant: tenantField(ev.Tenant), ID: ev.ID, DocType: ev.DocType, DocName: ev.DocName, Event: ev.Event, Doc: doc})
 	if err != nil {
 		return nil, fmt.Errorf("encode event: %w", err)
 	}
@@ -84,14 +96,14 @@ func NewTaskJSON(ev Event, doc json.RawMessage) (*asynq.Task, error) {
 		return nil, err
 	}
 	return asynq.NewTask(TaskType, b,
-		asynq.TaskID(TaskID(ev.ID)), asynq.Queue(Queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(TaskTimeout)), nil
+		asynq.TaskID(TaskID(ev.Tenant, ev.ID)), asynq.Queue(Queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(TaskTimeout)), nil
 }
 
 // OutboxTask is the fan-out task of an event the outbox holds, whose payload
 // the outbox stored (Encode).
-func OutboxTask(eventID string, payload []byte) *asynq.Task {
+func OutboxTask(tenant, eventID string, payload []byte) *asynq.Task {
 	return asynq.NewTaskWithHeaders(TaskType, payload, map[string]string{OutboxHeader: "1"},
-		asynq.TaskID(TaskID(eventID)), asynq.Queue(Queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(TaskTimeout))
+		asynq.TaskID(TaskID(tenant, eventID)), asynq.Queue(Queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(TaskTimeout))
 }
 
 // Decode parses a webhook:event payload.
@@ -119,7 +131,7 @@ func decodeJSON(b []byte) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: %v", ErrBadPayload, err)
 	}
-	return Event{ID: p.ID, DocType: p.DocType, DocName: p.DocName, Event: p.Event, Doc: doc}, nil
+	return Event{Tenant: tenantField(p.Tenant), ID: p.ID, DocType: p.DocType, DocName: p.DocName, Event: p.Event, Doc: doc}, nil
 }
 
 // decodeFast parses the payload and its document in one pass (jsondoc)
@@ -138,6 +150,8 @@ func decodeFast(b []byte) (Event, bool) {
 	for k, v := range m {
 		var field *string
 		switch k {
+		case "tenant":
+			field = &ev.Tenant
 		case "id":
 			field = &ev.ID
 		case "doc_type":
@@ -158,5 +172,15 @@ func decodeFast(b []byte) (Event, bool) {
 			return Event{}, false
 		}
 	}
+	ev.Tenant = tenantField(ev.Tenant)
 	return ev, ev.Doc != nil
+}
+
+// tenantField is how an event's tenant travels: empty for the default
+// tenant, as before tenants existed.
+func tenantField(tenant string) string {
+	if tenant == "default" {
+		return ""
+	}
+	return tenant
 }

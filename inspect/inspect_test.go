@@ -56,7 +56,7 @@ func TestListPageWalksEveryRowOnce(t *testing.T) {
 				if pages > 10 {
 					t.Fatal("the listing does not end")
 				}
-				p, err := inspect.ListPage(ctx, db, inspect.Filter{Webhook: "a", Limit: 4, Cursor: cursor})
+				p, err := inspect.ListPage(ctx, db, "", inspect.Filter{Webhook: "a", Limit: 4, Cursor: cursor})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -88,12 +88,12 @@ func TestListPageRefusesForeignCursors(t *testing.T) {
 	t.Parallel()
 	db := testenv.SQLite(t)
 	for _, c := range []string{"x", "bm90IGpzb24", "e30"} { // not base64, not JSON, {}
-		_, err := inspect.ListPage(context.Background(), db, inspect.Filter{Cursor: c})
+		_, err := inspect.ListPage(context.Background(), db, "", inspect.Filter{Cursor: c})
 		if !errors.Is(err, inspect.ErrBadCursor) {
 			t.Errorf("cursor %q: %v, want ErrBadCursor", c, err)
 		}
 	}
-	p, err := inspect.ListPage(context.Background(), db, inspect.Filter{})
+	p, err := inspect.ListPage(context.Background(), db, "", inspect.Filter{})
 	if err != nil || p.Deliveries == nil || len(p.Deliveries) != 0 || p.NextCursor != nil {
 		t.Errorf("empty listing = %+v, %v; want an empty, non-nil page with no cursor", p, err)
 	}

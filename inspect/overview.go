@@ -45,24 +45,25 @@ type Trouble struct {
 	LastError      string `json:"last_error"`
 }
 
-// ReadOverview reads the overview as of now.
-func ReadOverview(ctx context.Context, db *gorm.DB, now time.Time) (Overview, error) {
+// ReadOverview reads tenant's overview as of now (AllTenants: the whole
+// install's).
+func ReadOverview(ctx context.Context, db *gorm.DB, tenant string, now time.Time) (Overview, error) {
 	now = now.UTC()
 	o := Overview{At: now}
 	var err error
-	if o.LastHour, err = countSince(ctx, db, now.Add(-time.Hour)); err != nil {
+	if o.LastHour, err = countSince(ctx, db, tenant, now.Add(-time.Hour)); err != nil {
 		return o, err
 	}
-	if o.LastDay, err = countSince(ctx, db, now.Add(-24*time.Hour)); err != nil {
+	if o.LastDay, err = countSince(ctx, db, tenant, now.Add(-24*time.Hour)); err != nil {
 		return o, err
 	}
-	if o.DueNow, o.OldestDue, err = dueBacklog(ctx, db, now); err != nil {
+	if o.DueNow, o.OldestDue, err = dueBacklog(ctx, db, tenant, now); err != nil {
 		return o, err
 	}
-	if o.OutboxPending, o.OutboxOldest, err = outboxBacklog(ctx, db); err != nil {
+	if o.OutboxPending, o.OutboxOldest, err = outboxBacklog(ctx, db, tenant); err != nil {
 		return o, err
 	}
-	if o.Troubled, err = troubled(ctx, db); err != nil {
+	if o.Troubled, err = troubled(ctx, db, tenant); err != nil {
 		return o, err
 	}
 	return o, nil
@@ -72,11 +73,11 @@ func ReadOverview(ctx context.Context, db *gorm.DB, now time.Time) (Overview, er
 // count per status, each an index-only range of deliveries_status_created,
 // which reads no table rows (a GROUP BY over deliveries_created would read
 // every row of the window from the table).
-func countSince(ctx context.Context, db *gorm.DB, since time.Time) (map[string]int64, error) {
+func countSince(ctx context.Context, db *gorm.DB, tenant string, since time.Time) (map[string]int64, error) {
 	out := map[string]int64{}
 	for _, s := range Statuses {
 		var n int64
-		if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND created_at >= ?", s, since).
+		if err := inTenant(db.WithContext(ctx).Model(&models.Delivery{}), "tenant", tenant).Where("status = ? AND created_at >= ?", s, since).
 			Count(&n).Error; err != nil {
 			return nil, fmt.Errorf("count %s deliveries since %s: %w", s, since.Format(time.RFC3339), err)
 		}
@@ -88,8 +89,9 @@ func countSince(ctx context.Context, db *gorm.DB, since time.Time) (map[string]i
 // troubled lists the disabled and the failing webhooks, by name, each with
 // the last error of its newest delivery that has one
 // (deliveries_webhook_created, read backwards).
-func troubled(ctx context.Context, db *gorm.DB) ([]Trouble, error) {
+func troubled(ctx context.Context, db *gorm.DB, tenant string) ([]Trouble, error) {
 	var rows []struct {
+		Tenant         string
 		Name           string
 		Enabled        bool
 		DisabledReason string
@@ -97,8 +99,8 @@ func troubled(ctx context.Context, db *gorm.DB) ([]Trouble, error) {
 		Failures       int
 		UpdatedAt      time.Time
 	}
-	if err := db.WithContext(ctx).Table("webhooks w").
-		Select("w.name AS name, w.enabled AS enabled, w.disabled_reason AS disabled_reason, h.failing_since AS failing_since, COALESCE(h.failures, 0) AS failures, w.updated_at AS updated_at").
+	if err := inTenant(db.WithContext(ctx).Table("webhooks w"), "w.tenant", tenant).
+		Select("w.tenant AS tenant, w.name AS name, w.enabled AS enabled, w.disabled_reason AS disabled_reason, h.failing_since AS failing_since, COALESCE(h.failures, 0) AS failures, w.updated_at AS updated_at").
 		Joins("LEFT JOIN webhook_health h ON h.webhook_id = w.id").
 		Where("NOT w.enabled OR h.failing_since IS NOT NULL OR h.failures > 0").
 		Order("w.name").Scan(&rows).Error; err != nil {
@@ -106,7 +108,7 @@ func troubled(ctx context.Context, db *gorm.DB) ([]Trouble, error) {
 	}
 	out := make([]Trouble, 0, len(rows))
 	for _, r := range rows {
-		last, err := LastError(ctx, db, r.Name)
+		last, err := LastError(ctx, db, r.Tenant, r.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -126,11 +128,12 @@ func troubled(ctx context.Context, db *gorm.DB) ([]Trouble, error) {
 	return out, nil
 }
 
-// LastError is the last_error of webhook name's newest delivery that has
-// one ("" when none), read backwards along deliveries_webhook_created.
-func LastError(ctx context.Context, db *gorm.DB, name string) (string, error) {
+// LastError is the last_error of tenant's webhook name's newest delivery
+// that has one ("" when none), read backwards along
+// deliveries_webhook_created.
+func LastError(ctx context.Context, db *gorm.DB, tenant, name string) (string, error) {
 	var errs []string
-	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("webhook_name = ? AND last_error <> ''", name).
+	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("webhook_name = ? AND tenant = ? AND last_error <> ''", name, models.TenantOr(tenant)).
 		Order("created_at DESC").Limit(1).Pluck("last_error", &errs).Error; err != nil {
 		return "", fmt.Errorf("last error of webhook %q: %w", name, err)
 	}
@@ -151,12 +154,12 @@ type SuccessRate struct {
 // WebhookSuccessRate counts webhook name's attempts made in the window
 // before now. Served by delivery_attempts_at (the window) and the
 // deliveries primary key (the webhook).
-func WebhookSuccessRate(ctx context.Context, db *gorm.DB, name string, now time.Time, window time.Duration) (SuccessRate, error) {
+func WebhookSuccessRate(ctx context.Context, db *gorm.DB, tenant, name string, now time.Time, window time.Duration) (SuccessRate, error) {
 	var r SuccessRate
 	if err := db.WithContext(ctx).Table("delivery_attempts a").
 		Select("COUNT(*) AS attempts, COALESCE(SUM(CASE WHEN a.class = '2xx' THEN 1 ELSE 0 END), 0) AS succeeded").
 		Joins("JOIN deliveries d ON d.id = a.delivery_id").
-		Where("a.at >= ? AND a.at <= ? AND d.webhook_name = ?", now.UTC().Add(-window), now.UTC(), name).
+		Where("a.at >= ? AND a.at <= ? AND d.webhook_name = ? AND d.tenant = ?", now.UTC().Add(-window), now.UTC(), name, models.TenantOr(tenant)).
 		Scan(&r).Error; err != nil {
 		return r, fmt.Errorf("success rate of webhook %q: %w", name, err)
 	}

@@ -62,7 +62,7 @@ func TestOverviewAndSuccessRate(t *testing.T) {
 				}
 			}
 
-			o, err := inspect.ReadOverview(ctx, db, now)
+			o, err := inspect.ReadOverview(ctx, db, inspect.AllTenants, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestOverviewAndSuccessRate(t *testing.T) {
 			}
 
 			for hook, want := range map[string]struct{ attempts, ok int64 }{"ok": {1, 1}, "down": {2, 0}, "off": {0, 0}} {
-				r, err := inspect.WebhookSuccessRate(ctx, db, hook, now, 24*time.Hour)
+				r, err := inspect.WebhookSuccessRate(ctx, db, "", hook, now, 24*time.Hour)
 				if err != nil {
 					t.Fatal(err)
 				}

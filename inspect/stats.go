@@ -117,10 +117,10 @@ func ComputeStats(ctx context.Context, db *gorm.DB, now time.Time) (Stats, error
 		}
 	}
 	var err error
-	if st.DueNow, st.OldestOverdue, err = dueBacklog(ctx, db, now); err != nil {
+	if st.DueNow, st.OldestOverdue, err = dueBacklog(ctx, db, AllTenants, now); err != nil {
 		return st, err
 	}
-	if st.OutboxPending, st.OutboxOldest, err = outboxBacklog(ctx, db); err != nil {
+	if st.OutboxPending, st.OutboxOldest, err = outboxBacklog(ctx, db, AllTenants); err != nil {
 		return st, err
 	}
 	if err := webhookHealth(ctx, db, now, get); err != nil {
@@ -170,9 +170,9 @@ func webhookHealth(ctx context.Context, db *gorm.DB, now time.Time, get func(str
 // dueBacklog counts the Failed deliveries whose retry is due at now, and
 // reads the next_retry of the oldest (nil when none is due). Served by
 // deliveries_due.
-func dueBacklog(ctx context.Context, db *gorm.DB, now time.Time) (int64, *time.Time, error) {
+func dueBacklog(ctx context.Context, db *gorm.DB, tenant string, now time.Time) (int64, *time.Time, error) {
 	var n int64
-	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
+	if err := inTenant(db.WithContext(ctx).Model(&models.Delivery{}), "tenant", tenant).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
 		Count(&n).Error; err != nil {
 		return 0, nil, fmt.Errorf("count due deliveries: %w", err)
 	}
@@ -180,7 +180,7 @@ func dueBacklog(ctx context.Context, db *gorm.DB, now time.Time) (int64, *time.T
 		return 0, nil, nil
 	}
 	var oldest models.Delivery
-	if err := db.WithContext(ctx).Select("next_retry").Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
+	if err := inTenant(db.WithContext(ctx).Select("next_retry"), "tenant", tenant).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
 		Order("next_retry").Take(&oldest).Error; err != nil {
 		return n, nil, fmt.Errorf("oldest due delivery: %w", err)
 	}
@@ -190,9 +190,9 @@ func dueBacklog(ctx context.Context, db *gorm.DB, now time.Time) (int64, *time.T
 
 // outboxBacklog counts the outbox's events and reads when the oldest was
 // published (nil when the outbox is empty).
-func outboxBacklog(ctx context.Context, db *gorm.DB) (int64, *time.Time, error) {
+func outboxBacklog(ctx context.Context, db *gorm.DB, tenant string) (int64, *time.Time, error) {
 	var n int64
-	if err := db.WithContext(ctx).Model(&models.OutboxEvent{}).Count(&n).Error; err != nil {
+	if err := inTenant(db.WithContext(ctx).Model(&models.OutboxEvent{}), "tenant", tenant).Count(&n).Error; err != nil {
 		return 0, nil, fmt.Errorf("count outbox events: %w", err)
 	}
 	if n == 0 {
@@ -200,7 +200,7 @@ func outboxBacklog(ctx context.Context, db *gorm.DB) (int64, *time.Time, error) 
 	}
 	var oldest models.OutboxEvent
 	// Served by outbox_events' primary key: ids grow with time.
-	if err := db.WithContext(ctx).Select("created_at").Order("id").Take(&oldest).Error; err != nil {
+	if err := inTenant(db.WithContext(ctx).Select("created_at"), "tenant", tenant).Order("id").Take(&oldest).Error; err != nil {
 		return n, nil, fmt.Errorf("oldest outbox event: %w", err)
 	}
 	t := oldest.CreatedAt.UTC()
@@ -219,4 +219,17 @@ func notSent(ctx context.Context, db *gorm.DB, st *Stats) error {
 		return fmt.Errorf("count deliveries not sent: %w", err)
 	}
 	return nil
+}
+
+// AllTenants, given as the tenant of a read that takes one, reads every
+// tenant's rows: homing stats is the operator's view of the whole install.
+const AllTenants = ""
+
+// inTenant restricts q to tenant's rows (column names the tenant column),
+// or leaves it whole for AllTenants.
+func inTenant(q *gorm.DB, column, tenant string) *gorm.DB {
+	if tenant == AllTenants {
+		return q
+	}
+	return q.Where(column+" = ?", tenant)
 }

@@ -108,7 +108,7 @@ func (e *env) createWebhook(name, url string, maxRetries int) {
 	in := webhook.Input{
 		Name: &name, DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: &url, MaxRetries: &maxRetries,
 	}
-	if _, err := e.hooks.Create(context.Background(), in); err != nil {
+	if _, err := e.hooks.Create(context.Background(), "", in); err != nil {
 		e.t.Fatalf("create webhook %s: %v", name, err)
 	}
 }
@@ -319,7 +319,7 @@ func TestLifecycleMetrics(t *testing.T) {
 	// the webhook service (last_error "webhook disabled"), not by the worker:
 	// the sweep finds nothing due, no request is made and the worker's
 	// counters stay as they were (they count what the worker did).
-	if _, err := e.hooks.Update(context.Background(), "down", webhook.Input{Enabled: ptr(false)}); err != nil {
+	if _, err := e.hooks.Update(context.Background(), "", "down", webhook.Input{Enabled: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(31 * time.Minute)
@@ -600,7 +600,7 @@ func TestEveryExhaustedDeliveryIsCounted(t *testing.T) {
 				if mod != nil {
 					mod(&in)
 				}
-				if _, err := hooks.Create(context.Background(), in); err != nil {
+				if _, err := hooks.Create(context.Background(), "", in); err != nil {
 					t.Fatalf("create webhook %s: %v", name, err)
 				}
 			}
@@ -631,10 +631,10 @@ func TestEveryExhaustedDeliveryIsCounted(t *testing.T) {
 				n, _ := sample(fam, "homing_deliveries_total", "status=Exhausted", "reason=gone")
 				return attemptsTotal(fam) >= 6 && n == 2
 			})
-			if _, err := hooks.Update(context.Background(), "disabled", webhook.Input{Enabled: ptr(false)}); err != nil {
+			if _, err := hooks.Update(context.Background(), "", "disabled", webhook.Input{Enabled: ptr(false)}); err != nil {
 				t.Fatal(err)
 			}
-			if err := hooks.Delete(context.Background(), "deleted"); err != nil {
+			if err := hooks.Delete(context.Background(), "", "deleted"); err != nil {
 				t.Fatal(err)
 			}
 			fam := scrape(t, addr)

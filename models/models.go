@@ -54,6 +54,7 @@ const EventWorkflowTransition = "workflow_transition"
 // condition, go where and in which shape.
 type Webhook struct {
 	ID               string     `gorm:"column:id;primaryKey"`
+	Tenant           string     `gorm:"column:tenant;default:default"`
 	Name             string     `gorm:"column:name"`
 	DocType          string     `gorm:"column:doc_type"`
 	DocEvent         string     `gorm:"column:doc_event"`
@@ -138,6 +139,7 @@ func (h WebhookHealth) Failing() bool { return h.Failures >= FailingAfter }
 // into a delivery record): it carries its own state and the frozen request.
 type Delivery struct {
 	ID          string `gorm:"column:id;primaryKey"`
+	Tenant      string `gorm:"column:tenant;default:default"`
 	WebhookID   string `gorm:"column:webhook_id"`
 	WebhookName string `gorm:"column:webhook_name"`
 	EventID     string `gorm:"column:event_id"`
@@ -176,6 +178,7 @@ func (Delivery) TableName() string { return "deliveries" }
 type Attempt struct {
 	ID             int64     `gorm:"column:id;primaryKey;autoIncrement"`
 	DeliveryID     string    `gorm:"column:delivery_id"`
+	Tenant         string    `gorm:"column:tenant;default:default"`
 	Attempt        int       `gorm:"column:attempt"`
 	At             time.Time `gorm:"column:at"`
 	Method         string    `gorm:"column:method"`
@@ -268,6 +271,7 @@ func jsonScan(src any, dst any) error {
 type OutboxEvent struct {
 	ID        int64     `gorm:"column:id;primaryKey;autoIncrement"`
 	EventID   string    `gorm:"column:event_id"`
+	Tenant    string    `gorm:"column:tenant;default:default"`
 	Payload   string    `gorm:"column:payload"` // the webhook:event task payload (JSON)
 	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
 	// QueuedAt is when the relay last put the event's task into Redis; nil
@@ -281,6 +285,7 @@ func (OutboxEvent) TableName() string { return "outbox_events" }
 // PublishedEvent records that an event ID was accepted through the outbox,
 // so a repeat is recognised after the outbox row itself is gone.
 type PublishedEvent struct {
+	Tenant    string    `gorm:"column:tenant;primaryKey;default:default"`
 	EventID   string    `gorm:"column:event_id;primaryKey"`
 	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
 	// BodyHash is the SHA-256 (hex) of the event POST /v1/events accepted;
@@ -294,9 +299,13 @@ func (PublishedEvent) TableName() string { return "published_events" }
 // APIToken is a bearer token of the HTTP API. Only the SHA-256 of the token
 // is stored; the token itself is shown once, when it is created.
 type APIToken struct {
-	ID         string     `gorm:"column:id;primaryKey"`
-	Name       string     `gorm:"column:name"`
-	Scope      string     `gorm:"column:scope"` // publish or admin
+	ID    string `gorm:"column:id;primaryKey"`
+	Name  string `gorm:"column:name"`
+	Scope string `gorm:"column:scope"` // publish or admin
+	// Tenant is the tenant the token acts in; an Operator token acts in
+	// Tenant (always DefaultTenant) unless its request names another.
+	Tenant     string     `gorm:"column:tenant;default:default"`
+	Operator   bool       `gorm:"column:operator"`
 	TokenHash  string     `gorm:"column:token_hash"`
 	CreatedAt  time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	LastUsedAt *time.Time `gorm:"column:last_used_at"`
@@ -304,3 +313,39 @@ type APIToken struct {
 
 // TableName pins the table name the migrations create.
 func (APIToken) TableName() string { return "api_tokens" }
+
+// DefaultTenant is the tenant every install has, and the one a row, an event
+// or a request belongs to when it names none.
+const DefaultTenant = "default"
+
+// Tenant is one site or customer served by this Homing (issue 26). Its Name
+// is its key in every other table and never changes.
+type Tenant struct {
+	Name    string `gorm:"column:name;primaryKey"`
+	Enabled bool   `gorm:"column:enabled"`
+	// PortalOrigins, MaxWebhooks and PublishRate are settings for the
+	// portal and the per-tenant limits; zero values mean unset.
+	PortalOrigins StringList `gorm:"column:portal_origins"`
+	MaxWebhooks   int        `gorm:"column:max_webhooks"`
+	PublishRate   int        `gorm:"column:publish_rate"`
+	CreatedAt     time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt     time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+}
+
+func (Tenant) TableName() string { return "tenants" }
+
+// StringList is a JSON array of strings in a text column.
+type StringList []string
+
+func (l StringList) Value() (driver.Value, error) { return jsonValue(l, "[]") }
+
+func (l *StringList) Scan(src any) error { return jsonScan(src, l) }
+
+// TenantOr is tenant, or DefaultTenant when it is empty: what an event, a
+// task or a request that names no tenant belongs to.
+func TenantOr(tenant string) string {
+	if tenant == "" {
+		return DefaultTenant
+	}
+	return tenant
+}

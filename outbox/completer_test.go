@@ -29,13 +29,13 @@ func TestCompleterReleasesEveryFannedOutEvent(t *testing.T) {
 			var wg sync.WaitGroup
 			for _, id := range ids[:events-50] {
 				wg.Go(func() {
-					if err := c.FannedOut(context.Background(), id); err != nil {
+					if err := c.FannedOut(context.Background(), "", id); err != nil {
 						t.Errorf("FannedOut(%s): %v", id, err)
 					}
 				})
 			}
 			wg.Go(func() {
-				if err := c.FannedOut(context.Background(), "published-without-the-outbox"); err != nil {
+				if err := c.FannedOut(context.Background(), "", "published-without-the-outbox"); err != nil {
 					t.Errorf("FannedOut of an event without a row: %v", err)
 				}
 			})

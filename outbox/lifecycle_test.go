@@ -59,7 +59,7 @@ func newSystem(t *testing.T) *system {
 	for _, name := range []string{"erp", "crm"} {
 		url := s.recv.URL + "/" + name
 		in := webhook.Input{Name: &name, DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: &url}
-		if _, err := hooks.Create(context.Background(), in); err != nil {
+		if _, err := hooks.Create(context.Background(), "", in); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +218,7 @@ func TestRelayKilledAfterTheEventRan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queue.Enqueue(event.OutboxTask("so-2", payload)); err != nil {
+	if _, err := queue.Enqueue(event.OutboxTask("", "so-2", payload)); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, "the second run of the event task", func() bool { return s.processed(t) > before && s.idle(t) })

@@ -22,6 +22,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,6 +54,31 @@ const (
 	Conflict
 )
 
+// ErrTenant is an event whose tenant does not exist or is disabled: it is
+// refused, and nothing is written.
+var ErrTenant = errors.New("tenant refuses events")
+
+// usable refuses tenant when it does not exist or is disabled. The default
+// tenant always exists and cannot be disabled, so its events (every event of
+// an install that never names a tenant) pay nothing. Served by tenants'
+// primary key.
+func usable(ctx context.Context, tx *gorm.DB, tenant string) error {
+	if tenant == models.DefaultTenant {
+		return nil
+	}
+	var enabled []bool
+	if err := tx.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", tenant).Pluck("enabled", &enabled).Error; err != nil {
+		return fmt.Errorf("read tenant %q: %w", tenant, err)
+	}
+	switch {
+	case len(enabled) == 0:
+		return fmt.Errorf("%w: tenant %q does not exist (see homing tenant list)", ErrTenant, tenant)
+	case !enabled[0]:
+		return fmt.Errorf("%w: tenant %q is disabled (homing tenant update %s --enable)", ErrTenant, tenant, tenant)
+	}
+	return nil
+}
+
 // Add writes ev into the outbox through tx, the caller's transaction (or a
 // plain *gorm.DB for a write of its own). An ID accepted before is not
 // written again: if its event was fanned out the outcome is Repeated and the
@@ -72,15 +98,19 @@ func Add(ctx context.Context, tx *gorm.DB, ev event.Event, now time.Time) (Outco
 		return Repeated, err
 	}
 	now = now.UTC().Truncate(time.Microsecond)
-	// Served by published_events' primary key.
+	tenant := models.TenantOr(ev.Tenant)
+	if err := usable(ctx, tx, tenant); err != nil {
+		return Repeated, err
+	}
+	// Served by published_events' primary key (tenant, event_id).
 	res := tx.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
-		Create(&models.PublishedEvent{EventID: ev.ID, CreatedAt: now})
+		Create(&models.PublishedEvent{Tenant: tenant, EventID: ev.ID, CreatedAt: now})
 	if res.Error != nil {
 		return Repeated, fmt.Errorf("record event %s in the outbox: %w", ev.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		// Served by outbox_events_event (event_id).
-		res := tx.WithContext(ctx).Model(&models.OutboxEvent{}).Where("event_id = ?", ev.ID).Update("queued_at", nil)
+		res := tx.WithContext(ctx).Model(&models.OutboxEvent{}).Where("event_id = ? AND tenant = ?", ev.ID, tenant).Update("queued_at", nil)
 		if res.Error != nil {
 			return Repeated, fmt.Errorf("queue event %s again: %w", ev.ID, res.Error)
 		}
@@ -89,7 +119,7 @@ func Add(ctx context.Context, tx *gorm.DB, ev event.Event, now time.Time) (Outco
 		}
 		return Repeated, nil
 	}
-	if err := tx.WithContext(ctx).Create(&models.OutboxEvent{EventID: ev.ID, Payload: string(payload), CreatedAt: now}).Error; err != nil {
+	if err := tx.WithContext(ctx).Create(&models.OutboxEvent{Tenant: tenant, EventID: ev.ID, Payload: string(payload), CreatedAt: now}).Error; err != nil {
 		return Repeated, fmt.Errorf("write event %s to the outbox: %w", ev.ID, err)
 	}
 	return Added, nil

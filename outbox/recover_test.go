@@ -84,14 +84,14 @@ func TestRecoverRequeuesAnArchivedEventOnce(t *testing.T) {
 	if n, err := relay.Drain(ctx); err != nil || n != 2 {
 		t.Fatalf("Drain = %d, %v; want 2", n, err)
 	}
-	if err := s.insp.ArchiveTask(tasks.DefaultQueue, event.TaskID("archived-1")); err != nil {
+	if err := s.insp.ArchiveTask(tasks.DefaultQueue, event.TaskID("", "archived-1")); err != nil {
 		t.Fatal(err)
 	}
 	stub.Advance(2 * time.Minute)
 	if n, err := relay.RecoverAll(ctx); err != nil || n != 1 {
 		t.Fatalf("Recover with one task archived = %d, %v; want that one queued again", n, err)
 	}
-	info, err := s.insp.GetTaskInfo(tasks.DefaultQueue, event.TaskID("archived-1"))
+	info, err := s.insp.GetTaskInfo(tasks.DefaultQueue, event.TaskID("", "archived-1"))
 	if err != nil || info.State != asynq.TaskStatePending {
 		t.Fatalf("the archived event's task after Recover: %v, %v; want pending", info, err)
 	}
@@ -148,7 +148,7 @@ func TestRecoverHoldsNoLockAcrossRedis(t *testing.T) {
 		// As a worker whose fan-out of the event just committed.
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		releaseErr = completer.FannedOut(rctx, eventID)
+		releaseErr = completer.FannedOut(rctx, "", eventID)
 	})
 	stub.Advance(2 * time.Minute)
 	n, err := relay.RecoverAll(ctx)
@@ -159,7 +159,7 @@ func TestRecoverHoldsNoLockAcrossRedis(t *testing.T) {
 		t.Fatalf("RecoverAll = %d, %v; want the 2 events still lost", n, err)
 	}
 	for id, want := range map[string]bool{"lost-1": true, "lost-2": true, "released-1": false} {
-		_, err := s.insp.GetTaskInfo(tasks.DefaultQueue, event.TaskID(id))
+		_, err := s.insp.GetTaskInfo(tasks.DefaultQueue, event.TaskID("", id))
 		if got := err == nil; got != want {
 			t.Errorf("event %s queued again: %v, want %v (%v)", id, got, want, err)
 		}

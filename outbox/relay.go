@@ -185,7 +185,7 @@ func (r *Relay) Recover(ctx context.Context) (looked, requeued int, err error) {
 // it. An archived task is deleted first, so that its TaskID lets the new
 // one in.
 func (r *Relay) lost(row models.OutboxEvent) (string, error) {
-	info, err := r.cfg.Inspector.GetTaskInfo(event.Queue, event.TaskID(row.EventID))
+	info, err := r.cfg.Inspector.GetTaskInfo(event.Queue, event.TaskID(row.Tenant, row.EventID))
 	switch {
 	case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
 		return TaskMissing, nil
@@ -222,7 +222,7 @@ const lookups = 32
 func (r *Relay) recover(ctx context.Context, cutoff time.Time) (int, []requeued, error) {
 	var rows []models.OutboxEvent
 	// Served by outbox_events_queued (queued_at) WHERE queued_at IS NOT NULL.
-	err := r.db.WithContext(ctx).Select("id", "event_id", "payload", "created_at", "queued_at").
+	err := r.db.WithContext(ctx).Select("id", "tenant", "event_id", "payload", "created_at", "queued_at").
 		Where("queued_at IS NOT NULL AND queued_at < ?", cutoff).Order("queued_at").
 		Limit(r.cfg.BatchSize).Find(&rows).Error
 	if err != nil {
@@ -255,7 +255,7 @@ func (r *Relay) recover(ctx context.Context, cutoff time.Time) (int, []requeued,
 	var mu sync.Mutex
 	var added []requeued
 	err = parallel(len(lost), func(i int) error {
-		_, err := r.client.EnqueueContext(ctx, event.OutboxTask(lost[i].row.EventID, []byte(lost[i].row.Payload)))
+		_, err := r.client.EnqueueContext(ctx, event.OutboxTask(lost[i].row.Tenant, lost[i].row.EventID, []byte(lost[i].row.Payload)))
 		switch {
 		case err == nil:
 			mu.Lock()
@@ -344,7 +344,7 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 	var enqueueErr error
 	err := r.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var rows []models.OutboxEvent
-		q := where(tx.Select("id", "event_id", "payload", "created_at")).Limit(r.cfg.BatchSize)
+		q := where(tx.Select("id", "tenant", "event_id", "payload", "created_at")).Limit(r.cfg.BatchSize)
 		if tx.Dialector.Name() == "postgres" { // SQLite has no row locks: it serialises writers
 			// Another relay's batch is skipped, not waited for.
 			q = q.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
@@ -354,7 +354,7 @@ func (r *Relay) queue(ctx context.Context, where func(*gorm.DB) *gorm.DB) (int, 
 		}
 		done := make([]int64, 0, len(rows))
 		for _, row := range rows {
-			_, err := r.client.EnqueueContext(ctx, event.OutboxTask(row.EventID, []byte(row.Payload)))
+			_, err := r.client.EnqueueContext(ctx, event.OutboxTask(row.Tenant, row.EventID, []byte(row.Payload)))
 			switch {
 			case err == nil:
 			case errors.Is(err, asynq.ErrTaskIDConflict):

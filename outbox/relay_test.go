@@ -110,9 +110,9 @@ func TestRelayMovesCommittedEvents(t *testing.T) {
 				t.Fatalf("%d tasks queued, want %d", len(got), len(ids))
 			}
 			for _, id := range ids {
-				info, ok := got[event.TaskID(id)]
+				info, ok := got[event.TaskID("", id)]
 				if !ok {
-					t.Fatalf("no task %s", event.TaskID(id))
+					t.Fatalf("no task %s", event.TaskID("", id))
 				}
 				ev, err := event.Decode(info.Payload)
 				if err != nil || ev.ID != id || ev.Doc["name"] != "SO-1" {

@@ -27,6 +27,7 @@ type Writer struct {
 }
 
 type writeIn struct {
+	tenant  string
 	id      string
 	payload []byte
 	// hash is the hex SHA-256 of payload: what a repeat of id is compared
@@ -34,6 +35,8 @@ type writeIn struct {
 	hash string
 	now  time.Time
 }
+
+func (in writeIn) key() eventKey { return eventKey{in.tenant, in.id} }
 
 // writerBatch bounds one transaction: a few hundred events of up to
 // delivery.max_payload_bytes each, and 3 parameters per event.
@@ -67,7 +70,7 @@ func (w *Writer) AddJSON(ctx context.Context, ev event.Event, doc json.RawMessag
 		return Repeated, err
 	}
 	sum := sha256.Sum256(payload)
-	return w.g.Do(ctx, writeIn{id: ev.ID, payload: payload, hash: hex.EncodeToString(sum[:]), now: now.UTC().Truncate(time.Microsecond)})
+	return w.g.Do(ctx, writeIn{tenant: models.TenantOr(ev.Tenant), id: ev.ID, payload: payload, hash: hex.EncodeToString(sum[:]), now: now.UTC().Truncate(time.Microsecond)})
 }
 
 // writeBatch writes ins through tx in three statements and returns each
@@ -76,50 +79,51 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 	// 1. The idempotency records; RETURNING names the IDs new to the outbox.
 	// Served by published_events' primary key.
 	var sql strings.Builder
-	args := make([]any, 0, 3*len(ins))
-	sql.WriteString("INSERT INTO published_events (event_id, created_at, body_hash) VALUES ")
+	args := make([]any, 0, 4*len(ins))
+	sql.WriteString("INSERT INTO published_events (tenant, event_id, created_at, body_hash) VALUES ")
 	for i, in := range ins {
 		if i > 0 {
 			sql.WriteString(", ")
 		}
-		sql.WriteString("(?, ?, ?)")
-		args = append(args, in.id, in.now, in.hash)
+		sql.WriteString("(?, ?, ?, ?)")
+		args = append(args, in.tenant, in.id, in.now, in.hash)
 	}
-	sql.WriteString(" ON CONFLICT (event_id) DO NOTHING RETURNING event_id")
-	var created []string
+	sql.WriteString(" ON CONFLICT (tenant, event_id) DO NOTHING RETURNING tenant, event_id")
+	var created []models.PublishedEvent
 	if err := tx.Raw(sql.String(), args...).Scan(&created).Error; err != nil {
 		return nil, fmt.Errorf("record %d events in the outbox: %w", len(ins), err)
 	}
-	isNew := make(map[string]bool, len(created))
-	for _, id := range created {
-		isNew[id] = true
+	isNew := make(map[eventKey]bool, len(created))
+	for _, p := range created {
+		isNew[eventKey{p.Tenant, p.EventID}] = true
 	}
 
 	// 2. The new events, each once (the first of an ID repeated in the batch).
 	outs := make([]Outcome, len(ins))
 	var (
-		again []string
+		again []eventKey
 		err   error
 	)
 	sql.Reset()
 	args = args[:0]
-	sql.WriteString("INSERT INTO outbox_events (event_id, payload, created_at) VALUES ")
+	sql.WriteString("INSERT INTO outbox_events (tenant, event_id, payload, created_at) VALUES ")
 	for i, in := range ins {
-		if !isNew[in.id] {
-			again = append(again, in.id)
+		k := in.key()
+		if !isNew[k] {
+			again = append(again, k)
 			continue
 		}
 		if len(args) > 0 {
 			sql.WriteString(", ")
 		}
-		sql.WriteString("(?, ?, ?)")
-		args = append(args, in.id, string(in.payload), in.now)
+		sql.WriteString("(?, ?, ?, ?)")
+		args = append(args, in.tenant, in.id, string(in.payload), in.now)
 		outs[i] = Added
-		delete(isNew, in.id) // a repeat later in the batch is queued again
+		delete(isNew, k) // a repeat later in the batch is queued again
 	}
 	if len(args) > 0 {
 		if err := tx.Exec(sql.String(), args...).Error; err != nil {
-			return nil, fmt.Errorf("write %d events to the outbox: %w", len(args)/3, err)
+			return nil, fmt.Errorf("write %d events to the outbox: %w", len(args)/4, err)
 		}
 	}
 
@@ -133,17 +137,17 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 	}
 
 	// 4. IDs accepted before: queued again when not fanned out yet.
-	var requeued []string
+	var requeued []models.OutboxEvent
 	// Served by outbox_events_event (event_id).
-	if err := tx.Raw("UPDATE outbox_events SET queued_at = NULL WHERE event_id IN ? RETURNING event_id", again).Scan(&requeued).Error; err != nil {
+	if err := tx.Raw("UPDATE outbox_events SET queued_at = NULL WHERE (tenant, event_id) IN ? RETURNING tenant, event_id", tuples(again)).Scan(&requeued).Error; err != nil {
 		return nil, fmt.Errorf("queue %d events again: %w", len(again), err)
 	}
-	waiting := make(map[string]bool, len(requeued))
-	for _, id := range requeued {
-		waiting[id] = true
+	waiting := make(map[eventKey]bool, len(requeued))
+	for _, r := range requeued {
+		waiting[eventKey{r.Tenant, r.EventID}] = true
 	}
 	for i, in := range ins {
-		if outs[i] == Repeated && waiting[in.id] {
+		if outs[i] == Repeated && waiting[in.key()] {
 			outs[i] = Requeued
 		}
 	}
@@ -153,25 +157,25 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 // refuseChanged marks Conflict each repeat in ins whose hash differs from the
 // one recorded for its ID, and returns the repeats left (again without them).
 // A key recorded without a hash is not compared.
-func refuseChanged(tx *gorm.DB, ins []writeIn, outs []Outcome, again []string) ([]string, error) {
+func refuseChanged(tx *gorm.DB, ins []writeIn, outs []Outcome, again []eventKey) ([]eventKey, error) {
 	var stored []models.PublishedEvent
-	if err := tx.Select("event_id", "body_hash").Where("event_id IN ?", again).Find(&stored).Error; err != nil {
+	if err := tx.Select("tenant", "event_id", "body_hash").Where("(tenant, event_id) IN ?", tuples(again)).Find(&stored).Error; err != nil {
 		return nil, fmt.Errorf("read %d events published before: %w", len(again), err)
 	}
-	hashes := make(map[string]string, len(stored))
+	hashes := make(map[eventKey]string, len(stored))
 	for _, p := range stored {
-		hashes[p.EventID] = p.BodyHash
+		hashes[eventKey{p.Tenant, p.EventID}] = p.BodyHash
 	}
-	keep := make(map[string]bool, len(again))
+	keep := make(map[eventKey]bool, len(again))
 	for i, in := range ins {
 		if outs[i] == Added {
 			continue
 		}
-		if h := hashes[in.id]; h != "" && h != in.hash {
+		if h := hashes[in.key()]; h != "" && h != in.hash {
 			outs[i] = Conflict
 			continue
 		}
-		keep[in.id] = true
+		keep[in.key()] = true
 	}
 	left := again[:0]
 	for _, id := range again {

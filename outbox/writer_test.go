@@ -65,7 +65,7 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 				t.Errorf("stored payload decodes to %+v, %v", ev, err)
 			}
 			// Once fanned out, a repeat is the original; before, it is queued again.
-			if err := outbox.NewCompleter(db).FannedOut(context.Background(), "ev-001"); err != nil {
+			if err := outbox.NewCompleter(db).FannedOut(context.Background(), "", "ev-001"); err != nil {
 				t.Fatal(err)
 			}
 			// With another document, a repeat is a Conflict, and is not queued again.

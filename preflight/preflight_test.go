@@ -121,7 +121,7 @@ func TestSecretsKeyAndUnservedQueues(t *testing.T) {
 	}
 	svc := webhook.New(db, box, clock.Real{}, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
 	name, doctype, event, url, secret, queue := "orders", "Sales Order", "on_submit", "https://erp.example.com/h", "a-signing-secret-123456", "critical"
-	if _, err := svc.Create(context.Background(), webhook.Input{Name: &name, DocType: &doctype, Event: &event, URL: &url, Secret: &secret, Queue: &queue}); err != nil {
+	if _, err := svc.Create(context.Background(), "", webhook.Input{Name: &name, DocType: &doctype, Event: &event, URL: &url, Secret: &secret, Queue: &queue}); err != nil {
 		t.Fatal(err)
 	}
 	run := func(b *secretbox.Box, here ...string) map[string]string {

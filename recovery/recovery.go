@@ -138,9 +138,11 @@ func (s *Service) build(ctx context.Context, row models.Delivery) (*dispatch.Bui
 // document it kept, with its webhook's current definition; when that fails
 // too, Retry refuses with an error wrapping ErrNotBuilt and changes
 // nothing.
-func (s *Service) Retry(ctx context.Context, id string) error {
+//
+// Only tenant's delivery is retried; another tenant's is ErrNotFound.
+func (s *Service) Retry(ctx context.Context, tenant, id string) error {
 	var row models.Delivery
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	err := s.db.WithContext(ctx).Where("id = ? AND tenant = ?", id, models.TenantOr(tenant)).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return fmt.Errorf("%w: %q (see homing delivery list)", ErrNotFound, id)
 	}
@@ -191,13 +193,14 @@ func (f Filter) Statuses() []string {
 // it requeued (with dryRun, how many matched). A delivery that was never
 // built is built first (Retry); one that still cannot be is left out. progress, when non-nil, is
 // called after each batch with the running total and the number matched.
-func (s *Service) Recover(ctx context.Context, f Filter, dryRun bool, progress func(done, total int64)) (int64, error) {
+func (s *Service) Recover(ctx context.Context, tenant string, f Filter, dryRun bool, progress func(done, total int64)) (int64, error) {
 	if f.Status != "" && f.Status != models.StatusExhausted && f.Status != models.StatusFailed {
 		return 0, fmt.Errorf("status %q cannot be recovered: use Exhausted or Failed, or neither for both", f.Status)
 	}
 	now := s.now()
 	base := func() *gorm.DB {
-		q := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("status IN ?", f.Statuses()).Where(notRequeued)
+		q := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("tenant = ?", models.TenantOr(tenant)).
+			Where("status IN ?", f.Statuses()).Where(notRequeued)
 		if f.Webhook != "" {
 			q = q.Where("webhook_name = ?", f.Webhook)
 		}
@@ -273,8 +276,8 @@ func (s *Service) recoverUnbuilt(ctx context.Context, ids []string, now time.Tim
 // sweep sends it. A delivery that was never built is built first (Retry),
 // and not resent when it still cannot be. It returns the new delivery's ID. Each call is a new
 // delivery; ResendOnce is the form that is safe to repeat.
-func (s *Service) Resend(ctx context.Context, id string) (string, error) {
-	newID, _, err := s.resend(ctx, id, "")
+func (s *Service) Resend(ctx context.Context, tenant, id string) (string, error) {
+	newID, _, err := s.resend(ctx, tenant, id, "")
 	return newID, err
 }
 
@@ -290,19 +293,19 @@ var ErrInvalidKey = errors.New("invalid idempotency key")
 // returns its ID. created reports whether this call made it. The key is
 // scoped to the delivery: the same key for another delivery is another
 // resend.
-func (s *Service) ResendOnce(ctx context.Context, id, key string) (newID string, created bool, err error) {
+func (s *Service) ResendOnce(ctx context.Context, tenant, id, key string) (newID string, created bool, err error) {
 	if key == "" || len(key) > MaxKeyLength || strings.ContainsFunc(key, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
 		return "", false, fmt.Errorf("%w: %q must be 1 to %d printable characters without spaces", ErrInvalidKey, key, MaxKeyLength)
 	}
-	return s.resend(ctx, id, key)
+	return s.resend(ctx, tenant, id, key)
 }
 
 // resend makes the new delivery. Its event ID keeps the (event, webhook)
 // key unique: "<event>/resend/<new id>" for a deliberate second delivery,
 // or "<event>/resend/<key>", which the unique key then lets exist once.
-func (s *Service) resend(ctx context.Context, id, key string) (string, bool, error) {
+func (s *Service) resend(ctx context.Context, tenant, id, key string) (string, bool, error) {
 	var orig models.Delivery
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&orig).Error
+	err := s.db.WithContext(ctx).Where("id = ? AND tenant = ?", id, models.TenantOr(tenant)).Take(&orig).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return "", false, fmt.Errorf("%w: %q (see homing delivery list)", ErrNotFound, id)
 	}
@@ -329,7 +332,7 @@ func (s *Service) resend(ctx context.Context, id, key string) (string, bool, err
 	}
 	from := orig.ID
 	row := models.Delivery{
-		ID: newID, WebhookID: orig.WebhookID, WebhookName: orig.WebhookName,
+		ID: newID, Tenant: orig.Tenant, WebhookID: orig.WebhookID, WebhookName: orig.WebhookName,
 		EventID: orig.EventID + "/resend/" + suffix,
 		DocType: orig.DocType, DocName: orig.DocName, DocEvent: orig.DocEvent,
 		Method: orig.Method, URL: orig.URL, URLDoc: orig.URLDoc, Headers: orig.Headers, Payload: orig.Payload,

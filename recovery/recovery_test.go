@@ -41,7 +41,7 @@ func TestResendOnceMakesOneDelivery(t *testing.T) {
 			for i := range ids {
 				wg.Go(func() {
 					var err error
-					if ids[i], created[i], err = svc.ResendOnce(ctx, "d-1", "click-1"); err != nil {
+					if ids[i], created[i], err = svc.ResendOnce(ctx, "", "d-1", "click-1"); err != nil {
 						t.Error(err)
 					}
 				})
@@ -67,20 +67,20 @@ func TestResendOnceMakesOneDelivery(t *testing.T) {
 				t.Fatalf("resent deliveries = %+v, want one, Failed and due, with the frozen payload", rows)
 			}
 
-			other, made2, err := svc.ResendOnce(ctx, "d-1", "click-2")
+			other, made2, err := svc.ResendOnce(ctx, "", "d-1", "click-2")
 			if err != nil || !made2 || other == ids[0] {
 				t.Errorf("another key = %q, %v, %v; want a second new delivery", other, made2, err)
 			}
-			plain, err := svc.Resend(ctx, "d-1")
+			plain, err := svc.Resend(ctx, "", "d-1")
 			if err != nil || plain == ids[0] || plain == other {
 				t.Errorf("Resend without a key = %q, %v; want a new delivery every time", plain, err)
 			}
 			for _, bad := range []string{"", "has space", strings.Repeat("k", recovery.MaxKeyLength+1), "tab\t"} {
-				if _, _, err := svc.ResendOnce(ctx, "d-1", bad); !errors.Is(err, recovery.ErrInvalidKey) {
+				if _, _, err := svc.ResendOnce(ctx, "", "d-1", bad); !errors.Is(err, recovery.ErrInvalidKey) {
 					t.Errorf("key %q: %v, want ErrInvalidKey", bad, err)
 				}
 			}
-			if _, _, err := svc.ResendOnce(ctx, "nope", "k"); !errors.Is(err, recovery.ErrNotFound) {
+			if _, _, err := svc.ResendOnce(ctx, "", "nope", "k"); !errors.Is(err, recovery.ErrNotFound) {
 				t.Errorf("unknown delivery: %v, want ErrNotFound", err)
 			}
 		})
@@ -117,11 +117,11 @@ func TestRecoverTakesFailedAndExhaustedByDefault(t *testing.T) {
 			}{{"", 2}, {models.StatusFailed, 1}, {models.StatusExhausted, 1}} {
 				f := all
 				f.Status = tc.status
-				if n, err := svc.Recover(ctx, f, true, nil); err != nil || n != tc.want {
+				if n, err := svc.Recover(ctx, "", f, true, nil); err != nil || n != tc.want {
 					t.Errorf("dry run with status %q: %d, %v; want %d", tc.status, n, err, tc.want)
 				}
 			}
-			if n, err := svc.Recover(ctx, all, false, nil); err != nil || n != 2 {
+			if n, err := svc.Recover(ctx, "", all, false, nil); err != nil || n != 2 {
 				t.Fatalf("recover: %d, %v; want 2", n, err)
 			}
 			for id := range rows {
@@ -133,7 +133,7 @@ func TestRecoverTakesFailedAndExhaustedByDefault(t *testing.T) {
 					t.Errorf("%s after recover: %s due %v", id, row.Status, row.NextRetry)
 				}
 			}
-			if n, err := svc.Recover(ctx, all, false, nil); err != nil || n != 0 {
+			if n, err := svc.Recover(ctx, "", all, false, nil); err != nil || n != 0 {
 				t.Errorf("second recover: %d, %v; want 0, the rows are already due", n, err)
 			}
 		})

@@ -96,17 +96,23 @@ func (r *Retention) RunOnce(ctx context.Context) (Result, error) {
 func (r *Retention) purgeEventKeys(ctx context.Context, before time.Time) (int64, error) {
 	var total int64
 	for i := 0; i < maxBatches; i++ {
-		var ids []string
+		var keys []models.PublishedEvent
 		// Served by published_events_created (created_at).
-		if err := r.db.WithContext(ctx).Model(&models.PublishedEvent{}).
+		if err := r.db.WithContext(ctx).Model(&models.PublishedEvent{}).Select("tenant", "event_id").
 			Where("created_at < ?", before).Order("created_at").Limit(r.cfg.BatchSize).
-			Pluck("event_id", &ids).Error; err != nil {
+			Find(&keys).Error; err != nil {
 			return total, fmt.Errorf("select expired event keys: %w", err)
 		}
-		if len(ids) == 0 {
+		if len(keys) == 0 {
 			return total, nil
 		}
-		res := r.db.WithContext(ctx).Where("event_id IN ?", ids).Delete(&models.PublishedEvent{})
+		// An event ID is unique per tenant: another tenant's key of the
+		// same ID, maybe recorded later, stays. Served by the primary key.
+		ids := make([][]any, len(keys))
+		for i, k := range keys {
+			ids[i] = []any{k.Tenant, k.EventID}
+		}
+		res := r.db.WithContext(ctx).Where("(tenant, event_id) IN ?", ids).Delete(&models.PublishedEvent{})
 		if res.Error != nil {
 			return total, fmt.Errorf("delete expired event keys: %w", res.Error)
 		}

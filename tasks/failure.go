@@ -97,9 +97,15 @@ func permanent(err error) error {
 }
 
 // IDOf is the event or delivery ID a task is about, read from its TaskID
-// (webhook_event::<id>, webhook_deliver::<id>, webhook_retry::<id>), and
-// the log key naming it: "" for the periodic tasks.
+// (webhook_event::<id>, webhook_event:<tenant>:<id>, webhook_deliver::<id>,
+// webhook_retry::<id>), and the log key naming it: "" for the periodic
+// tasks.
 func IDOf(taskID string) (key, id string) {
+	if rest, ok := strings.CutPrefix(taskID, "webhook_event:"); ok && !strings.HasPrefix(rest, ":") {
+		if _, id, ok := strings.Cut(rest, ":"); ok {
+			return "event_id", id
+		}
+	}
 	for prefix, key := range map[string]string{"webhook_event::": "event_id", "webhook_deliver::": "delivery_id", "webhook_retry::": "delivery_id"} {
 		if id, ok := strings.CutPrefix(taskID, prefix); ok {
 			return key, id

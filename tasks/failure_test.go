@@ -61,10 +61,12 @@ func TestFailureReason(t *testing.T) {
 		t.Errorf("a deadlock is not retried: %v", err)
 	}
 	for taskID, want := range map[string][2]string{
-		event.TaskID("e1"):  {"event_id", "e1"},
-		DeliverTaskID("d1"): {"delivery_id", "d1"},
-		RetryTaskID("d2"):   {"delivery_id", "d2"},
-		"random-uuid":       {"", ""},
+		event.TaskID("", "e1"):      {"event_id", "e1"},
+		event.TaskID("acme", "e1"):  {"event_id", "e1"},
+		event.TaskID("", "acme:e1"): {"event_id", "acme:e1"},
+		DeliverTaskID("d1"):         {"delivery_id", "d1"},
+		RetryTaskID("d2"):           {"delivery_id", "d2"},
+		"random-uuid":               {"", ""},
 	} {
 		if k, id := IDOf(taskID); k != want[0] || id != want[1] {
 			t.Errorf("IDOf(%q) = %q, %q; want %q, %q", taskID, k, id, want[0], want[1])

@@ -152,7 +152,7 @@ func (h *harness) createWebhook(name, url string, mod func(*webhook.Input)) mode
 	if mod != nil {
 		mod(&in)
 	}
-	w, err := h.hooks.Create(context.Background(), in)
+	w, err := h.hooks.Create(context.Background(), "", in)
 	if err != nil {
 		h.t.Fatalf("create webhook: %v", err)
 	}
@@ -238,7 +238,7 @@ func frappeSignature(secret string, body []byte) string {
 // health is webhook name's health as `homing webhook show` reads it.
 func (h *harness) health(name string) webhook.Health {
 	h.t.Helper()
-	w, err := h.hooks.Get(context.Background(), name)
+	w, err := h.hooks.Get(context.Background(), "", name)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -5,24 +5,25 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/models"
 )
 
 // Intake is the durable record of accepted events (outbox.Completer): told
 // once an event's fan-out has committed, it lets the event go.
 type Intake interface {
-	FannedOut(ctx context.Context, eventID string) error
+	FannedOut(ctx context.Context, tenant, eventID string) error
 }
 
 // fannedOut tells h.Intake that the event of t has been fanned out, when t
 // came through the outbox. A failure only delays the release: the outbox
 // queues the event again after outbox.recover_after, and the repeated
 // fan-out creates nothing and releases it then.
-func (h *Handlers) fannedOut(ctx context.Context, t *asynq.Task, eventID string) {
+func (h *Handlers) fannedOut(ctx context.Context, t *asynq.Task, tenant, eventID string) {
 	if h.Intake == nil || t.Headers()[event.OutboxHeader] == "" {
 		return
 	}
-	if err := h.Intake.FannedOut(ctx, eventID); err != nil {
+	if err := h.Intake.FannedOut(ctx, tenant, eventID); err != nil {
 		h.logger().Warn("fanned-out event stays in the outbox; it will be queued again after outbox.recover_after and released then",
-			"event_id", eventID, "error", err.Error())
+			"tenant", models.TenantOr(tenant), "event_id", eventID, "error", err.Error())
 	}
 }

@@ -95,7 +95,7 @@ func TestOutageThenRecoveryReplaysFrozenPayloadAndSignsEveryAttempt(t *testing.T
 			}
 			// An operator edits the template and the document changes during
 			// the outage: the receiver must still get the event as it was.
-			if _, err := h.hooks.Update(context.Background(), "orders", webhook.Input{Template: ptr(`{"edited": true}`)}); err != nil {
+			if _, err := h.hooks.Update(context.Background(), "", "orders", webhook.Input{Template: ptr(`{"edited": true}`)}); err != nil {
 				t.Fatal(err)
 			}
 			if n := h.sweep(4 * time.Minute); n != 0 {
@@ -211,7 +211,7 @@ func TestDisabledDuringRetriesIsExhaustedWithoutARequest(t *testing.T) {
 	h.createWebhook("orders", recv.URL, nil)
 	id := h.publish(salesOrder("ev-disabled"))
 	h.waitAttempts(id, 1)
-	if _, err := h.hooks.SetEnabled(context.Background(), "orders", false, ""); err != nil {
+	if _, err := h.hooks.SetEnabled(context.Background(), "", "orders", false, ""); err != nil {
 		t.Fatal(err)
 	}
 	// Exhausted by the disable itself, not when the retry next comes due.
@@ -239,7 +239,7 @@ func TestDeletedWebhookExhaustsItsRetries(t *testing.T) {
 	h.createWebhook("orders", recv.URL, nil)
 	id := h.publish(salesOrder("ev-deleted"))
 	h.waitAttempts(id, 1)
-	if err := h.hooks.Delete(context.Background(), "orders"); err != nil {
+	if err := h.hooks.Delete(context.Background(), "", "orders"); err != nil {
 		t.Fatal(err)
 	}
 	h.sweep(5 * time.Minute)

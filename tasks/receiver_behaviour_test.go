@@ -51,7 +51,7 @@ func TestGoneExhaustsAndDisablesTheWebhook(t *testing.T) {
 	if d.NextRetry != nil || !strings.Contains(d.LastError, "410") {
 		t.Fatalf("after 410: next %v error %q", d.NextRetry, d.LastError)
 	}
-	w, err := h.hooks.Get(context.Background(), "orders")
+	w, err := h.hooks.Get(context.Background(), "", "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestEndpointThatOnlyFailsIsDisabledAfterHealthWindow(t *testing.T) {
 	h.clock.Advance(5*24*time.Hour + time.Second)
 	last := h.publish(salesOrder("ev-h-4"))
 	h.waitAttempts(last, 1)
-	w, _ := h.hooks.Get(context.Background(), "orders")
+	w, _ := h.hooks.Get(context.Background(), "", "orders")
 	if w.Enabled || !strings.Contains(w.DisabledReason, "health.disable_after") {
 		t.Fatalf("webhook enabled %v reason %q, want disabled by the health rule", w.Enabled, w.DisabledReason)
 	}
@@ -105,7 +105,7 @@ func TestEndpointThatOnlyFailsIsDisabledAfterHealthWindow(t *testing.T) {
 		t.Errorf("the oldest pending retry is %s, want Exhausted", d.Status)
 	}
 	// Enabling again starts with a clean record.
-	if _, err := h.hooks.SetEnabled(context.Background(), "orders", true, ""); err != nil || h.health("orders").State != webhook.HealthHealthy {
+	if _, err := h.hooks.SetEnabled(context.Background(), "", "orders", true, ""); err != nil || h.health("orders").State != webhook.HealthHealthy {
 		t.Fatalf("re-enable: %+v %v", h.health("orders"), err)
 	}
 }

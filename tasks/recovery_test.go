@@ -33,7 +33,7 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 
 	// retry ID: one Exhausted delivery back on the road, budget renewed.
 	one := h.delivery("ev-rec-0")
-	if err := rec.Retry(ctx, one.ID); err != nil {
+	if err := rec.Retry(ctx, "", one.ID); err != nil {
 		t.Fatal(err)
 	}
 	d := h.delivery("ev-rec-0")
@@ -47,7 +47,7 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 	if d = h.waitAttempts("ev-rec-0", 2); d.Status != models.StatusDelivered {
 		t.Fatalf("retried delivery %s", d.Status)
 	}
-	if err := rec.Retry(ctx, one.ID); !errors.Is(err, recovery.ErrDelivered) {
+	if err := rec.Retry(ctx, "", one.ID); !errors.Is(err, recovery.ErrDelivered) {
 		t.Fatalf("retry of a Delivered delivery: %v", err)
 	}
 
@@ -58,7 +58,7 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := rec.Recover(ctx, recovery.Filter{Webhook: "orders", Since: 24 * time.Hour}, false, nil)
+			c, err := rec.Recover(ctx, "", recovery.Filter{Webhook: "orders", Since: 24 * time.Hour}, false, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -69,7 +69,7 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 	if counts[0]+counts[1] != n-1 {
 		t.Fatalf("recover counts %v, want %d in total", counts, n-1)
 	}
-	if dry, _ := rec.Recover(ctx, recovery.Filter{Webhook: "orders"}, true, nil); dry != 0 {
+	if dry, _ := rec.Recover(ctx, "", recovery.Filter{Webhook: "orders"}, true, nil); dry != 0 {
 		t.Fatalf("nothing left to recover, dry run says %d", dry)
 	}
 	before := recv.Count()
@@ -86,17 +86,17 @@ func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {
 	}
 
 	// resend: a new delivery of the same frozen payload, linked.
-	newID, err := rec.Resend(ctx, one.ID)
+	newID, err := rec.Resend(ctx, "", one.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before = recv.Count()
 	h.sweep(0)
 	testenv.Eventually(t, "resent delivery", func() bool {
-		det, err := inspect.Show(ctx, h.db, newID)
+		det, err := inspect.Show(ctx, h.db, "", newID)
 		return err == nil && det.Status == models.StatusDelivered
 	})
-	det, _ := inspect.Show(ctx, h.db, newID)
+	det, _ := inspect.Show(ctx, h.db, "", newID)
 	if det.ResentFrom == nil || *det.ResentFrom != one.ID || det.Payload != string(one.Payload) {
 		t.Fatalf("resend %+v", det)
 	}
@@ -150,24 +150,24 @@ func TestUnbuiltDeliveryIsBuiltByRetryAndResend(t *testing.T) {
 			rec := recovery.New(h.db, h.clock, 0)
 
 			// Still broken: both refuse, saying why, and change nothing.
-			if err := rec.Retry(ctx, one.ID); !errors.Is(err, recovery.ErrNotBuilt) || !strings.Contains(err.Error(), "discount") {
+			if err := rec.Retry(ctx, "", one.ID); !errors.Is(err, recovery.ErrNotBuilt) || !strings.Contains(err.Error(), "discount") {
 				t.Fatalf("retry with the template still broken: %v", err)
 			}
-			if _, err := rec.Resend(ctx, two.ID); !errors.Is(err, recovery.ErrNotBuilt) {
+			if _, err := rec.Resend(ctx, "", two.ID); !errors.Is(err, recovery.ErrNotBuilt) {
 				t.Fatalf("resend with the template still broken: %v", err)
 			}
 			if d := h.delivery("ev-unbuilt-1"); d.Status != models.StatusExhausted {
 				t.Fatalf("refused retry left %s", d.Status)
 			}
 
-			if _, err := h.hooks.Update(ctx, "orders", webhook.Input{Template: ptr(`{"name": "{{ doc.name }}", "total": {{ doc.grand_total }}}`)}); err != nil {
+			if _, err := h.hooks.Update(ctx, "", "orders", webhook.Input{Template: ptr(`{"name": "{{ doc.name }}", "total": {{ doc.grand_total }}}`)}); err != nil {
 				t.Fatal(err)
 			}
 			// Two retries at once: one builds and requeues it, the other
 			// requeues it too or says it lost; it is sent once either way.
 			errs := make(chan error, 2)
 			for range 2 {
-				go func() { errs <- rec.Retry(ctx, one.ID) }()
+				go func() { errs <- rec.Retry(ctx, "", one.ID) }()
 			}
 			ok := 0
 			for range 2 {
@@ -181,7 +181,7 @@ func TestUnbuiltDeliveryIsBuiltByRetryAndResend(t *testing.T) {
 			if ok == 0 {
 				t.Fatal("neither of two retries requeued the delivery")
 			}
-			newID, err := rec.Resend(ctx, two.ID)
+			newID, err := rec.Resend(ctx, "", two.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -97,7 +97,7 @@ func TestRotationOverlapThenOnlyTheNewSecret(t *testing.T) {
 	oldSecret, _ := signing.GenerateSecret()
 	newSecret, _ := signing.GenerateSecret()
 	h.createWebhook("orders", recv.URL, func(in *webhook.Input) { in.Secret = ptr(string(oldSecret)) })
-	if _, err := h.hooks.RotateSecret(context.Background(), "orders", string(newSecret), 24*time.Hour); err != nil {
+	if _, err := h.hooks.RotateSecret(context.Background(), "", "orders", string(newSecret), 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	at := h.clock.Now()
@@ -159,7 +159,7 @@ func TestSecretsAreSealedAndNeverLogged(t *testing.T) {
 	// Without secrets.key Homing refuses to store a secret and says how.
 	noKey, _ := secretbox.New("")
 	svc := webhook.New(h.db, noKey, h.clock, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
-	_, err := svc.Create(context.Background(), webhook.Input{Name: ptr("x"), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr("http://127.0.0.1:1"), Secret: ptr(secret)})
+	_, err := svc.Create(context.Background(), "", webhook.Input{Name: ptr("x"), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr("http://127.0.0.1:1"), Secret: ptr(secret)})
 	if !errors.Is(err, secretbox.ErrNoKey) || !strings.Contains(err.Error(), "homing secrets genkey") || strings.Contains(err.Error(), secret) {
 		t.Fatalf("create without a key: %v", err)
 	}

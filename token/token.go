@@ -61,14 +61,20 @@ var (
 // Token is a token as `homing token list --json` shows it: never the token
 // itself.
 type Token struct {
-	Name       string     `json:"name"`
-	Scope      string     `json:"scope"`
+	Name  string `json:"name"`
+	Scope string `json:"scope"`
+	// Tenant is the tenant the token acts in. An Operator token (made
+	// without --tenant) acts in Tenant, which is always the default
+	// tenant, or in any tenant its request names (Homing-Tenant), and may
+	// manage tenants; any other acts in Tenant only.
+	Tenant     string     `json:"tenant"`
+	Operator   bool       `json:"operator"`
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
 }
 
 func viewOf(m models.APIToken) Token {
-	t := Token{Name: m.Name, Scope: m.Scope, CreatedAt: m.CreatedAt.UTC()}
+	t := Token{Name: m.Name, Scope: m.Scope, Tenant: models.TenantOr(m.Tenant), Operator: m.Operator, CreatedAt: m.CreatedAt.UTC()}
 	if m.LastUsedAt != nil {
 		u := m.LastUsedAt.UTC()
 		t.LastUsedAt = &u
@@ -119,8 +125,10 @@ func generate() (string, error) {
 }
 
 // Create issues a token named name with scope ("" means publish) and returns
-// it with the plain token, which is not kept and cannot be shown again.
-func (s *Service) Create(ctx context.Context, name, scope string) (Token, string, error) {
+// it with the plain token, which is not kept and cannot be shown again. A
+// token with a tenant acts in that tenant only; without one ("") it is an
+// operator token.
+func (s *Service) Create(ctx context.Context, name, scope, tenant string) (Token, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > MaxNameLength || strings.IndexFunc(name, unicode.IsControl) >= 0 {
 		return Token{}, "", fmt.Errorf("%w: name %q must be 1 to %d printable characters", ErrInvalid, name, MaxNameLength)
@@ -131,21 +139,32 @@ func (s *Service) Create(ctx context.Context, name, scope string) (Token, string
 	if !slices.Contains(Scopes, scope) {
 		return Token{}, "", fmt.Errorf("%w: scope %q is not one of %s", ErrInvalid, scope, strings.Join(Scopes, ", "))
 	}
+	row := models.APIToken{
+		ID: uuid.Must(uuid.NewV7()).String(), Name: name, Scope: scope,
+		Tenant: models.DefaultTenant, Operator: true, CreatedAt: s.now(),
+	}
+	if tenant != "" {
+		var n int64
+		if err := s.db.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", tenant).Count(&n).Error; err != nil {
+			return Token{}, "", fmt.Errorf("read tenant %q: %w", tenant, err)
+		}
+		if n == 0 {
+			return Token{}, "", fmt.Errorf("%w: tenant %q does not exist (see homing tenant list)", ErrInvalid, tenant)
+		}
+		row.Tenant, row.Operator = tenant, false
+	}
 	plain, err := generate()
 	if err != nil {
 		return Token{}, "", err
 	}
-	row := models.APIToken{
-		ID: uuid.Must(uuid.NewV7()).String(), Name: name, Scope: scope,
-		TokenHash: Hash(plain), CreatedAt: s.now(),
-	}
+	row.TokenHash = Hash(plain)
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
 			return Token{}, "", fmt.Errorf("%w: %q (choose another name, or revoke it first with homing token revoke)", ErrExists, name)
 		}
 		return Token{}, "", fmt.Errorf("create token %q: %w", name, err)
 	}
-	s.log.Info("api token created", "token", name, "scope", scope)
+	s.log.Info("api token created", "token", name, "scope", scope, "tenant", row.Tenant, "operator", row.Operator)
 	return viewOf(row), plain, nil
 }
 
@@ -211,3 +230,9 @@ func (s *Service) Authenticate(ctx context.Context, plain string) (Token, error)
 	s.checked.put(hash, tok, now)
 	return tok, nil
 }
+
+// Forget drops every token Authenticate remembers, for a caller that
+// deleted tokens other than through Revoke (a tenant's delete revokes its
+// tokens): they are refused here at once, and within checkedTTL by other
+// processes, as a revoked one is.
+func (s *Service) Forget() { s.checked.forget() }

@@ -26,7 +26,7 @@ func TestTokenLifecycle(t *testing.T) {
 			svc := token.New(db, clk, nil)
 			ctx := context.Background()
 
-			tok, plain, err := svc.Create(ctx, "frappe", "")
+			tok, plain, err := svc.Create(ctx, "frappe", "", "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,16 +45,16 @@ func TestTokenLifecycle(t *testing.T) {
 				t.Errorf("stored hash %q, want the SHA-256 hex of the token and never the token", row.TokenHash)
 			}
 
-			if _, _, err := svc.Create(ctx, "frappe", "admin"); !errors.Is(err, token.ErrExists) {
+			if _, _, err := svc.Create(ctx, "frappe", "admin", ""); !errors.Is(err, token.ErrExists) {
 				t.Errorf("second token named frappe: %v, want ErrExists", err)
 			}
-			if _, _, err := svc.Create(ctx, "x", "root"); !errors.Is(err, token.ErrInvalid) || !strings.Contains(err.Error(), "publish, admin") {
+			if _, _, err := svc.Create(ctx, "x", "root", ""); !errors.Is(err, token.ErrInvalid) || !strings.Contains(err.Error(), "publish, admin") {
 				t.Errorf("scope root: %v", err)
 			}
-			if _, _, err := svc.Create(ctx, " ", ""); !errors.Is(err, token.ErrInvalid) {
+			if _, _, err := svc.Create(ctx, " ", "", ""); !errors.Is(err, token.ErrInvalid) {
 				t.Errorf("blank name: %v", err)
 			}
-			_, adminPlain, err := svc.Create(ctx, "ops", token.ScopeAdmin)
+			_, adminPlain, err := svc.Create(ctx, "ops", token.ScopeAdmin, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestRevokedElsewhere(t *testing.T) {
 			clk := clock.NewStub(t0)
 			serve, cli := token.New(db, clk, nil), token.New(db, clk, nil)
 			ctx := context.Background()
-			_, plain, err := cli.Create(ctx, "frappe", "")
+			_, plain, err := cli.Create(ctx, "frappe", "", "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ func TestURLTemplateAtCreation(t *testing.T) {
 
 			in := base()
 			in.URL = ptr("https://93.184.216.34/api/{{ doc.name }}")
-			_, err := svc.Create(ctx, in)
+			_, err := svc.Create(ctx, "", in)
 			var fe *webhook.FieldError
 			if !errors.As(err, &fe) || fe.Field != "url" || !strings.Contains(err.Error(), "--url-template") {
 				t.Fatalf("url with template tags: %v, want refused pointing to --url-template", err)
@@ -40,28 +40,28 @@ func TestURLTemplateAtCreation(t *testing.T) {
 
 			in = base()
 			in.URLTemplate = ptr("https://93.184.216.34/api/{{ doc.name | badfilter }}")
-			if _, err := svc.Create(ctx, in); !errors.As(err, &fe) || fe.Field != "url-template" {
+			if _, err := svc.Create(ctx, "", in); !errors.As(err, &fe) || fe.Field != "url-template" {
 				t.Fatalf("url template with an unknown filter: %v, want refused", err)
 			}
 
 			in = base()
 			in.URLTemplate = ptr("http://{{ doc.host }}/hook")
 			in.SampleDoc = map[string]any{"host": "10.0.0.1"}
-			if _, err := svc.Create(ctx, in); !errors.Is(err, delivery.ErrForbiddenTarget) && !strings.Contains(err.Error(), "allowed_networks") {
+			if _, err := svc.Create(ctx, "", in); !errors.Is(err, delivery.ErrForbiddenTarget) && !strings.Contains(err.Error(), "allowed_networks") {
 				t.Fatalf("url template rendering a private host: %v, want refused by the guard", err)
 			}
 
 			in = base()
 			in.URLTemplate = ptr("https://93.184.216.34/api/{{ doc.name }}")
-			w, err := svc.Create(ctx, in)
+			w, err := svc.Create(ctx, "", in)
 			if err != nil || w.URLTemplate != *in.URLTemplate || w.RequestURL != "" {
 				t.Fatalf("url template without url: %+v %v", w, err)
 			}
-			got, err := svc.Get(ctx, "dyn")
+			got, err := svc.Get(ctx, "", "dyn")
 			if err != nil || got.URLTemplate != *in.URLTemplate {
 				t.Fatalf("stored: %q %v", got.URLTemplate, err)
 			}
-			p, err := svc.Preview(ctx, "dyn", map[string]any{"name": "SO-0001"})
+			p, err := svc.Preview(ctx, "", "dyn", map[string]any{"name": "SO-0001"})
 			if err != nil || p.URL != "https://93.184.216.34/api/SO-0001" {
 				t.Fatalf("preview URL %q %v", p.URL, err)
 			}
@@ -104,21 +104,21 @@ func TestPythonConditionAtCreation(t *testing.T) {
 			in := webhook.Input{Name: ptr("py"), DocType: ptr("Sales Invoice"), Event: ptr("on_submit"), URL: ptr("https://93.184.216.34/hook"),
 				ConditionLanguage: ptr("python"), Condition: ptr("[x for x in doc.items]")}
 			var fe *webhook.FieldError
-			if _, err := svc.Create(ctx, in); !errors.As(err, &fe) || fe.Field != "condition" || !strings.Contains(err.Error(), "comprehension") {
+			if _, err := svc.Create(ctx, "", in); !errors.As(err, &fe) || fe.Field != "condition" || !strings.Contains(err.Error(), "comprehension") {
 				t.Fatalf("comprehension: %v, want refused naming it", err)
 			}
 			in.Condition = ptr("doc.is_return == False and (doc.base_total or 0) > 10000")
-			w, err := svc.Create(ctx, in)
+			w, err := svc.Create(ctx, "", in)
 			if err != nil || w.ConditionLanguage != "python" {
 				t.Fatalf("create: %+v %v", w, err)
 			}
-			p, err := svc.Preview(ctx, "py", map[string]any{"is_return": int64(0), "base_total": 12000.0})
+			p, err := svc.Preview(ctx, "", "py", map[string]any{"is_return": int64(0), "base_total": 12000.0})
 			if err != nil || !p.Matched {
 				t.Fatalf("preview of a matching document: %+v %v", p, err)
 			}
 			// The expr reading of the same text does not compile: switching
 			// the language back is refused, not silently false.
-			if _, err := svc.Update(ctx, "py", webhook.Input{ConditionLanguage: ptr("expr")}); !errors.As(err, &fe) || fe.Field != "condition" {
+			if _, err := svc.Update(ctx, "", "py", webhook.Input{ConditionLanguage: ptr("expr")}); !errors.As(err, &fe) || fe.Field != "condition" {
 				t.Fatalf("back to expr: %v, want the condition refused", err)
 			}
 			if v := webhook.ViewOf(w); v.ConditionLanguage != "python" {

@@ -127,7 +127,7 @@ func ParseFrappeExport(b []byte) ([]FrappeWebhook, map[string]string, error) {
 // with enable_security and no secret is imported disabled. With dryRun
 // nothing is stored. A record that cannot be imported is reported and the
 // others go ahead.
-func (s *Service) ImportFrappe(ctx context.Context, hooks []FrappeWebhook, secrets map[string]string, dryRun bool) ([]ImportResult, error) {
+func (s *Service) ImportFrappe(ctx context.Context, tenant string, hooks []FrappeWebhook, secrets map[string]string, dryRun bool) ([]ImportResult, error) {
 	results := make([]ImportResult, 0, len(hooks))
 	for _, fw := range hooks {
 		in, res := mapFrappe(fw, secrets)
@@ -135,7 +135,7 @@ func (s *Service) ImportFrappe(ctx context.Context, hooks []FrappeWebhook, secre
 			results = append(results, res)
 			continue
 		}
-		existing, err := s.Get(ctx, fw.Name)
+		existing, err := s.Get(ctx, tenant, fw.Name)
 		exists := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return results, err
@@ -151,11 +151,11 @@ func (s *Service) ImportFrappe(ctx context.Context, hooks []FrappeWebhook, secre
 		res.Enabled = in.Enabled == nil || *in.Enabled
 		switch {
 		case dryRun:
-			err = s.tryInput(ctx, in, exists)
+			err = s.tryInput(ctx, tenant, in, exists)
 		case exists:
-			_, err = s.Update(ctx, fw.Name, in)
+			_, err = s.Update(ctx, tenant, fw.Name, in)
 		default:
-			_, err = s.Create(ctx, in)
+			_, err = s.Create(ctx, tenant, in)
 		}
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
@@ -184,11 +184,11 @@ func dropSecretNote(notes []string) []string {
 func ptrBool(b bool) *bool { return &b }
 
 // tryInput validates in as Create (or Update) would, storing nothing.
-func (s *Service) tryInput(ctx context.Context, in Input, exists bool) error {
+func (s *Service) tryInput(ctx context.Context, tenant string, in Input, exists bool) error {
 	w := models.Webhook{RequestMethod: "POST", RequestStructure: delivery.StructureJSON, ConditionLanguage: models.ConditionExpr,
 		Fields: models.FieldList{}, Headers: models.StringMap{}, SignatureScheme: signing.SchemeBoth}
 	if exists {
-		existing, err := s.Get(ctx, *in.Name)
+		existing, err := s.Get(ctx, tenant, *in.Name)
 		if err != nil {
 			return err
 		}

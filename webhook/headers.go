@@ -169,8 +169,8 @@ type Preview struct {
 // answer, then the method, URL, headers (secrets masked) and body exactly as
 // an attempt would send them, signed with the current secret under a
 // placeholder delivery ID.
-func (s *Service) Preview(ctx context.Context, name string, doc map[string]any) (Preview, error) {
-	w, err := s.Get(ctx, name)
+func (s *Service) Preview(ctx context.Context, tenant, name string, doc map[string]any) (Preview, error) {
+	w, err := s.Get(ctx, tenant, name)
 	if err != nil {
 		return Preview{}, err
 	}

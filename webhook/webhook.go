@@ -155,10 +155,11 @@ func New(db *gorm.DB, box *secretbox.Box, clk clock.Clock, defaults Defaults, lo
 func (s *Service) now() time.Time { return s.clock.Now().UTC().Truncate(time.Microsecond) }
 
 // Create validates in and stores a new webhook.
-func (s *Service) Create(ctx context.Context, in Input) (models.Webhook, error) {
+func (s *Service) Create(ctx context.Context, tenant string, in Input) (models.Webhook, error) {
 	now := s.now()
 	w := models.Webhook{
 		ID:                uuid.Must(uuid.NewV7()).String(),
+		Tenant:            models.TenantOr(tenant),
 		RequestMethod:     "POST",
 		RequestStructure:  delivery.StructureJSON,
 		Fields:            models.FieldList{},
@@ -202,13 +203,13 @@ func (s *Service) Create(ctx context.Context, in Input) (models.Webhook, error) 
 		}
 		return w, fmt.Errorf("create webhook %q: %w", w.Name, err)
 	}
-	s.log.Info("webhook created", "webhook", w.Name, "doc_type", w.DocType, "event", w.DocEvent)
+	s.log.Info("webhook created", "tenant", w.Tenant, "webhook", w.Name, "doc_type", w.DocType, "event", w.DocEvent)
 	return w, nil
 }
 
 // Update changes the given fields of webhook name.
-func (s *Service) Update(ctx context.Context, name string, in Input) (models.Webhook, error) {
-	w, err := s.Get(ctx, name)
+func (s *Service) Update(ctx context.Context, tenant, name string, in Input) (models.Webhook, error) {
+	w, err := s.Get(ctx, tenant, name)
 	if err != nil {
 		return w, err
 	}
@@ -255,8 +256,8 @@ func (s *Service) Update(ctx context.Context, name string, in Input) (models.Web
 
 // SetEnabled enables or disables webhook name. A reason is recorded with a
 // disable, and shown on the deliveries it exhausts.
-func (s *Service) SetEnabled(ctx context.Context, name string, enabled bool, reason string) (models.Webhook, error) {
-	w, err := s.Get(ctx, name)
+func (s *Service) SetEnabled(ctx context.Context, tenant, name string, enabled bool, reason string) (models.Webhook, error) {
+	w, err := s.Get(ctx, tenant, name)
 	if err != nil {
 		return w, err
 	}
@@ -334,13 +335,14 @@ func resetHealth(tx *gorm.DB, w models.Webhook) error {
 // Delete removes webhook name. Its deliveries stay for inspection; its
 // pending retries become Exhausted ("webhook deleted") in the same
 // transaction, since the sweep reads due rows webhook by webhook.
-func (s *Service) Delete(ctx context.Context, name string) error {
+func (s *Service) Delete(ctx context.Context, tenant, name string) error {
 	var (
 		w         models.Webhook
 		exhausted int64
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Where("name = ?", name).Take(&w).Error; err != nil {
+		// Served by webhooks_tenant_name (tenant, name).
+		if err := tx.Where("tenant = ? AND name = ?", models.TenantOr(tenant), name).Take(&w).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return fmt.Errorf("%w: %q", ErrNotFound, name)
 			}
@@ -365,10 +367,11 @@ func (s *Service) Delete(ctx context.Context, name string) error {
 	return err
 }
 
-// Get reads webhook name.
-func (s *Service) Get(ctx context.Context, name string) (models.Webhook, error) {
+// Get reads tenant's webhook name. Another tenant's webhook of that name is
+// ErrNotFound, as if it did not exist. Served by webhooks_tenant_name.
+func (s *Service) Get(ctx context.Context, tenant, name string) (models.Webhook, error) {
 	var w models.Webhook
-	err := s.db.WithContext(ctx).Where("name = ?", name).Take(&w).Error
+	err := s.db.WithContext(ctx).Where("tenant = ? AND name = ?", models.TenantOr(tenant), name).Take(&w).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return w, fmt.Errorf("%w: %q (see homing webhook list)", ErrNotFound, name)
 	}
@@ -378,10 +381,10 @@ func (s *Service) Get(ctx context.Context, name string) (models.Webhook, error) 
 	return w, nil
 }
 
-// List reads every webhook, by name.
-func (s *Service) List(ctx context.Context) ([]models.Webhook, error) {
+// List reads every webhook of tenant, by name.
+func (s *Service) List(ctx context.Context, tenant string) ([]models.Webhook, error) {
 	var ws []models.Webhook
-	if err := s.db.WithContext(ctx).Order("name").Find(&ws).Error; err != nil {
+	if err := s.db.WithContext(ctx).Where("tenant = ?", models.TenantOr(tenant)).Order("name").Find(&ws).Error; err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", err)
 	}
 	return ws, nil
@@ -389,11 +392,11 @@ func (s *Service) List(ctx context.Context) ([]models.Webhook, error) {
 
 // RotateSecret makes secret the current one and keeps the old one valid for
 // grace (at most 7 days). Secrets whose grace has ended are dropped.
-func (s *Service) RotateSecret(ctx context.Context, name string, secret string, grace time.Duration) (models.Webhook, error) {
+func (s *Service) RotateSecret(ctx context.Context, tenant, name string, secret string, grace time.Duration) (models.Webhook, error) {
 	if grace < 0 || grace > MaxRotationGrace {
 		return models.Webhook{}, &FieldError{Field: "grace", Message: fmt.Sprintf("grace %s must be between 0 and 168h (7 days)", grace)}
 	}
-	w, err := s.Get(ctx, name)
+	w, err := s.Get(ctx, tenant, name)
 	if err != nil {
 		return w, err
 	}

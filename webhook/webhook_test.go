@@ -23,15 +23,15 @@ func TestGuardRefusesInternalURLsAtCreation(t *testing.T) {
 	box, _ := secretbox.New("")
 	svc := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: time.Second, Guard: delivery.NewGuard(nil)}, nil)
 	for _, u := range []string{"http://127.0.0.1:8080/hook", "http://localhost/x", "http://169.254.169.254/latest/meta-data", "http://[::1]/", "http://10.0.0.1/"} {
-		_, err := svc.Create(context.Background(), webhook.Input{Name: ptr("w"), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr(u)})
+		_, err := svc.Create(context.Background(), "", webhook.Input{Name: ptr("w"), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr(u)})
 		if !errors.Is(err, webhook.ErrInvalid) || !errors.Is(err, delivery.ErrForbiddenTarget) || !strings.Contains(err.Error(), "allowed_networks") {
 			t.Errorf("%s: %v, want a refusal naming delivery.allowed_networks", u, err)
 		}
 	}
-	if _, err := svc.Create(context.Background(), webhook.Input{Name: ptr("ok"), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr("https://93.184.216.34/hook")}); err != nil {
+	if _, err := svc.Create(context.Background(), "", webhook.Input{Name: ptr("ok"), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr("https://93.184.216.34/hook")}); err != nil {
 		t.Fatalf("public address refused: %v", err)
 	}
-	if _, err := svc.Update(context.Background(), "ok", webhook.Input{URL: ptr("http://192.168.0.10/")}); !errors.Is(err, delivery.ErrForbiddenTarget) {
+	if _, err := svc.Update(context.Background(), "", "ok", webhook.Input{URL: ptr("http://192.168.0.10/")}); !errors.Is(err, delivery.ErrForbiddenTarget) {
 		t.Fatalf("update to a private address: %v", err)
 	}
 }
@@ -71,7 +71,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		"timeout":     valid(webhook.Input{Timeout: ptr(time.Hour)}),
 		"secret":      valid(webhook.Input{Secret: ptr("a-long-enough-secret-1234")}), // no secrets.key
 	} {
-		_, err := svc.Create(ctx, in)
+		_, err := svc.Create(ctx, "", in)
 		var fe *webhook.FieldError
 		if !errors.As(err, &fe) || !errors.Is(err, webhook.ErrInvalid) {
 			t.Errorf("%s: %v, want a *FieldError matching ErrInvalid", field, err)
@@ -97,7 +97,7 @@ func TestDisableExhaustsPendingRetries(t *testing.T) {
 			ctx := context.Background()
 			hooks := map[string]models.Webhook{}
 			for _, n := range []string{"a", "b", "c"} {
-				w, err := svc.Create(ctx, webhook.Input{Name: ptr(n), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr("https://example.com/" + n)})
+				w, err := svc.Create(ctx, "", webhook.Input{Name: ptr(n), DocType: ptr("D"), Event: ptr("on_update"), URL: ptr("https://example.com/" + n)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,10 +120,10 @@ func TestDisableExhaustsPendingRetries(t *testing.T) {
 			if err := db.Create(&rows).Error; err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.SetEnabled(ctx, "a", false, "receiver retired"); err != nil {
+			if _, err := svc.SetEnabled(ctx, "", "a", false, "receiver retired"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.Update(ctx, "b", webhook.Input{Enabled: ptr(false)}); err != nil {
+			if _, err := svc.Update(ctx, "", "b", webhook.Input{Enabled: ptr(false)}); err != nil {
 				t.Fatal(err)
 			}
 			want := map[string]struct{ status, lastError string }{
@@ -174,7 +174,7 @@ func TestTemplateThatCannotBeJSONIsRefused(t *testing.T) {
 		if tc.compat != "" {
 			in.Compat = ptr(tc.compat)
 		}
-		_, err := svc.Create(context.Background(), in)
+		_, err := svc.Create(context.Background(), "", in)
 		switch {
 		case tc.refused && (!errors.Is(err, webhook.ErrInvalid) || !strings.Contains(err.Error(), "not JSON") || !strings.Contains(err.Error(), "column")):
 			t.Errorf("%s (compat %q): %v, want a refusal saying where the body is not JSON", tc.template, tc.compat, err)

@@ -25,7 +25,7 @@ func NewGORM(db *gorm.DB) *GORM { return &GORM{db: db} }
 
 // webhookColumns is what fan-out and the first attempt need of a webhook, in
 // the order scanWebhook reads them.
-const webhookColumns = `id, name, doc_type, doc_event, condition, request_url, request_method, request_structure,
+const webhookColumns = `id, tenant, name, doc_type, doc_event, condition, request_url, request_method, request_structure,
 	body_template, fields, headers, secret, previous_secrets, signature_scheme, enabled, disabled_reason,
 	rate_limit, max_retries, queue, timeout_ms, follow_redirects, url_template, compat, condition_language`
 
@@ -33,15 +33,15 @@ const webhookColumns = `id, name, doc_type, doc_event, condition, request_url, r
 // Fan-out scans by hand: it runs once per event, and GORM's reflection was
 // a tenth of the worker's CPU.
 func scanWebhook(rows *sql.Rows, w *models.Webhook, first ...any) error {
-	return rows.Scan(append(first, &w.ID, &w.Name, &w.DocType, &w.DocEvent, &w.Condition, &w.RequestURL, &w.RequestMethod,
+	return rows.Scan(append(first, &w.ID, &w.Tenant, &w.Name, &w.DocType, &w.DocEvent, &w.Condition, &w.RequestURL, &w.RequestMethod,
 		&w.RequestStructure, &w.BodyTemplate, &w.Fields, &w.Headers, &w.Secret, &w.PreviousSecrets, &w.SignatureScheme,
 		&w.Enabled, &w.DisabledReason, &w.RateLimit, &w.MaxRetries, &w.Queue, &w.TimeoutMS,
 		&w.FollowRedirects, &w.URLTemplate, &w.Compat, &w.ConditionLanguage)...)
 }
 
 // FanOut implements Store.
-func (s *GORM) FanOut(ctx context.Context, docType, event string, plan Plan) (Written, error) {
-	hooks, err := s.match(ctx, docType, event)
+func (s *GORM) FanOut(ctx context.Context, tenant, docType, event string, plan Plan) (Written, error) {
+	hooks, err := s.match(ctx, tenant, docType, event)
 	if err != nil {
 		return Written{}, fmt.Errorf("load webhooks: %w", err)
 	}
@@ -59,12 +59,14 @@ func (s *GORM) FanOut(ctx context.Context, docType, event string, plan Plan) (Wr
 	return s.written(ctx, rows, created)
 }
 
-// match loads the enabled webhooks of docType and event, in ID order (so
-// two fan-outs of one event insert in the same order). Served by
-// webhooks_match (doc_type, doc_event) WHERE enabled.
-func (s *GORM) match(ctx context.Context, docType, event string) ([]models.Webhook, error) {
+// match loads the enabled webhooks of tenant, docType and event, in ID
+// order (so two fan-outs of one event insert in the same order), or none
+// when the tenant is disabled. Served by webhooks_match (tenant, doc_type,
+// doc_event) WHERE enabled, and tenants' primary key.
+func (s *GORM) match(ctx context.Context, tenant, docType, event string) ([]models.Webhook, error) {
 	rows, err := s.db.WithContext(ctx).Raw("SELECT "+webhookColumns+
-		" FROM webhooks WHERE doc_type = ? AND doc_event = ? AND enabled = ? ORDER BY id", docType, event, true).Rows()
+		" FROM webhooks WHERE tenant = ? AND doc_type = ? AND doc_event = ? AND enabled = ? AND "+tenantEnabled+" ORDER BY id",
+		models.TenantOr(tenant), docType, event, true).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +82,15 @@ func (s *GORM) match(ctx context.Context, docType, event string) ([]models.Webho
 	return hooks, rows.Err()
 }
 
+// tenantEnabled is the condition fan-out adds to a webhooks row: its tenant
+// is enabled.
+const tenantEnabled = `EXISTS (SELECT 1 FROM tenants t WHERE t.name = webhooks.tenant AND t.enabled)`
+
 // deliveryColumns are the columns fan-out writes, in insert's order.
 const deliveryColumns = `id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
-	payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, url_doc`
+	payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, url_doc, tenant`
 
-// insertBatch keeps one INSERT's parameters (19 per row) well under
+// insertBatch keeps one INSERT's parameters (20 per row) well under
 // PostgreSQL's 65,535.
 const insertBatch = 200
 
@@ -96,18 +102,18 @@ func (s *GORM) insert(ctx context.Context, rows []models.Delivery) (int, error) 
 		batch := rows[start:min(start+insertBatch, len(rows))]
 		var q strings.Builder
 		q.WriteString("INSERT INTO deliveries (" + deliveryColumns + ") VALUES ")
-		args := make([]any, 0, 19*len(batch))
+		args := make([]any, 0, 20*len(batch))
 		for i, r := range batch {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			headers, err := r.Headers.Value()
 			if err != nil {
 				return inserted, err
 			}
 			args = append(args, r.ID, r.WebhookID, r.WebhookName, r.EventID, r.DocType, r.DocName, r.DocEvent, r.Method, r.URL,
-				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt, r.URLDoc)
+				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt, r.URLDoc, models.TenantOr(r.Tenant))
 		}
 		q.WriteString(" ON CONFLICT (event_id, webhook_id) DO NOTHING")
 		res := s.db.WithContext(ctx).Exec(q.String(), args...)
@@ -298,11 +304,11 @@ func (s *GORM) Health(ctx context.Context, webhookID string) (models.WebhookHeal
 }
 
 // EventDeliveries implements Store. Served by deliveries_event_webhook.
-func (s *GORM) EventDeliveries(ctx context.Context, eventID string) ([]models.Delivery, error) {
+func (s *GORM) EventDeliveries(ctx context.Context, tenant, eventID string) ([]models.Delivery, error) {
 	var rows []models.Delivery
 	if err := s.db.WithContext(ctx).
 		Select("id", "webhook_name", "status", "last_error").
-		Where("event_id = ?", eventID).Order("webhook_name").
+		Where("event_id = ? AND tenant = ?", eventID, models.TenantOr(tenant)).Order("webhook_name").
 		Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read deliveries of event %s: %w", eventID, err)
 	}

@@ -93,8 +93,8 @@ var errStaleHooks = errors.New("webhooks changed since they were cached")
 // An answer from the cache is only trusted through the INSERT's check, so a
 // plan of no row at all (every condition false) is confirmed by a fresh
 // read.
-func (s *Postgres) FanOut(ctx context.Context, docType, event string, plan Plan) (Written, error) {
-	key := matchKey{docType, event}
+func (s *Postgres) FanOut(ctx context.Context, tenant, docType, event string, plan Plan) (Written, error) {
+	key := matchKey{models.TenantOr(tenant), docType, event}
 	if hooks, version, ok := s.hooks.get(key); ok {
 		if rows := plan(hooks); len(rows) > 0 {
 			w, err := s.write(ctx, rows, version)

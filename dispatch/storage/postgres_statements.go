@@ -20,8 +20,9 @@ type batch struct {
 	db *sql.DB
 }
 
-// matchKey is what selects an event's webhooks.
-type matchKey struct{ docType, event string }
+// matchKey is what selects an event's webhooks: its tenant comes first, so
+// that two tenants' webhooks of one doctype and event never share an answer.
+type matchKey struct{ tenant, docType, event string }
 
 // matchResult is one key's webhooks and the webhooks_version they were
 // read at (0 when there are none).
@@ -30,27 +31,32 @@ type matchResult struct {
 	version int64
 }
 
-// matchSQL loads the enabled webhooks of several (doctype, event) pairs,
-// each row with the webhooks_version of the statement's snapshot. Served by
-// webhooks_match (doc_type, doc_event) WHERE enabled.
+// matchSQL loads the enabled webhooks of several (tenant, doctype, event)
+// triples, of enabled tenants only, each row with the webhooks_version of
+// the statement's snapshot (which a tenant's disable moves too). Served by
+// webhooks_match (tenant, doc_type, doc_event) WHERE enabled, and tenants'
+// primary key.
 const matchSQL = `SELECT (SELECT n FROM webhooks_version), ` + webhookColumns + ` FROM webhooks
-WHERE enabled AND (doc_type, doc_event) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+WHERE enabled AND (tenant, doc_type, doc_event) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+	AND ` + tenantEnabled + `
 ORDER BY id`
 
 // runMatch answers each key with its webhooks in ID order. Callers of one
 // key share the result's maps and slices, which nothing mutates.
 func (b *batch) runMatch(ctx context.Context, keys []matchKey) ([]matchResult, error) {
+	tenants := make([]string, 0, len(keys))
 	docTypes := make([]string, 0, len(keys))
 	events := make([]string, 0, len(keys))
 	seen := make(map[matchKey]bool, len(keys))
 	for _, k := range keys {
 		if !seen[k] {
 			seen[k] = true
+			tenants = append(tenants, k.tenant)
 			docTypes = append(docTypes, k.docType)
 			events = append(events, k.event)
 		}
 	}
-	rows, err := b.db.QueryContext(ctx, matchSQL, planEach, docTypes, events)
+	rows, err := b.db.QueryContext(ctx, matchSQL, planEach, tenants, docTypes, events)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +68,7 @@ func (b *batch) runMatch(ctx context.Context, keys []matchKey) ([]matchResult, e
 		if err := scanWebhook(rows, &w, &version); err != nil {
 			return nil, err
 		}
-		k := matchKey{w.DocType, w.DocEvent}
+		k := matchKey{w.Tenant, w.DocType, w.DocEvent}
 		byKey[k] = append(byKey[k], w)
 	}
 	if err := rows.Err(); err != nil {
@@ -97,17 +103,17 @@ type insertResult struct {
 // a row planned from webhooks older than webhooks_version (hookCache). It
 // answers one row per created delivery, and one with no ID that carries the
 // version it compared with. The documents rows keep (url_doc) are sent
-// once each ($21) and each row names its own by position: every row of an
+// once each ($22) and each row names its own by position: every row of an
 // event keeps the same document, and an event with many webhooks would
 // otherwise send (and encode) it once a row.
 const insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
 ins AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
 	SELECT id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
-		payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, ($21::text[])[v.url_doc]
+		payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
-		$17::timestamptz[], $18::timestamptz[], $19::integer[], $20::bigint[])
+		$17::timestamptz[], $18::timestamptz[], $19::integer[], $20::text[], $21::bigint[])
 	AS v(` + deliveryColumns + `, version)
 	WHERE v.version IS NULL OR v.version = (SELECT n FROM cur)
 	ON CONFLICT (event_id, webhook_id) DO NOTHING
@@ -153,6 +159,7 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 		urlDocs                                 = make([]*int32, n)
 		docs                                    []string
 		docAt                                   = make(map[*string]int32)
+		tenants                                 = make([]string, n)
 		versions                                = make([]*int64, n)
 	)
 	for i, p := range all {
@@ -176,10 +183,10 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 			}
 			urlDocs[i] = &at
 		}
-		versions[i] = p.version
+		tenants[i], versions[i] = models.TenantOr(r.Tenant), p.version
 	}
 	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
-		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, versions, docs)
+		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, tenants, versions, docs)
 	if err != nil {
 		return nil, err
 	}
@@ -228,13 +235,13 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 const recordSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::bigint[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[], $17::text[], $18::integer[],
-		$19::text[], $20::integer[])
+		$19::text[], $20::integer[], $21::text[])
 	AS v(delivery_id, attempt, at, method, url, request_headers, status_code, duration_ms,
 		class, error, response, status, next_retry, last_error, last_response, updated_at, from_status, from_attempts,
-		webhook_id, health)
+		webhook_id, health, tenant)
 ), attempt AS (
-	INSERT INTO delivery_attempts (delivery_id, attempt, at, method, url, request_headers, status_code, duration_ms, class, error, response)
-	SELECT delivery_id, attempt, at, method, url, request_headers, status_code, duration_ms, class, error, response FROM v
+	INSERT INTO delivery_attempts (delivery_id, attempt, at, method, url, request_headers, status_code, duration_ms, class, error, response, tenant)
+	SELECT delivery_id, attempt, at, method, url, request_headers, status_code, duration_ms, class, error, response, tenant FROM v
 ), last_ok AS (
 	SELECT webhook_id, max(updated_at) FILTER (WHERE health = 1) AS at FROM v WHERE health <> 0 GROUP BY webhook_id
 ), clock AS (
@@ -274,13 +281,14 @@ func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]bool, error) {
 		durations                            = make([]int64, n)
 		ats, updatedAts                      = make([]time.Time, n), make([]time.Time, n)
 		nexts                                = make([]*time.Time, n)
-		webhookIDs                           = make([]string, n)
+		webhookIDs, tenants                  = make([]string, n), make([]string, n)
 		health                               = make([]int32, n)
 	)
 	for i, k := range order {
 		o := ins[k]
 		webhookIDs[i], health[i] = o.WebhookID, int32(o.Health)
 		a := o.Attempt
+		tenants[i] = models.TenantOr(a.Tenant)
 		h, err := a.RequestHeaders.Value()
 		if err != nil {
 			return nil, fmt.Errorf("record attempt %d of delivery %s: %w", a.Attempt, a.DeliveryID, err)
@@ -295,7 +303,7 @@ func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]bool, error) {
 		fromState[i], fromAttempts[i] = o.FromStatus, int32(a.Attempt)
 	}
 	rows, err := b.db.QueryContext(ctx, recordSQL, planEach, ids, attempts, ats, methods, urls, headers, codes, durations,
-		classes, errs, responses, statuses, nexts, lastErrors, lastResponses, updatedAts, fromState, fromAttempts, webhookIDs, health)
+		classes, errs, responses, statuses, nexts, lastErrors, lastResponses, updatedAts, fromState, fromAttempts, webhookIDs, health, tenants)
 	if err != nil {
 		return nil, err
 	}
@@ -326,17 +334,17 @@ type claimOut struct {
 
 // claimColumns is what an attempt needs of the delivery and its webhook, in
 // the order scanClaim reads them, and the due time the claim replaced.
-const claimColumns = `d.id, d.webhook_id, d.webhook_name, d.event_id, d.headers, d.payload, d.status,
+const claimColumns = `d.id, d.tenant, d.webhook_id, d.webhook_name, d.event_id, d.headers, d.payload, d.status,
 	d.attempts, d.max_retries, d.next_retry, d.created_at, d.url, d.url_doc,
-	w.id, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
+	w.id, w.tenant, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
 	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit, w.headers,
 	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, w.compat, old.next_retry`
 
 func scanClaim(rows *sql.Rows, c *Claim) error {
 	row, hook := &c.Row, &models.Webhook{}
-	err := rows.Scan(&row.ID, &row.WebhookID, &row.WebhookName, &row.EventID, &row.Headers, &row.Payload, &row.Status,
+	err := rows.Scan(&row.ID, &row.Tenant, &row.WebhookID, &row.WebhookName, &row.EventID, &row.Headers, &row.Payload, &row.Status,
 		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt, &row.URL, &row.URLDoc,
-		&hook.ID, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
+		&hook.ID, &hook.Tenant, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
 		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.Headers, &hook.TimeoutMS, &hook.Queue,
 		&hook.FollowRedirects, &hook.URLTemplate, &hook.Compat, &c.PrevNext)
 	if err != nil {

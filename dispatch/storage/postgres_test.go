@@ -34,7 +34,7 @@ func TestRunMatchAnswersEachKey(t *testing.T) {
 	insertWebhook(t, db, "w2", "Sales Order", "on_submit", false)
 	insertWebhook(t, db, "w4", "Sales Order", "on_cancel", true)
 	insertWebhook(t, db, "w5", "Customer", "on_submit", true)
-	keys := []matchKey{{"Sales Order", "on_submit"}, {"Customer", "on_submit"}, {"Item", "on_submit"}, {"Sales Order", "on_submit"}}
+	keys := []matchKey{{"default", "Sales Order", "on_submit"}, {"default", "Customer", "on_submit"}, {"default", "Item", "on_submit"}, {"default", "Sales Order", "on_submit"}}
 	got, err := b.runMatch(context.Background(), keys)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestRunInsertWritesOnlyCurrentPlans(t *testing.T) {
 	db, b := batchedFor(t)
 	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
 	ctx := context.Background()
-	got, err := b.runMatch(ctx, []matchKey{{"Sales Order", "on_submit"}})
+	got, err := b.runMatch(ctx, []matchKey{{"default", "Sales Order", "on_submit"}})
 	if err != nil || got[0].version == 0 {
 		t.Fatalf("match: %+v %v", got, err)
 	}
@@ -284,7 +284,7 @@ func TestRunInsertWritesOnlyCurrentPlans(t *testing.T) {
 	if err := db.Model(&models.Webhook{}).Where("id = ?", "wa").Update("request_url", "http://127.0.0.1:2/").Error; err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.runMatch(ctx, []matchKey{{"Sales Order", "on_submit"}}); err != nil || got[0].version != old+1 {
+	if got, err := b.runMatch(ctx, []matchKey{{"default", "Sales Order", "on_submit"}}); err != nil || got[0].version != old+1 {
 		t.Fatalf("after a no-op update: %+v %v, want version %d", got, err, old+1)
 	}
 }
@@ -305,7 +305,7 @@ func TestFanOutServesTheCacheUntilAWebhookChanges(t *testing.T) {
 	if got := fanOutURLs(t, s, db, "ev-1"); !slices.Equal(got, []string{"http://127.0.0.1:1/wa"}) {
 		t.Fatalf("ev-1 went to %v", got)
 	}
-	key := matchKey{"Sales Order", "on_submit"}
+	key := matchKey{"default", "Sales Order", "on_submit"}
 	s.hooks.mu.Lock()
 	cached := slices.Clone(s.hooks.byKey[key])
 	cached[0].RequestURL = "http://127.0.0.1:9/cached"

@@ -35,13 +35,14 @@ import (
 // saw, so that of two tasks racing for one delivery at most one wins.
 type Store interface {
 	// FanOut writes an event's delivery rows: plan turns the enabled
-	// webhooks of docType and event, in ID order, into the rows to insert
+	// webhooks of tenant, docType and event, in ID order (none when the
+	// tenant is disabled), into the rows to insert
 	// (nothing is asked when there are none). A row whose (event, webhook)
 	// exists already is left alone and reported in Written.Existing. plan
 	// may be called more than once (when the webhooks it was given turn
 	// out to have changed before the INSERT, nothing is written and it is
 	// asked again with fresh ones), so every call plans from scratch.
-	FanOut(ctx context.Context, docType, event string, plan Plan) (Written, error)
+	FanOut(ctx context.Context, tenant, docType, event string, plan Plan) (Written, error)
 	// Claim takes a delivery for one attempt of mode at in.Now: it counts
 	// the attempt, clears queued_at and, unless mode is Sync, moves
 	// next_retry to the lease (Lease). When it takes nothing, Claim says
@@ -68,9 +69,9 @@ type Store interface {
 	NotSent(ctx context.Context, id, reason string) error
 	// Health reads a webhook's health; one without a row is healthy.
 	Health(ctx context.Context, webhookID string) (models.WebhookHealth, error)
-	// EventDeliveries reads the deliveries of an event (id, webhook_name,
-	// status, last_error), by webhook name.
-	EventDeliveries(ctx context.Context, eventID string) ([]models.Delivery, error)
+	// EventDeliveries reads the deliveries of tenant's event (id,
+	// webhook_name, status, last_error), by webhook name.
+	EventDeliveries(ctx context.Context, tenant, eventID string) ([]models.Delivery, error)
 }
 
 // For is the Store for db: Postgres on PostgreSQL, GORM elsewhere. A

@@ -79,7 +79,7 @@ func (e *env) runHTTP(ctx context.Context, n, concurrency int) (httpResult, erro
 	if err := e.createHooks(ctx, 1, 3); err != nil {
 		return res, err
 	}
-	_, tok, err := token.New(e.db, nil, nil).Create(ctx, "bench", token.ScopePublish)
+	_, tok, err := token.New(e.db, nil, nil).Create(ctx, "bench", token.ScopePublish, "")
 	if err != nil {
 		return res, err
 	}

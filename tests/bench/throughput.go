@@ -66,7 +66,7 @@ func (e *env) createHooks(ctx context.Context, n, maxRetries int) error {
 		name := "bench-" + strconv.Itoa(i)
 		url := e.recv.url + "/h/" + strconv.Itoa(i)
 		ds, ev := "Sales Order", "on_submit"
-		if _, err := svc.Create(ctx, webhook.Input{Name: &name, DocType: &ds, Event: &ev, URL: &url, MaxRetries: &maxRetries}); err != nil {
+		if _, err := svc.Create(ctx, "", webhook.Input{Name: &name, DocType: &ds, Event: &ev, URL: &url, MaxRetries: &maxRetries}); err != nil {
 			return fmt.Errorf("create webhook: %w", err)
 		}
 	}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/tenant"
+)
+
+func newTenantCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tenant",
+		Short: "Create, list, change and delete tenants (sites or customers served apart)",
+		Long: "A tenant's webhooks, events, deliveries and tokens are apart from every other's.\n" +
+			"Every install has the tenant default; other commands act in it unless --tenant names another.",
+	}
+	group(cmd)
+	cmd.AddCommand(newTenantCreateCmd(e), newTenantListCmd(e), newTenantShowCmd(e), newTenantUpdateCmd(e),
+		newTenantDisableCmd(e), newTenantDeleteCmd(e))
+	return cmd
+}
+
+func tenants(a *app.App) *tenant.Service { return tenant.New(a.DB, a.Clock, a.Log) }
+
+// tenantSettings are the flags of create and update that set a tenant's
+// settings; only those given change.
+type tenantSettings struct {
+	origins           []string
+	maxWebhooks, rate int
+	enable, disable   bool
+}
+
+func (s *tenantSettings) flags(cmd *cobra.Command, withEnable bool) {
+	cmd.Flags().StringSliceVar(&s.origins, "portal-origin", nil, "`ORIGIN` the tenant's portal may be embedded in (repeatable)")
+	cmd.Flags().IntVar(&s.maxWebhooks, "max-webhooks", 0, "at most `N` webhooks (0: no limit)")
+	cmd.Flags().IntVar(&s.rate, "publish-rate", 0, "at most `N` events a second (0: no limit)")
+	if withEnable {
+		cmd.Flags().BoolVar(&s.enable, "enable", false, "accept the tenant's events and fire its webhooks again")
+		cmd.Flags().BoolVar(&s.disable, "disable", false, "refuse the tenant's events and fire none of its webhooks")
+	}
+}
+
+func (s *tenantSettings) patch(cmd *cobra.Command) (tenant.Patch, error) {
+	var p tenant.Patch
+	if s.enable && s.disable {
+		return p, usagef("--enable and --disable cannot both be given")
+	}
+	if s.enable || s.disable {
+		on := s.enable
+		p.Enabled = &on
+	}
+	if cmd.Flags().Changed("portal-origin") {
+		p.PortalOrigins = &s.origins
+	}
+	if cmd.Flags().Changed("max-webhooks") {
+		p.MaxWebhooks = &s.maxWebhooks
+	}
+	if cmd.Flags().Changed("publish-rate") {
+		p.PublishRate = &s.rate
+	}
+	return p, nil
+}
+
+func printTenant(e *env, t tenant.Tenant, asJSON bool) error {
+	if asJSON {
+		return writeJSON(e.stdout, t)
+	}
+	p := &printer{w: e.stdout}
+	p.printf("name:           %s\nenabled:        %v\nportal_origins: %s\nmax_webhooks:   %d\npublish_rate:   %d\ncreated_at:     %s\nupdated_at:     %s\n",
+		t.Name, t.Enabled, strings.Join(t.PortalOrigins, ", "), t.MaxWebhooks, t.PublishRate,
+		t.CreatedAt.UTC().Format(time.RFC3339), t.UpdatedAt.UTC().Format(time.RFC3339))
+	return p.err
+}
+
+func newTenantCreateCmd(e *env) *cobra.Command {
+	var (
+		s      tenantSettings
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a tenant",
+		Args:  argNames("tenant NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			p, err := s.patch(cmd)
+			if err != nil {
+				return err
+			}
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				t, err := tenants(a).Create(cmd.Context(), pos[0], p)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(e.stdout, t)
+				}
+				_, err = fmt.Fprintf(e.stdout, "tenant %q created; make its tokens with homing token create --tenant %s\n", t.Name, t.Name)
+				return err
+			})
+		}),
+	}
+	s.flags(cmd, false)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tenant as JSON")
+	return cmd
+}
+
+func newTenantListCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List tenants",
+		Args:  argNames(),
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				list, err := tenants(a).List(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(e.stdout, list)
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tENABLED\tMAX WEBHOOKS\tPUBLISH RATE\tCREATED")
+				for _, t := range list {
+					fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%s\n", t.Name, t.Enabled, t.MaxWebhooks, t.PublishRate, t.CreatedAt.UTC().Format(time.RFC3339))
+				}
+				return tw.Flush()
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tenants as a JSON array")
+	return cmd
+}
+
+func newTenantShowCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a tenant",
+		Args:  argNames("tenant NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				t, err := tenants(a).Get(cmd.Context(), pos[0])
+				if err != nil {
+					return err
+				}
+				return printTenant(e, t, asJSON)
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tenant as JSON")
+	return cmd
+}
+
+func newTenantUpdateCmd(e *env) *cobra.Command {
+	var (
+		s      tenantSettings
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "update NAME",
+		Short: "Change a tenant's settings, or enable or disable it",
+		Args:  argNames("tenant NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			p, err := s.patch(cmd)
+			if err != nil {
+				return err
+			}
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				t, err := tenants(a).Update(cmd.Context(), pos[0], p)
+				if err != nil {
+					return err
+				}
+				return printTenant(e, t, asJSON)
+			})
+		}),
+	}
+	s.flags(cmd, true)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tenant as JSON")
+	return cmd
+}
+
+func newTenantDisableCmd(e *env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "disable NAME",
+		Short: "Disable a tenant: its events are refused and its webhooks do not fire",
+		Args:  argNames("tenant NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				off := false
+				t, err := tenants(a).Update(cmd.Context(), pos[0], tenant.Patch{Enabled: &off})
+				if err != nil {
+					return err
+				}
+				return printTenant(e, t, asJSON)
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the tenant as JSON")
+	return cmd
+}
+
+func newTenantDeleteCmd(e *env) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME [--force]",
+		Short: "Delete a tenant and its tokens; refused while it has webhooks unless --force",
+		Args:  argNames("tenant NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			return e.withApp(cmd.Context(), func(a *app.App) error {
+				if err := tenants(a).Delete(cmd.Context(), pos[0], force, webhookService(a)); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(e.stdout, "tenant %q deleted\n", pos[0])
+				return err
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "delete the tenant's webhooks too (as homing webhook delete does; their deliveries stay)")
+	return cmd
+}
