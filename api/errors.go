@@ -27,7 +27,7 @@ const (
 	CodeInvalidJSON      = "invalid_json"       // 400: not JSON, not the request's shape, or an unknown field
 	CodeInvalidRequest   = "invalid_request"    // 422: well-formed, but a value is not acceptable
 	CodeDeliveryFailed   = "delivery_failed"    // 502: a workflow_transition event did not reach every webhook
-	CodeUnavailable      = "unavailable"        // 503, with Retry-After: the server cannot do it now (past its memory ceiling)
+	CodeUnavailable      = "unavailable"        // 503, with Retry-After: the server cannot do it now (past its memory ceiling, or api.max_inflight_bytes full)
 	CodeInternal         = "internal"           // 500
 )
 
