@@ -69,8 +69,10 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	if !ok {
 		queue = DefaultQueue
 	}
+	retries, _ := asynq.GetRetryCount(ctx)
 	return permanent(h.Dispatcher.HandleEvent(ctx, ev, dispatch.Inline{
 		Queue:     queue,
+		Retries:   retries,
 		Committed: func(ctx context.Context) { h.fannedOut(ctx, t, ev.ID) },
 		Enqueue:   h.enqueueFirst,
 	}))
