@@ -10,6 +10,7 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/delivery"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/webhook"
@@ -114,5 +115,41 @@ func TestFanOutPastTheTimeLimitIsRetriedThenFinal(t *testing.T) {
 	}
 	if len(queued) != 1 || queued[0] != other {
 		t.Errorf("queued first attempts %v, want only %q's", queued, other)
+	}
+}
+
+// workflow_transition's path (DeliverNow) fails on a time-limit stop, to be
+// published or run again, and from the event task's SlowFinalRetries on
+// ends that webhook Exhausted instead, as fan-out does: failing forever
+// would end with the task archived and the event lost for every webhook.
+func TestDeliverNowPastTheTimeLimitIsRetriedThenFinal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testenv.SQLite(t)
+	box := testenv.SecretBox(t)
+	clk := clock.NewStub(time.Now())
+	hooks := webhook.New(db, box, clk, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
+	d := New(db, delivery.NewSender(delivery.SenderConfig{}), box, Config{Clock: clk, RenderTimeLimit: time.Nanosecond})
+	name, doctype, wf, url := "slow-wf", "Sales Order", models.EventWorkflowTransition, "http://127.0.0.1:9/hook"
+	tpl := `{"v": "{% for x in doc.a %}{{ x }}{% endfor %}"}`
+	if _, err := hooks.Create(ctx, webhook.Input{Name: &name, DocType: &doctype, Event: &wf, URL: &url, Template: &tpl}); err != nil {
+		t.Fatal(err)
+	}
+	ev := Event{ID: "evt-slow-wf", DocType: doctype, Event: wf, Doc: map[string]any{"name": "SO-1", "a": []any{1}}}
+
+	if _, err := d.DeliverNow(ctx, ev); !errors.Is(err, delivery.ErrTimeLimit) || errors.Is(err, delivery.ErrUnbuildable) {
+		t.Fatalf("DeliverNow past the time limit: %v, want an error wrapping ErrTimeLimit only", err)
+	}
+	if _, err := d.DeliverNowOnRetry(ctx, ev, SlowFinalRetries-1); !errors.Is(err, delivery.ErrTimeLimit) {
+		t.Fatalf("retry %d: %v, want an error wrapping ErrTimeLimit", SlowFinalRetries-1, err)
+	}
+	var n int64
+	if err := db.Model(&models.Delivery{}).Where("event_id = ?", ev.ID).Count(&n).Error; err != nil || n != 0 {
+		t.Fatalf("%d rows (%v) before the final retry, want none", n, err)
+	}
+	_, err := d.DeliverNowOnRetry(ctx, ev, SlowFinalRetries)
+	var serr *event.SyncError
+	if !errors.As(err, &serr) || len(serr.Failures) != 1 || serr.Failures[0].Webhook != name || !strings.Contains(serr.Failures[0].Error, "time limit") {
+		t.Fatalf("retry %d: %v, want a sync error naming %q and its time limit", SlowFinalRetries, err, name)
 	}
 }
