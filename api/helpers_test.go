@@ -44,6 +44,9 @@ type options struct {
 	maxBodyBytes     int64
 	maxPayloadBytes  int
 	maxInflightBytes int64
+	// renderTimeLimit is the webhook service's time limit for body
+	// templates (webhook.Defaults.RenderTimeLimit); 0 is the default.
+	renderTimeLimit time.Duration
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -61,7 +64,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	a := api.New(api.Config{
 		DB:               db,
 		Dispatcher:       dispatch.New(db, sender, box, dispatch.Config{}),
-		Webhooks:         webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second}, nil),
+		Webhooks:         webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil),
 		Recovery:         recovery.New(db, nil, 0),
 		Tokens:           tokens,
 		MaxBodyBytes:     o.maxBodyBytes,
