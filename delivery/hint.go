@@ -3,6 +3,8 @@ package delivery
 import (
 	"regexp"
 	"strings"
+
+	"github.com/homingdev/homing/internal/suggest"
 )
 
 // unknownFilter is how the template parser refuses a filter it does not
@@ -33,30 +35,9 @@ func withHint(msg string) string {
 func closest(s string, names []string) string {
 	best, bestD := "", max(1, len(s)/3)+1
 	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
+		if d := suggest.Distance(s, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/internal/suggest"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/store"
@@ -113,7 +114,7 @@ func UnknownEnv(environ []string) []Problem {
 		}
 		best, bestD := "", -1
 		for env := range known {
-			if d := distance(name, env); bestD < 0 || d < bestD || (d == bestD && env < best) {
+			if d := suggest.Distance(name, env); bestD < 0 || d < bestD || (d == bestD && env < best) {
 				best, bestD = env, d
 			}
 		}
@@ -122,27 +123,6 @@ func UnknownEnv(environ []string) []Problem {
 	}
 	slices.SortFunc(out, func(a, b Problem) int { return cmp.Compare(a.Message, b.Message) })
 	return out
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // openNetworks reports a delivery.allowed_networks entry that lets every
