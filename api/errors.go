@@ -103,6 +103,8 @@ func apiError(err error) *Error {
 	case errors.Is(err, delivery.ErrOverloaded):
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5,
 			Message: "the server is past its memory ceiling (process.memory_limit) and cannot evaluate this now; try again shortly"}
+	case errors.Is(err, webhook.ErrLimit):
+		return conflict("%s", err.Error())
 	case errors.Is(err, webhook.ErrExists):
 		return conflict("%s", strings.Replace(err.Error(), " (choose another name, or use webhook update)", " (choose another name, or PATCH the existing one)", 1))
 	}
