@@ -28,6 +28,7 @@ const (
 	CodeInvalidRequest   = "invalid_request"    // 422: well-formed, but a value is not acceptable
 	CodeDeliveryFailed   = "delivery_failed"    // 502: a workflow_transition event did not reach every webhook
 	CodeUnavailable      = "unavailable"        // 503, with Retry-After: the server cannot do it now (past its memory ceiling)
+	CodeRateLimited      = "rate_limited"       // 429, with Retry-After: the tenant's publish_rate is spent
 	CodeInternal         = "internal"           // 500
 )
 

@@ -43,6 +43,7 @@ type server struct {
 type options struct {
 	maxBodyBytes    int64
 	maxPayloadBytes int
+	publishLimiter  api.PublishLimiter
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -65,6 +66,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		Tokens:          tokens,
 		MaxBodyBytes:    o.maxBodyBytes,
 		MaxPayloadBytes: o.maxPayloadBytes,
+		PublishLimiter:  o.publishLimiter,
 	})
 	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box}
 	t.Cleanup(s.srv.Close)
