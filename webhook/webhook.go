@@ -299,7 +299,7 @@ func (s *Service) Update(ctx context.Context, tenant, name string, in Input) (mo
 		return nil
 	})
 	if err == nil {
-		s.exhausted(w.Name, models.ReasonWebhookDisabled, exhausted)
+		s.exhausted(w.Tenant, w.Name, models.ReasonWebhookDisabled, exhausted)
 	}
 	return w, err
 }
@@ -334,7 +334,7 @@ func (s *Service) SetEnabled(ctx context.Context, tenant, name string, enabled b
 		return err
 	})
 	if err == nil {
-		s.exhausted(w.Name, models.ReasonWebhookDisabled, exhausted)
+		s.exhausted(w.Tenant, w.Name, models.ReasonWebhookDisabled, exhausted)
 	}
 	return w, err
 }
@@ -358,7 +358,7 @@ func (s *Service) exhaustPending(tx *gorm.DB, w models.Webhook, why string) (int
 // deleting it. dispatch.Dispatcher is one; it passes them to the process's
 // metrics (homing_deliveries_total) when the process has them.
 type Observer interface {
-	Deliveries(webhook, status, reason string, n int)
+	Deliveries(tenant, webhook, status, reason string, n int)
 }
 
 // SetObserver sets who is told of the deliveries the service exhausts;
@@ -367,9 +367,9 @@ func (s *Service) SetObserver(o Observer) { s.observer = o }
 
 // exhausted tells the observer of n deliveries of webhook exhausted for
 // reason, once their transaction is committed.
-func (s *Service) exhausted(webhook, reason string, n int64) {
+func (s *Service) exhausted(tenant, webhook, reason string, n int64) {
 	if s.observer != nil && n > 0 {
-		s.observer.Deliveries(webhook, models.StatusExhausted, reason, int(n))
+		s.observer.Deliveries(tenant, webhook, models.StatusExhausted, reason, int(n))
 	}
 }
 
@@ -412,7 +412,7 @@ func (s *Service) Delete(ctx context.Context, tenant, name string) error {
 		return nil
 	})
 	if err == nil {
-		s.exhausted(w.Name, models.ReasonWebhookDeleted, exhausted)
+		s.exhausted(w.Tenant, w.Name, models.ReasonWebhookDeleted, exhausted)
 	}
 	return err
 }
