@@ -45,6 +45,9 @@ type Config struct {
 	Tokens     *token.Service
 	// Tenants resolves the tenant a request names; nil builds one on DB.
 	Tenants *tenant.Service
+	// PublishLimiter enforces tenants' publish_rate on POST /v1/events;
+	// nil accepts events at any rate.
+	PublishLimiter PublishLimiter
 	// MaxBodyBytes (api.max_body_bytes) refuses larger request bodies.
 	MaxBodyBytes int64
 	// MaxPayloadBytes (delivery.max_payload_bytes) refuses larger documents.
@@ -60,6 +63,13 @@ type Config struct {
 	Warnings func(ctx context.Context) []string
 	Clock    clock.Clock
 	Logger   *slog.Logger
+}
+
+// PublishLimiter takes one event from a tenant's budget of perSecond
+// events a second (ratelimit.Limiter), answering how long until one is free
+// when none is.
+type PublishLimiter interface {
+	AllowPublish(ctx context.Context, tenant string, perSecond int) (time.Duration, error)
 }
 
 // Server answers the API's requests. It is an http.Handler; `homing serve`

@@ -28,6 +28,7 @@ const (
 	CodeInvalidRequest   = "invalid_request"    // 422: well-formed, but a value is not acceptable
 	CodeDeliveryFailed   = "delivery_failed"    // 502: a workflow_transition event did not reach every webhook
 	CodeUnavailable      = "unavailable"        // 503, with Retry-After: the server cannot do it now (past its memory ceiling, api.max_inflight_bytes full, or too busy to evaluate a definition within its time limit)
+	CodeRateLimited      = "rate_limited"       // 429, with Retry-After: the tenant's publish_rate is spent
 	CodeInternal         = "internal"           // 500
 )
 
@@ -111,6 +112,8 @@ func apiError(err error) *Error {
 			msg += " (the server was too busy, or the definition is too slow); try again shortly"
 		}
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5, Message: msg}
+	case errors.Is(err, webhook.ErrLimit):
+		return conflict("%s", err.Error())
 	case errors.Is(err, webhook.ErrExists):
 		return conflict("%s", strings.Replace(err.Error(), " (choose another name, or use webhook update)", " (choose another name, or PATCH the existing one)", 1))
 	}

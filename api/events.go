@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 
 	"github.com/homingdev/homing/dispatch"
@@ -42,6 +44,9 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := s.tenants.Usable(r.Context(), ten); err != nil {
 		return tenantError(ten, err)
+	}
+	if err := s.withinPublishRate(r.Context(), ten); err != nil {
+		return err
 	}
 	ev, err := event.Prepare(dispatch.Event{Tenant: tenantField(ten), ID: req.ID, DocType: req.DocType, DocName: req.DocName, Event: req.Event}, req.Doc, s.cfg.MaxPayloadBytes)
 	if err != nil {
@@ -108,4 +113,33 @@ func tenantField(name string) string {
 		return ""
 	}
 	return name
+}
+
+// withinPublishRate takes one event from tenant ten's publish_rate (events a
+// second across every serve process, 0 none), refusing it with 429 and
+// Retry-After when the budget is spent. When Redis cannot answer the event
+// is accepted: the outbox takes events while Redis is away, and a limit is
+// not worth refusing them for.
+func (s *Server) withinPublishRate(ctx context.Context, ten string) error {
+	if s.cfg.PublishLimiter == nil {
+		return nil
+	}
+	m, err := s.tenants.Lookup(ctx, ten)
+	if err != nil {
+		return tenantError(ten, err)
+	}
+	if m.PublishRate <= 0 {
+		return nil
+	}
+	wait, err := s.cfg.PublishLimiter.AllowPublish(ctx, ten, m.PublishRate)
+	if err != nil {
+		s.log.Warn("publish_rate not checked: the rate limiter did not answer; event accepted", "tenant", ten, "error", err.Error())
+		return nil
+	}
+	if wait <= 0 {
+		return nil
+	}
+	return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: int(math.Ceil(wait.Seconds())),
+		Message: fmt.Sprintf("tenant %q publishes at most %d events a second (its publish_rate); retry after Retry-After, or raise it with homing tenant update %s --publish-rate N",
+			ten, m.PublishRate, ten)}
 }

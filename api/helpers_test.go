@@ -47,6 +47,7 @@ type options struct {
 	// renderTimeLimit is the webhook service's time limit for body
 	// templates (webhook.Defaults.RenderTimeLimit); 0 is the default.
 	renderTimeLimit time.Duration
+	publishLimiter  api.PublishLimiter
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -70,6 +71,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		MaxBodyBytes:     o.maxBodyBytes,
 		MaxPayloadBytes:  o.maxPayloadBytes,
 		MaxInflightBytes: o.maxInflightBytes,
+		PublishLimiter:   o.publishLimiter,
 	})
 	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box}
 	t.Cleanup(s.srv.Close)

@@ -42,6 +42,9 @@ type App struct {
 	Box        *secretbox.Box
 	Sender     *delivery.Sender
 	Dispatcher *dispatch.Dispatcher
+	// Limiter holds the rate budgets in Redis (webhooks' rate_limit,
+	// tenants' publish_rate); nil when Redis is not a single client.
+	Limiter *ratelimit.Limiter
 	// rateRedis carries the rate limiter's calls.
 	rateRedis redis.UniversalClient
 }
@@ -79,9 +82,13 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 	sender := delivery.NewSender(SenderConfig(cfg.Delivery, opts.Clock.Now))
 	// Webhooks' rate_limit is one budget in Redis for every worker.
 	rateRedis, _ := redisOpt.MakeRedisClient().(redis.UniversalClient)
-	var limiter dispatch.Limiter
+	var (
+		limiter dispatch.Limiter
+		rl      *ratelimit.Limiter
+	)
 	if rateRedis != nil {
-		limiter = ratelimit.New(rateRedis)
+		rl = ratelimit.New(rateRedis)
+		limiter = rl
 	}
 	d := dispatch.New(db, sender, box, dispatch.Config{
 		Schedule:     retry.Schedule(cfg.Retry.Schedule),
@@ -92,10 +99,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		// Bodies are capped while they render, not after.
 		MaxPayloadBytes: cfg.Delivery.MaxPayloadBytes,
 	})
-	return &App{
+	a := &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,
-		Box: box, Sender: sender, Dispatcher: d, rateRedis: rateRedis,
-	}, nil
+		Box: box, Sender: sender, Dispatcher: d, rateRedis: rateRedis, Limiter: rl,
+	}
+	return a, nil
 }
 
 // Guard is the SSRF guard of cfg, or nil when delivery.allow_private_networks

@@ -85,7 +85,7 @@ func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 // apiConfig wires the API to a's services: the same webhook service, recovery
 // and dispatcher as the command line and the worker.
 func apiConfig(a *app.App, tokens *token.Service) api.Config {
-	return api.Config{
+	cfg := api.Config{
 		DB:               a.DB,
 		Dispatcher:       a.Dispatcher,
 		Webhooks:         webhookService(a),
@@ -110,6 +110,10 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 		Clock:    a.Clock,
 		Logger:   a.Log,
 	}
+	if a.Limiter != nil {
+		cfg.PublishLimiter = a.Limiter
+	}
+	return cfg
 }
 
 // warnWithoutTokens tells the operator that every request will be refused

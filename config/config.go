@@ -210,6 +210,10 @@ type Metrics struct {
 	// the rest share webhook="other", so a site with thousands of webhooks
 	// cannot blow up the number of series.
 	MaxWebhookLabels int
+	// MaxTenantLabels is metrics.max_tenant_labels: how many tenants get a
+	// tenant label of their own on the same counters; the rest share
+	// tenant="other", so a SaaS with thousands of customers stays bounded.
+	MaxTenantLabels int
 }
 
 // KeyError is a problem with one key. Load and Validate return these, joined
@@ -271,6 +275,7 @@ func fields() []field {
 		{"health.probe_interval", "10s", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.ProbeInterval })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 		{"metrics.max_webhook_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabels })},
+		{"metrics.max_tenant_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxTenantLabels })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
@@ -832,6 +837,9 @@ func (c Config) problems() []*KeyError {
 	}
 	if n := c.Metrics.MaxWebhookLabels; n < 0 {
 		bad("metrics.max_webhook_labels", "%d is negative (0 counts every webhook as \"other\")", n)
+	}
+	if n := c.Metrics.MaxTenantLabels; n < 0 {
+		bad("metrics.max_tenant_labels", "%d is negative (0 counts every tenant as \"other\")", n)
 	}
 	if err := checkAddr(c.API.Addr); err != nil {
 		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)

@@ -48,7 +48,7 @@ func TestDefault(t *testing.T) {
 		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond},
 		Log:       Log{Level: "info", Format: "json"},
 		Secrets:   Secrets{Key: ""},
-		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100},
+		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100, MaxTenantLabels: 100},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
@@ -120,7 +120,7 @@ process: {memory_limit: 2GiB}
 					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond},
 					Log:       Log{Level: "debug", Format: "text"},
 					Secrets:   Secrets{Key: "abc"},
-					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20},
+					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour},
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 30 * time.Second},
@@ -149,7 +149,7 @@ process: {memory_limit: 2GiB}
 				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond}
 				c.Log = Log{Level: "debug", Format: "text"}
 				c.Secrets.Key = "abc"
-				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20}
+				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100}
 				c.Outbox.PollInterval = 2 * time.Second
 				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192}
 				c.Process.MemoryLimit = 2 << 30
@@ -283,6 +283,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"health.probe_interval":      {"1m", func(c *Config) { c.Health.ProbeInterval = time.Minute }},
 		"metrics.addr":               {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
 		"metrics.max_webhook_labels": {"7", func(c *Config) { c.Metrics.MaxWebhookLabels = 7 }},
+		"metrics.max_tenant_labels":  {"8", func(c *Config) { c.Metrics.MaxTenantLabels = 8 }},
 		"outbox.poll_interval":       {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
 		"api.addr":                   {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
 		"api.max_body_bytes":         {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},

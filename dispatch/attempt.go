@@ -66,11 +66,11 @@ type Observer interface {
 	// scheduled) or Exhausted, with why (models.Reasons). The status is
 	// empty when the delivery changed while the request was in flight and
 	// kept the state it was given.
-	Attempt(webhook, class string, d time.Duration, status, reason string)
+	Attempt(tenant, webhook, class string, d time.Duration, status, reason string)
 	// Deliveries reports n of webhook's deliveries moved to status for
 	// reason without an attempt of their own: made Exhausted at fan-out
 	// (unbuildable), or because their webhook was disabled or deleted.
-	Deliveries(webhook, status, reason string, n int)
+	Deliveries(tenant, webhook, status, reason string, n int)
 	// Postponed reports an attempt that was not made and left its delivery
 	// due later, with no attempt counted: "rate_limit" (its webhook's
 	// rate_limit was spent) or "held" (its webhook is failing and this
@@ -88,9 +88,9 @@ func (d *Dispatcher) SetObserver(o Observer) { d.observer = o }
 // dispatcher calls it, and so does the webhook service when disabling or
 // deleting a webhook exhausts its retries (webhook.Observer): a process
 // that counts (one that runs a worker) counts them all.
-func (d *Dispatcher) Deliveries(webhook, status, reason string, n int) {
+func (d *Dispatcher) Deliveries(tenant, webhook, status, reason string, n int) {
 	if d.observer != nil && n > 0 {
-		d.observer.Deliveries(webhook, status, reason, n)
+		d.observer.Deliveries(tenant, webhook, status, reason, n)
 	}
 }
 
@@ -368,10 +368,10 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		if applied {
 			status = out.Status
 		}
-		d.observer.Attempt(row.WebhookName, string(res.Class), res.Duration, status, reason)
+		d.observer.Attempt(row.Tenant, row.WebhookName, string(res.Class), res.Duration, status, reason)
 	}
 	// The webhook's other pending deliveries, exhausted by disabling it.
-	d.Deliveries(row.WebhookName, models.StatusExhausted, reason, int(rec.Exhausted))
+	d.Deliveries(row.Tenant, row.WebhookName, models.StatusExhausted, reason, int(rec.Exhausted))
 	d.logAttempt(ctx, row, out, res, now)
 	return out, nil
 }

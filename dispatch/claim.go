@@ -84,7 +84,7 @@ func (d *Dispatcher) abandon(ctx context.Context, row models.Delivery, reason, w
 		return Outcome{}, fmt.Errorf("delivery %s changed under us: %w", row.ID, ErrNotClaimed)
 	}
 	d.log.Info("delivery exhausted without a request", "delivery", row.ID, "webhook", row.WebhookName, "reason", reason)
-	d.Deliveries(row.WebhookName, models.StatusExhausted, why, 1)
+	d.Deliveries(row.Tenant, row.WebhookName, models.StatusExhausted, why, 1)
 	return Outcome{Status: models.StatusExhausted, Attempt: row.Attempts, Reason: reason}, nil
 }
 

@@ -268,7 +268,7 @@ func (p *eventPlan) countUnbuilt(written storage.Written) {
 	}
 	for _, r := range ours {
 		if r.Status == models.StatusExhausted && r.LastError != syncPending {
-			p.d.Deliveries(r.WebhookName, models.StatusExhausted, models.ReasonUnbuildable, 1)
+			p.d.Deliveries(r.Tenant, r.WebhookName, models.StatusExhausted, models.ReasonUnbuildable, 1)
 		}
 	}
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// webhooks seen get their own webhook label, later ones count as
 	// "other". 0 counts every webhook as "other".
 	MaxWebhookLabels int
+	// MaxTenantLabels is metrics.max_tenant_labels, the same bound for the
+	// tenant label.
+	MaxTenantLabels int
 }
 
 // Metrics holds Homing's metrics in a registry of its own, so that two
@@ -68,6 +71,7 @@ type Metrics struct {
 	postponed       *prometheus.CounterVec
 	taskFailures    *prometheus.CounterVec // taskfailure.go
 	webhooks        *webhookLabels
+	tenants         *webhookLabels
 }
 
 // New builds the metrics and registers them, with the Go runtime and
@@ -85,11 +89,11 @@ func New(opts Options) *Metrics {
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_deliveries_total",
 			Help: "Deliveries moved to a status, by why (reason): Delivered and Exhausted are final, Failed means a retry is scheduled. Every way a delivery ends Exhausted is counted, by the process that made it so.",
-		}, []string{"webhook", "status", "reason"}),
+		}, []string{"tenant", "webhook", "status", "reason"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_attempts_total",
 			Help: "Delivery attempts by outcome class: 2xx, 3xx, 4xx, 5xx, timeout, connection, invalid (no request could be built), canceled.",
-		}, []string{"webhook", "class"}),
+		}, []string{"tenant", "webhook", "class"}),
 		attemptDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "homing_attempt_duration_seconds",
 			Help:    "Time from sending a delivery request to reading the receiver's answer, or giving up.",
@@ -115,16 +119,17 @@ func New(opts Options) *Metrics {
 	// Every label value starts at zero, so rate() and alerts see a series
 	// before its first event.
 	m.webhooks = &webhookLabels{max: opts.MaxWebhookLabels, seen: map[string]bool{}}
+	m.tenants = &webhookLabels{max: opts.MaxTenantLabels, seen: map[string]bool{}}
 	for status, reasons := range models.Reasons {
 		for _, r := range reasons {
-			m.deliveries.WithLabelValues(OtherWebhooks, status, r)
+			m.deliveries.WithLabelValues(OtherWebhooks, OtherWebhooks, status, r)
 		}
 	}
 	for _, c := range []delivery.Class{
 		delivery.Class2xx, delivery.Class3xx, delivery.Class4xx, delivery.Class5xx,
 		delivery.ClassTimeout, delivery.ClassConnection, delivery.ClassInvalid, delivery.ClassCanceled,
 	} {
-		m.attempts.WithLabelValues(OtherWebhooks, string(c))
+		m.attempts.WithLabelValues(OtherWebhooks, OtherWebhooks, string(c))
 	}
 	m.taskFailures = newTaskFailures()
 	m.reg.MustRegister(
@@ -147,25 +152,43 @@ func New(opts Options) *Metrics {
 //
 // The attempt is counted last, so a scrape that sees homing_attempts_total
 // at n also sees the duration and status of those n attempts.
-func (m *Metrics) Attempt(webhook, class string, d time.Duration, status, reason string) {
+func (m *Metrics) Attempt(tenant, webhook, class string, d time.Duration, status, reason string) {
 	if class != string(delivery.ClassInvalid) {
 		m.attemptDuration.Observe(d.Seconds())
 	}
 	if status != "" {
-		m.Deliveries(webhook, status, reason, 1)
+		m.Deliveries(tenant, webhook, status, reason, 1)
 	}
-	m.attempts.WithLabelValues(m.webhooks.label(webhook), class).Inc()
+	ten, hook := m.labels(tenant, webhook)
+	m.attempts.WithLabelValues(ten, hook, class).Inc()
 }
 
 // Deliveries counts n deliveries of webhook moved to status for reason
 // (models.Reasons). It is the one place homing_deliveries_total moves:
 // attempts, and the deliveries made final without one (at fan-out, by
 // disabling or deleting their webhook) all come through it.
-func (m *Metrics) Deliveries(webhook, status, reason string, n int) {
+func (m *Metrics) Deliveries(tenant, webhook, status, reason string, n int) {
 	if n <= 0 {
 		return
 	}
-	m.deliveries.WithLabelValues(m.webhooks.label(webhook), status, reason).Add(float64(n))
+	ten, hook := m.labels(tenant, webhook)
+	m.deliveries.WithLabelValues(ten, hook, status, reason).Add(float64(n))
+}
+
+// labels are the tenant and webhook label values of tenant's webhook, each
+// bounded: a tenant past metrics.max_tenant_labels is "other", and so is
+// its webhook (the webhook bound counts tenant and name together, since two
+// tenants may name a webhook alike).
+func (m *Metrics) labels(tenant, webhook string) (string, string) {
+	tenant = models.TenantOr(tenant)
+	ten := m.tenants.label(tenant)
+	if ten == OtherWebhooks {
+		return OtherWebhooks, OtherWebhooks
+	}
+	if m.webhooks.label(tenant+"\x00"+webhook) == OtherWebhooks {
+		return ten, OtherWebhooks
+	}
+	return ten, webhook
 }
 
 // Postponed counts an attempt not made, by why.

@@ -468,7 +468,7 @@ func TestBacklogErrorDropsOnlyBacklog(t *testing.T) {
 	m := metrics.New(metrics.Options{
 		Backlog: func(context.Context) (int64, time.Time, error) { return 0, time.Time{}, errors.New("database is down") },
 	})
-	m.Attempt("orders", "2xx", time.Second, models.StatusDelivered, models.ReasonAccepted)
+	m.Attempt("", "orders", "2xx", time.Second, models.StatusDelivered, models.ReasonAccepted)
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
@@ -546,12 +546,12 @@ func ownRedis(t *testing.T) (addr string, stop func()) {
 // nothing is lost from the totals.
 func TestWebhookLabelIsBounded(t *testing.T) {
 	t.Parallel()
-	m := metrics.New(metrics.Options{MaxWebhookLabels: 2})
+	m := metrics.New(metrics.Options{MaxWebhookLabels: 2, MaxTenantLabels: 1})
 	for _, w := range []string{"a", "b", "c", "a", "d"} {
-		m.Attempt(w, "5xx", time.Second, models.StatusFailed, models.ReasonRetrying)
+		m.Attempt("", w, "5xx", time.Second, models.StatusFailed, models.ReasonRetrying)
 	}
-	m.Deliveries("e", models.StatusExhausted, models.ReasonWebhookDisabled, 1)
-	m.Deliveries("b", models.StatusExhausted, models.ReasonWebhookDeleted, 1)
+	m.Deliveries("", "e", models.StatusExhausted, models.ReasonWebhookDisabled, 1)
+	m.Deliveries("", "b", models.StatusExhausted, models.ReasonWebhookDeleted, 1)
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
@@ -572,6 +572,35 @@ func TestWebhookLabelIsBounded(t *testing.T) {
 	}
 	if _, ok := sample(fam, "homing_deliveries_total", "webhook=e"); ok {
 		t.Error(`webhook "e" has a series of its own beyond the bound of 2`)
+	}
+}
+
+// TestTenantLabelIsBounded: the first metrics.max_tenant_labels tenants get
+// a tenant label of their own, every later one (and its webhooks) counts as
+// tenant="other"; two tenants' webhooks of one name stay apart.
+func TestTenantLabelIsBounded(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Options{MaxWebhookLabels: 10, MaxTenantLabels: 2})
+	for _, tw := range [][2]string{{"", "orders"}, {"acme", "orders"}, {"globex", "orders"}, {"acme", "orders"}, {"initech", "x"}} {
+		m.Attempt(tw[0], tw[1], "2xx", time.Second, models.StatusDelivered, models.ReasonAccepted)
+	}
+	m.Deliveries("globex", "orders", models.StatusExhausted, models.ReasonWebhookDeleted, 3)
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
+	expect(t, fam, map[string]float64{
+		"homing_attempts_total{tenant=default,webhook=orders,class=2xx}":       1,
+		"homing_attempts_total{tenant=acme,webhook=orders,class=2xx}":          2,
+		"homing_attempts_total{tenant=other,webhook=other,class=2xx}":          2, // globex and initech
+		"homing_attempts_total{class=2xx}":                                     5,
+		"homing_deliveries_total{tenant=acme,webhook=orders,status=Delivered}": 2,
+		"homing_deliveries_total{tenant=other,webhook=other,status=Exhausted}": 3,
+		"homing_deliveries_total{tenant=other,webhook=other,status=Delivered}": 2,
+	})
+	for _, ten := range []string{"globex", "initech"} {
+		if _, ok := sample(fam, "homing_attempts_total", "tenant="+ten); ok {
+			t.Errorf("tenant %q has a series of its own beyond the bound of 2", ten)
+		}
 	}
 }
 

@@ -12,8 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// keyPrefix names the limiter keys in Redis, beside asynq's.
-const keyPrefix = "homing:rate:"
+// keyPrefix names the limiter keys in Redis, beside asynq's;
+// publishPrefix names the tenants' publish_rate keys.
+const (
+	keyPrefix     = "homing:rate:"
+	publishPrefix = "homing:publish:"
+)
 
 // Limiter answers dispatch's Limiter from Redis.
 type Limiter struct {
@@ -28,7 +32,18 @@ func New(rdb redis.UniversalClient) *Limiter {
 // Allow takes one request from webhookID's budget of perSecond a second and
 // answers 0, or answers how long until one is free.
 func (l *Limiter) Allow(ctx context.Context, webhookID string, perSecond int) (time.Duration, error) {
-	res, err := l.l.Allow(ctx, keyPrefix+webhookID, redis_rate.PerSecond(perSecond))
+	return l.allow(ctx, keyPrefix+webhookID, perSecond)
+}
+
+// AllowPublish takes one event from tenant's publish_rate of perSecond a
+// second, shared by every serve process, and answers 0, or how long until
+// one is free.
+func (l *Limiter) AllowPublish(ctx context.Context, tenant string, perSecond int) (time.Duration, error) {
+	return l.allow(ctx, publishPrefix+tenant, perSecond)
+}
+
+func (l *Limiter) allow(ctx context.Context, key string, perSecond int) (time.Duration, error) {
+	res, err := l.l.Allow(ctx, key, redis_rate.PerSecond(perSecond))
 	if err != nil {
 		return 0, fmt.Errorf("redis: %w", err)
 	}

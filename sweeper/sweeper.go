@@ -3,8 +3,9 @@
 // milliseconds however slow the receivers are.
 //
 // A tick (Tick) is a run of steps (RunOnce). A step takes at most
-// sweeper.batch_size due rows, shared out webhook by webhook so that one
-// webhook's backlog never starves another's, marks them queued and enqueues
+// sweeper.batch_size due rows, shared out tenant by tenant and, within a
+// tenant, webhook by webhook, so that one tenant's or one webhook's backlog
+// never starves another's, marks them queued and enqueues
 // their retries with TaskID webhook_retry::<delivery id>. The tick keeps
 // stepping while due rows remain and each retry queue holds fewer than
 // sweeper.max_pending pending tasks, waiting for the workers when a queue is
@@ -162,7 +163,12 @@ type dueRow struct {
 // rows not queued since @stale: up to @per each, one while failing and its
 // probe is due (probe_at before @probe_before), none on a full queue
 // (@full) or past its rate quota (@spent); then the batch (@batch) in
-// round-robin order (each webhook's first row, then each one's second …).
+// round-robin order across tenants first (each tenant's first row, then
+// each one's second …) and, within a tenant, across its webhooks (its
+// webhooks' first rows, then their second …): a tenant with many webhooks
+// and a deep backlog takes no more of a step than a tenant with one, so
+// it cannot hold another tenant's due retries past the step. The tenant
+// comes from the webhooks row, so no index on the tenant is read.
 // Served by webhooks' primary key and, per webhook,
 // deliveries_due_webhook (webhook_id, next_retry) WHERE status = 'Failed':
 // an index range read per webhook, whatever the size of the table. The
@@ -188,7 +194,7 @@ WHERE p.rn <= CASE
 		CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
 	WHEN w.rate_limit > 0 THEN LEAST(@per, w.rate_limit * @tick_seconds)
 	ELSE @per END
-ORDER BY p.rn, p.next_retry
+ORDER BY row_number() OVER (PARTITION BY w.tenant ORDER BY p.rn, p.next_retry), p.next_retry
 LIMIT @batch`
 
 // SelectDuePostgres is a step's query on PostgreSQL, with GORM's @named
@@ -199,7 +205,9 @@ const SelectDuePostgres = selectDuePostgres
 // the due rows are numbered per webhook by a window. It reads every due
 // row; SQLite serves one process, not a fleet's backlog.
 const selectDueSQLite = `SELECT id, webhook_id, webhook_name, queue, rate_limit, probe FROM (
-	SELECT d.id, w.id AS webhook_id, d.webhook_name, w.queue, w.rate_limit, d.next_retry,
+SELECT id, webhook_id, webhook_name, queue, rate_limit, probe, next_retry,
+	row_number() OVER (PARTITION BY tenant ORDER BY rn, next_retry) AS trn FROM (
+	SELECT d.id, w.id AS webhook_id, w.tenant, d.webhook_name, w.queue, w.rate_limit, d.next_retry,
 		w.enabled AND COALESCE(h.failures, 0) >= @failing AS probe,
 		CASE
 			WHEN w.queue IN @full OR w.id IN @spent THEN 0
@@ -214,7 +222,7 @@ const selectDueSQLite = `SELECT id, webhook_id, webhook_name, queue, rate_limit,
 	LEFT JOIN webhook_health h ON h.webhook_id = w.id
 	WHERE d.status = 'Failed' AND d.next_retry <= @now AND (d.queued_at IS NULL OR d.queued_at <= @stale)
 ) WHERE rn <= quota
-ORDER BY rn, next_retry
+) ORDER BY trn, next_retry
 LIMIT @batch`
 
 // step is what a tick passes to each of its steps.

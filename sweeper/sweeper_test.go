@@ -423,3 +423,61 @@ func TestTickBudgetEndingMidStepIsNotAnError(t *testing.T) {
 		})
 	}
 }
+
+// tenantWebhook adds webhook id in tenant ten (created if need be).
+func (b *bed) tenantWebhook(ten, id string) {
+	b.t.Helper()
+	if err := b.db.Where(models.Tenant{Name: ten}).FirstOrCreate(&models.Tenant{Name: ten, Enabled: true, PortalOrigins: models.StringList{}, CreatedAt: t0, UpdatedAt: t0}).Error; err != nil {
+		b.t.Fatal(err)
+	}
+	b.webhook(id, 0)
+	if err := b.db.Exec("UPDATE webhooks SET tenant = ? WHERE id = ?", ten, id).Error; err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// One tenant's backlog over many webhooks does not starve another tenant's
+// one webhook: a step shares its batch tenant by tenant first, so B gets
+// half of it although A has ten webhooks with older rows. Shared webhook
+// by webhook, as before, B would get one row in eleven.
+func TestStepIsFairAcrossTenants(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{BatchSize: 50})
+			for i := range 10 {
+				id := fmt.Sprintf("a%d", i)
+				b.tenantWebhook("a", id)
+				b.due(id, 100, t0.Add(-time.Hour))
+			}
+			b.tenantWebhook("b", "b")
+			bIDs := b.due("b", 40, t0.Add(-time.Minute))
+			res := b.step()
+			if res.Due != 50 {
+				t.Fatalf("first step %+v, want a batch of 50", res)
+			}
+			q := b.queued()
+			var gotB int
+			for _, id := range bIDs {
+				if q[id] {
+					gotB++
+				}
+			}
+			if gotB != 25 {
+				t.Fatalf("B got %d of the step's 50 rows, want half (25)", gotB)
+			}
+			// The second step takes B's last 15, and the rest is A's.
+			b.step()
+			q = b.queued()
+			for _, id := range bIDs {
+				if !q[id] {
+					t.Fatalf("B's row %s still waits after two steps", id)
+				}
+			}
+			if len(q) != 100 {
+				t.Fatalf("two steps queued %d rows, want 100", len(q))
+			}
+		})
+	}
+}

@@ -143,6 +143,71 @@ func TestOneBacklogDoesNotStarveAnother(t *testing.T) {
 	s.stop()
 }
 
+// TestOneTenantsBacklogDoesNotStarveAnother gives tenant A 20,000 due
+// retries over 40 webhooks and tenant B 50 on one: B's are all delivered
+// before A is a tenth drained. Shared webhook by webhook alone, B's one
+// webhook would get a 41st of each step and wait for about 2,500 of A's.
+func TestOneTenantsBacklogDoesNotStarveAnother(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	s := newSystem(t)
+	s.env = append(s.env, "HOMING_SWEEPER_INTERVAL=1s", "HOMING_WORKER_CONCURRENCY=20")
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
+	for _, ten := range []string{"tenant-a", "tenant-b"} {
+		s.ok(t, nil, "homing", "tenant", "create", ten)
+	}
+	var aHooks []string
+	for i := range 40 {
+		aHooks = append(aHooks, fmt.Sprintf("a%d", i))
+	}
+	create := func(ten, name string) {
+		s.ok(t, nil, "homing", "webhook", "create", "--tenant", ten, "--name", name, "--doctype", "Sales Order", "--event", "on_submit",
+			"--url", rc.URL+"/"+name)
+	}
+	for _, name := range aHooks {
+		create("tenant-a", name)
+	}
+	create("tenant-b", "b")
+	db := s.openDB(t)
+	for _, name := range aHooks {
+		seedDue(t, db, name, 500, time.Now().Add(-2*time.Hour))
+	}
+	seedDue(t, db, "b", 50, time.Now().Add(-time.Minute))
+	s.start("worker", "worker started")
+	s.start("scheduler", "scheduler started")
+	aDelivered := func() int {
+		var n int64
+		if err := db.Model(&models.Delivery{}).Where("tenant = ? AND status = ?", "tenant-a", models.StatusDelivered).Count(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return int(n)
+	}
+	var aAtB int
+	eventually(t, "B's retries", func() (bool, string) {
+		st, err := statusCounts(db, "b")
+		if err != nil {
+			return false, err.Error()
+		}
+		aAtB = aDelivered()
+		return st[models.StatusDelivered] == 50, fmt.Sprintf("b %s, a delivered %d", countStatus(st), aAtB)
+	})
+	var toB int
+	for _, r := range rc.Requests() {
+		if r.Path == "/b" {
+			toB++
+		}
+	}
+	if toB < 50 {
+		t.Fatalf("B's receiver got %d requests, fewer than its 50 retries", toB)
+	}
+	if aAtB > 2000 {
+		t.Fatalf("B's 50 retries waited for %d of tenant A's older 20,000 (more than a tenth)", aAtB)
+	}
+	t.Logf("tenant B's 50 retries were all delivered when %d of tenant A's 20,000 were", aAtB)
+	s.stop()
+}
+
 // seedDue writes n Failed deliveries of webhook, due since at, as a fan-out
 // and a failed first attempt would have left them.
 func seedDue(t *testing.T, db *gorm.DB, webhook string, n int, at time.Time) {
@@ -156,7 +221,7 @@ func seedDue(t *testing.T, db *gorm.DB, webhook string, n int, at time.Time) {
 		id := uuid.Must(uuid.NewV7()).String()
 		next := at.Add(time.Duration(i) * time.Microsecond).UTC()
 		rows[i] = models.Delivery{
-			ID: id, WebhookID: w.ID, WebhookName: w.Name, EventID: "seed-" + id, DocType: w.DocType, DocEvent: w.DocEvent,
+			ID: id, Tenant: w.Tenant, WebhookID: w.ID, WebhookName: w.Name, EventID: "seed-" + id, DocType: w.DocType, DocEvent: w.DocEvent,
 			Method: "POST", URL: w.RequestURL, Headers: models.StringMap{"Content-Type": "application/json"},
 			Payload: []byte(fmt.Sprintf(`{"n":%d}`, i)), Status: models.StatusFailed, Attempts: 1, MaxRetries: 3,
 			NextRetry: &next, LastError: "seeded", CreatedAt: at.UTC(), UpdatedAt: at.UTC(),

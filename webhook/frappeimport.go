@@ -158,7 +158,9 @@ func (s *Service) ImportFrappe(ctx context.Context, tenant string, hooks []Frapp
 			_, err = s.Create(ctx, tenant, in)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
+			// A webhook over the tenant's max_webhooks is reported as
+			// not imported, as an invalid one is; the others go ahead.
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
 				return results, err
 			}
 			res.Status = ImportNotImported

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/delivery"
@@ -29,6 +30,9 @@ var (
 	ErrNotFound = errors.New("webhook not found")
 	ErrExists   = errors.New("webhook already exists")
 	ErrInvalid  = errors.New("invalid webhook")
+	// ErrLimit is a create refused because the tenant holds its
+	// max_webhooks.
+	ErrLimit = errors.New("tenant webhook limit reached")
 )
 
 // FieldError is webhook input that cannot be accepted, naming the field at
@@ -202,7 +206,15 @@ func (s *Service) Create(ctx context.Context, tenant string, in Input) (models.W
 	if err := s.tryDefinition(w, in.SampleDoc); err != nil {
 		return w, err
 	}
-	if err := s.db.WithContext(ctx).Create(&w).Error; err != nil {
+	if err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := underLimit(tx, w.Tenant); err != nil {
+			return err
+		}
+		return tx.Create(&w).Error
+	}); err != nil {
+		if errors.Is(err, ErrLimit) {
+			return w, err
+		}
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
 			return w, fmt.Errorf("%w: %q (choose another name, or use webhook update)", ErrExists, w.Name)
 		}
@@ -210,6 +222,44 @@ func (s *Service) Create(ctx context.Context, tenant string, in Input) (models.W
 	}
 	s.log.Info("webhook created", "tenant", w.Tenant, "webhook", w.Name, "doc_type", w.DocType, "event", w.DocEvent)
 	return w, nil
+}
+
+// underLimit refuses a new webhook of tenant when it already holds its
+// max_webhooks (0 is no limit). It runs in the insert's transaction and
+// first locks the tenant's row (FOR UPDATE on PostgreSQL; SQLite has one
+// writer), so two concurrent creates count one after the other and cannot
+// pass the limit together. Served by tenants' primary key and
+// webhooks_tenant_name (tenant, name).
+func underLimit(tx *gorm.DB, tenant string) error {
+	var t models.Tenant
+	q := tx.Select("name", "max_webhooks").Where("name = ?", tenant)
+	if tx.Dialector.Name() == "postgres" {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+	} else {
+		// Take SQLite's write lock now, before the count, so that a
+		// second writer waits here rather than counting the same rows.
+		if err := tx.Exec("UPDATE tenants SET max_webhooks = max_webhooks WHERE name = ?", tenant).Error; err != nil {
+			return fmt.Errorf("lock tenant %q: %w", tenant, err)
+		}
+	}
+	if err := q.Take(&t).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil // callers resolve the tenant before they create in it
+		}
+		return fmt.Errorf("read tenant %q: %w", tenant, err)
+	}
+	if t.MaxWebhooks <= 0 {
+		return nil
+	}
+	var n int64
+	if err := tx.Model(&models.Webhook{}).Where("tenant = ?", tenant).Count(&n).Error; err != nil {
+		return fmt.Errorf("count webhooks of tenant %q: %w", tenant, err)
+	}
+	if n >= int64(t.MaxWebhooks) {
+		return fmt.Errorf("%w: tenant %q already has %d webhooks, its max_webhooks %d; delete one, or raise the limit with homing tenant update %s --max-webhooks N",
+			ErrLimit, tenant, n, t.MaxWebhooks, tenant)
+	}
+	return nil
 }
 
 // Update changes the given fields of webhook name.
@@ -254,7 +304,7 @@ func (s *Service) Update(ctx context.Context, tenant, name string, in Input) (mo
 		return nil
 	})
 	if err == nil {
-		s.exhausted(w.Name, models.ReasonWebhookDisabled, exhausted)
+		s.exhausted(w.Tenant, w.Name, models.ReasonWebhookDisabled, exhausted)
 	}
 	return w, err
 }
@@ -289,7 +339,7 @@ func (s *Service) SetEnabled(ctx context.Context, tenant, name string, enabled b
 		return err
 	})
 	if err == nil {
-		s.exhausted(w.Name, models.ReasonWebhookDisabled, exhausted)
+		s.exhausted(w.Tenant, w.Name, models.ReasonWebhookDisabled, exhausted)
 	}
 	return w, err
 }
@@ -313,7 +363,7 @@ func (s *Service) exhaustPending(tx *gorm.DB, w models.Webhook, why string) (int
 // deleting it. dispatch.Dispatcher is one; it passes them to the process's
 // metrics (homing_deliveries_total) when the process has them.
 type Observer interface {
-	Deliveries(webhook, status, reason string, n int)
+	Deliveries(tenant, webhook, status, reason string, n int)
 }
 
 // SetObserver sets who is told of the deliveries the service exhausts;
@@ -322,9 +372,9 @@ func (s *Service) SetObserver(o Observer) { s.observer = o }
 
 // exhausted tells the observer of n deliveries of webhook exhausted for
 // reason, once their transaction is committed.
-func (s *Service) exhausted(webhook, reason string, n int64) {
+func (s *Service) exhausted(tenant, webhook, reason string, n int64) {
 	if s.observer != nil && n > 0 {
-		s.observer.Deliveries(webhook, models.StatusExhausted, reason, int(n))
+		s.observer.Deliveries(tenant, webhook, models.StatusExhausted, reason, int(n))
 	}
 }
 
@@ -367,7 +417,7 @@ func (s *Service) Delete(ctx context.Context, tenant, name string) error {
 		return nil
 	})
 	if err == nil {
-		s.exhausted(w.Name, models.ReasonWebhookDeleted, exhausted)
+		s.exhausted(w.Tenant, w.Name, models.ReasonWebhookDeleted, exhausted)
 	}
 	return err
 }

@@ -59,6 +59,7 @@ func New(a *app.App) *Worker {
 			Logger:    a.Log,
 
 			MaxWebhookLabels: cfg.Metrics.MaxWebhookLabels,
+			MaxTenantLabels:  cfg.Metrics.MaxTenantLabels,
 		})
 		a.Dispatcher.SetObserver(m)
 		sweepObs = m

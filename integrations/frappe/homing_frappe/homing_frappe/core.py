@@ -18,6 +18,7 @@ import datetime as _dt
 import decimal
 import http.client
 import json
+import re
 import socket
 import urllib.error
 import urllib.request
@@ -85,6 +86,10 @@ class Settings:
 	# Event IDs start with this (the site's name, so that two sites publishing
 	# to one Homing cannot collide).
 	event_id_prefix: str = "frappe"
+	# The tenant every event names ("tenant" in POST /v1/events), empty for
+	# the token's own: tenant_of_site(site) when Homing Settings has
+	# "Tenant from Site" on, so that one Homing serves a bench's sites apart.
+	tenant: str = ""
 	# doctype -> the events to publish for it (an empty set: all of them).
 	# Doctypes not listed are not published.
 	published: Mapping[str, frozenset] = dataclasses.field(default_factory=dict)
@@ -196,6 +201,25 @@ class RequestDedupe:
 # --- the event --------------------------------------------------------------
 
 
+MAX_TENANT_LENGTH = 63
+
+
+def tenant_of_site(site: str) -> str:
+	"""The Homing tenant named after a Frappe site: the site name in lower
+	case with every character Homing's tenant names do not allow (a-z, 0-9,
+	'-', '_') made '-', so erp.example.com is erp-example-com. Raises
+	ValueError when the result cannot name a tenant (empty, too long, or
+	starting with '-' or '_'), saying so."""
+	name = re.sub(r"[^a-z0-9_-]", "-", (site or "").strip().lower())
+	if not name or len(name) > MAX_TENANT_LENGTH or name[0] in "-_":
+		raise ValueError(
+			f"site {site!r} makes the tenant name {name!r}, which Homing refuses: a tenant name is 1 to "
+			f"{MAX_TENANT_LENGTH} of a-z, 0-9, '-' and '_', starting with a letter or digit; turn "
+			"Tenant from Site off and publish with a token of the site's tenant instead"
+		)
+	return name
+
+
 def new_event_id(prefix: str, unique: str | None = None) -> str:
 	"""A new event ID, stable for the queue row that stores it: every retry
 	sends it again, so Homing answers a repeat with 200 and delivers nothing
@@ -253,9 +277,11 @@ def shape_event(
 	event: str,
 	doc: Mapping[str, Any],
 	max_doc_bytes: int = DEFAULT_MAX_DOC_BYTES,
+	tenant: str = "",
 ) -> Shaped:
 	"""The body of POST /v1/events: {"id", "doc_type", "doc_name", "event",
-	"doc"} (Homing's api/events.go eventRequest). The document is encoded
+	"doc"} (Homing's api/events.go eventRequest), with "tenant" first when
+	tenant is set. The document is encoded
 	once, compactly with sorted keys; its size is counted as Homing counts it
 	(the bytes of "doc" as sent) and checked here, so that an oversized
 	document is reported at once instead of being refused on every attempt.
@@ -276,8 +302,10 @@ def shape_event(
 		)
 	if error is None and "\\u0000" in doc_json and _has_nul(json.loads(doc_json)):
 		error = "document contains a NUL character (\\u0000), which Homing refuses (422)"
+	fields = {"tenant": tenant} if tenant else {}
+	fields.update({"id": event_id, "doc_type": doc_type, "doc_name": doc_name, "event": event})
 	head = json.dumps(
-		{"id": event_id, "doc_type": doc_type, "doc_name": doc_name, "event": event},
+		fields,
 		ensure_ascii=False,
 		separators=(",", ":"),
 	)

@@ -64,12 +64,27 @@ def load_settings(with_token: bool = False) -> core.Settings:
 		max_attempts=int(doc.max_attempts or 0),
 		batch_size=int(doc.batch_size or 200),
 		event_id_prefix=(doc.event_id_prefix or "").strip() or f"frappe:{frappe.local.site}",
+		tenant=_tenant(doc),
 		published=published,
 	)
 	if with_token:
 		s.token = doc.get_password("token", raise_exception=False) or ""
 	frappe.local.homing_settings = s
 	return s
+
+
+def _tenant(doc) -> str:
+	"""The tenant events name: the site's (core.tenant_of_site) with Tenant
+	from Site on, else none (the token's own). A site whose name cannot make
+	a tenant name publishes under the raw name, which Homing refuses (422),
+	so the rows fail visibly rather than land in another tenant; Homing
+	Settings refuses to save that setting in the first place."""
+	if not doc.get("tenant_from_site"):
+		return ""
+	try:
+		return core.tenant_of_site(frappe.local.site)
+	except ValueError:
+		return frappe.local.site
 
 
 # --- doc_events: write the event into the document's transaction ------------
@@ -130,11 +145,11 @@ def on_doc_event(doc, method=None):
 		# row, with the document's last state (Frappe keeps the last
 		# instance too), under the ID already given.
 		event_id = frappe.db.get_value(QUEUE, existing, "event_id")
-		shaped = core.shape_event(event_id, doc.doctype, doc.name, method, _doc_dict(doc), settings.max_doc_bytes)
+		shaped = core.shape_event(event_id, doc.doctype, doc.name, method, _doc_dict(doc), settings.max_doc_bytes, settings.tenant)
 		frappe.db.set_value(QUEUE, existing, _row_values(shaped, now), update_modified=False)
 	else:
 		event_id = core.new_event_id(settings.event_id_prefix)
-		shaped = core.shape_event(event_id, doc.doctype, doc.name, method, _doc_dict(doc), settings.max_doc_bytes)
+		shaped = core.shape_event(event_id, doc.doctype, doc.name, method, _doc_dict(doc), settings.max_doc_bytes, settings.tenant)
 		row = frappe.get_doc({"doctype": QUEUE, **_row_values(shaped, now)})
 		row.insert(ignore_permissions=True, ignore_links=True)
 		dedupe.remember(doc.doctype, doc.name, method, row.name)
@@ -231,6 +246,7 @@ def send_workflow_transition(doc):
 		core.WORKFLOW_TRANSITION,
 		_doc_dict(doc),
 		settings.max_doc_bytes,
+		settings.tenant,
 	)
 	try:
 		core.publish_now(settings, shaped, core.urllib_transport)

@@ -179,6 +179,18 @@ class Shape(unittest.TestCase):
 		self.assertEqual(json.loads(s.body)["doc"], doc)
 		self.assertEqual(s.doc_bytes, len(json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()))
 
+	def test_tenant_goes_first_when_set(self):
+		s = core.shape_event("frappe:site:abc", "ToDo", "T-1", "on_update", {"name": "T-1"}, tenant="erp-example-com")
+		self.assertTrue(s.body.startswith('{"tenant":"erp-example-com","id":"frappe:site:abc",'), s.body)
+		self.assertNotIn('"tenant"', core.shape_event("frappe:site:abc", "ToDo", "T-1", "on_update", {"name": "T-1"}).body)
+
+	def test_tenant_of_site(self):
+		for site, want in [("erp.example.com", "erp-example-com"), ("Site1.Local", "site1-local"), ("acme_erp", "acme_erp")]:
+			self.assertEqual(core.tenant_of_site(site), want)
+		for site in ["", ".hidden", "x" * 64]:
+			with self.assertRaisesRegex(ValueError, "Homing refuses"):
+				core.tenant_of_site(site)
+
 	def test_same_input_same_bytes(self):
 		a = core.shape_event("i", "D", "N", "on_update", {"b": 1, "a": 2})
 		b = core.shape_event("i", "D", "N", "on_update", {"a": 2, "b": 1})

@@ -191,5 +191,39 @@ class PushAndWorkflow(ServerMixin, unittest.TestCase):
 			self.glue.send_workflow_transition(la)
 
 
+class TenantFromSite(ServerMixin, unittest.TestCase):
+	"""Tenant from Site on: every event Homing receives names the site's
+	tenant, queued or workflow; off, none does (the token's own)."""
+
+	def install(self, tenant_from_site):
+		self.clock = Clock()
+		self.frappe = fake_frappe.install(
+			{"enabled": 1, "homing_url": self.url, "token": TOKEN, "tenant_from_site": tenant_from_site, "doctypes": [{"document_type": "Sales Order"}]},
+			site="erp.example.com",
+			now=self.clock,
+		)
+		self.addCleanup(fake_frappe.uninstall)
+		return importlib.import_module("homing_frappe.frappe_glue")
+
+	def test_events_name_the_sites_tenant(self):
+		glue = self.install(1)
+		glue.on_doc_event(fake_frappe.Document("Sales Order", "SO-1"), "on_submit")
+		self.frappe.db.commit()
+		self.assertEqual(glue.push_queued().sent, 1)
+		_, _, body = self.homing.requests[-1]
+		self.assertEqual(json.loads(body)["tenant"], "erp-example-com")
+		glue.send_workflow_transition(fake_frappe.Document("Sales Order", "SO-2"))
+		_, _, body = self.homing.requests[-1]
+		self.assertEqual((json.loads(body)["tenant"], json.loads(body)["event"]), ("erp-example-com", "workflow_transition"))
+
+	def test_off_names_no_tenant(self):
+		glue = self.install(0)
+		glue.on_doc_event(fake_frappe.Document("Sales Order", "SO-1"), "on_submit")
+		self.frappe.db.commit()
+		self.assertEqual(glue.push_queued().sent, 1)
+		_, _, body = self.homing.requests[-1]
+		self.assertNotIn("tenant", json.loads(body))
+
+
 if __name__ == "__main__":
 	unittest.main()

@@ -19,6 +19,11 @@ class HomingSettings(Document):
 				core.parse_events(row.events)
 			except ValueError as e:
 				frappe.throw(f"Row {row.idx} ({row.document_type}): {e}")
+		if self.get("tenant_from_site"):
+			try:
+				core.tenant_of_site(frappe.local.site)
+			except ValueError as e:
+				frappe.throw(str(e))
 		if self.enabled and not (url and (self.token or self.get_password("token", raise_exception=False))):
 			frappe.throw("Set the Homing URL and token before enabling")
 
