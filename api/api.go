@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/metrics"
 	"github.com/homingdev/homing/outbox"
@@ -52,6 +53,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxPayloadBytes (delivery.max_payload_bytes) refuses larger documents.
 	MaxPayloadBytes int
+	// MaxInflightBytes (api.max_inflight_bytes) is the memory all requests
+	// in flight may hold together (intake); a request that does not fit is
+	// answered 503 at once. 0 is DefaultMaxInflightBytes.
+	MaxInflightBytes int64
 	// Ready answers /readyz; nil is always ready.
 	Ready func(ctx context.Context) error
 	// Warnings lists the start-up checks' problems (preflight) on /readyz,
@@ -71,7 +76,13 @@ type Server struct {
 	outbox *outbox.Writer
 	// tenants is cfg.Tenants, or one on cfg.DB.
 	tenants *tenant.Service
+	// intake bounds the memory of the requests in flight.
+	intake *intake
 }
+
+// DefaultMaxInflightBytes is the intake budget when none is given: half of
+// the default process.memory_limit.
+const DefaultMaxInflightBytes = 512 << 20
 
 // New builds the API.
 func New(cfg Config) *Server {
@@ -87,7 +98,11 @@ func New(cfg Config) *Server {
 	if cfg.MaxPayloadBytes <= 0 {
 		cfg.MaxPayloadBytes = 1 << 20
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, tenants: cfg.Tenants}
+	if cfg.MaxInflightBytes <= 0 {
+		cfg.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, tenants: cfg.Tenants,
+		intake: newIntake(cfg.MaxInflightBytes, cfg.Clock, cfg.Logger)}
 	if cfg.DB != nil {
 		s.outbox = outbox.NewWriter(cfg.DB)
 		if s.tenants == nil {
@@ -144,12 +159,12 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/v1/events", token.ScopePublish, false, s.publishEvent},
 
 		{http.MethodGet, "/v1/webhooks", token.ScopeAdmin, false, s.listWebhooks},
-		{http.MethodPost, "/v1/webhooks", token.ScopeAdmin, false, s.createWebhook},
+		{http.MethodPost, "/v1/webhooks", token.ScopeAdmin, false, s.evaluating(s.createWebhook)},
 		{http.MethodGet, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.getWebhook},
-		{http.MethodPatch, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.updateWebhook},
+		{http.MethodPatch, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.evaluating(s.updateWebhook)},
 		{http.MethodDelete, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.deleteWebhook},
-		{http.MethodPost, "/v1/webhooks/{name}/preview", token.ScopeAdmin, false, s.previewWebhook},
-		{http.MethodPost, "/v1/webhooks/import", token.ScopeAdmin, false, s.importWebhooks},
+		{http.MethodPost, "/v1/webhooks/{name}/preview", token.ScopeAdmin, false, s.evaluating(s.previewWebhook)},
+		{http.MethodPost, "/v1/webhooks/import", token.ScopeAdmin, false, s.evaluating(s.importWebhooks)},
 
 		{http.MethodGet, "/v1/deliveries", token.ScopeAdmin, false, s.listDeliveries},
 		{http.MethodGet, "/v1/deliveries/{id}", token.ScopeAdmin, false, s.getDelivery},
@@ -169,6 +184,24 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/healthz", scopeNone, false, handle(metrics.HealthHandler())},
 		{http.MethodGet, "/readyz", scopeNone, false, handle(metrics.ReadyHandlerWarning(s.cfg.Ready, s.cfg.Warnings))},
 	}
+}
+
+// evaluating charges a handler that renders a definition (with a sample or
+// a given document) the rendering's value budget, on top of its body: a
+// small body can build that much.
+func (s *Server) evaluating(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := chargeMore(r.Context(), r, s.evaluationBytes()); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
+}
+
+// evaluationBytes is what one evaluation may build: the rendering's value
+// budget (delivery.RenderMemoryFactor × delivery.max_payload_bytes).
+func (s *Server) evaluationBytes() int64 {
+	return int64(delivery.RenderMemoryFactor) * int64(s.cfg.MaxPayloadBytes)
 }
 
 // handle adapts a plain http.Handler to the routes table.
@@ -228,8 +261,9 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// endpoint wraps a route's handler: body size limit, authentication, then
-// the handler, whose error becomes the JSON error response.
+// endpoint wraps a route's handler: body size limit, the intake budget,
+// authentication, then the handler, whose error becomes the JSON error
+// response.
 func (s *Server) endpoint(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
@@ -237,6 +271,16 @@ func (s *Server) endpoint(rt route) http.Handler {
 			s.writeError(w, r, bodyTooLarge(s.cfg.MaxBodyBytes))
 			return
 		}
+		// Charged before the body is read, returned when the handler has
+		// answered: the body, its decoded form and its outbox write are
+		// all done by then.
+		g, err := s.intake.acquire(r, requestCharge(r, s.cfg.MaxBodyBytes))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer g.release()
+		r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		// A body trickled in byte by byte must not hold the connection
 		// forever. Only reading is bounded: a workflow_transition's answer

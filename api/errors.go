@@ -27,7 +27,7 @@ const (
 	CodeInvalidJSON      = "invalid_json"       // 400: not JSON, not the request's shape, or an unknown field
 	CodeInvalidRequest   = "invalid_request"    // 422: well-formed, but a value is not acceptable
 	CodeDeliveryFailed   = "delivery_failed"    // 502: a workflow_transition event did not reach every webhook
-	CodeUnavailable      = "unavailable"        // 503, with Retry-After: the server cannot do it now (past its memory ceiling)
+	CodeUnavailable      = "unavailable"        // 503, with Retry-After: the server cannot do it now (past its memory ceiling, api.max_inflight_bytes full, or too busy to evaluate a definition within its time limit)
 	CodeInternal         = "internal"           // 500
 )
 
@@ -103,6 +103,14 @@ func apiError(err error) *Error {
 	case errors.Is(err, delivery.ErrOverloaded):
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5,
 			Message: "the server is past its memory ceiling (process.memory_limit) and cannot evaluate this now; try again shortly"}
+	case errors.Is(err, delivery.ErrTimeLimit):
+		// Time is not the definition's alone: a cheap one passes the limit
+		// on a loaded server, so this is no refusal.
+		msg := err.Error()
+		if !strings.Contains(msg, "try again") {
+			msg += " (the server was too busy, or the definition is too slow); try again shortly"
+		}
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5, Message: msg}
 	case errors.Is(err, webhook.ErrExists):
 		return conflict("%s", strings.Replace(err.Error(), " (choose another name, or use webhook update)", " (choose another name, or PATCH the existing one)", 1))
 	}

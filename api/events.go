@@ -89,6 +89,10 @@ func (s *Server) addToOutbox(w http.ResponseWriter, r *http.Request, ev dispatch
 // after a timeout is answered from the record instead of a half-done row.
 // Repeating the event ID sends nothing new.
 func (s *Server) deliverNow(w http.ResponseWriter, r *http.Request, ev dispatch.Event) error {
+	// Its webhooks' templates are rendered now, in this request.
+	if err := chargeMore(r.Context(), r, s.evaluationBytes()); err != nil {
+		return err
+	}
 	ctx := context.WithoutCancel(r.Context())
 	if _, err := s.cfg.Dispatcher.DeliverNow(ctx, ev); err != nil {
 		return err

@@ -42,8 +42,12 @@ type server struct {
 
 // options adjust newServer.
 type options struct {
-	maxBodyBytes    int64
-	maxPayloadBytes int
+	maxBodyBytes     int64
+	maxPayloadBytes  int
+	maxInflightBytes int64
+	// renderTimeLimit is the webhook service's time limit for body
+	// templates (webhook.Defaults.RenderTimeLimit); 0 is the default.
+	renderTimeLimit time.Duration
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -59,14 +63,15 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	t.Cleanup(sender.Close)
 	tokens := token.New(db, nil, nil)
 	a := api.New(api.Config{
-		DB:              db,
-		Dispatcher:      dispatch.New(db, sender, box, dispatch.Config{}),
-		Webhooks:        webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second}, nil),
-		Recovery:        recovery.New(db, nil, 0),
-		Tokens:          tokens,
-		Portal:          portal.New(db, box.Subkey(portal.KeyLabel), nil),
-		MaxBodyBytes:    o.maxBodyBytes,
-		MaxPayloadBytes: o.maxPayloadBytes,
+		DB:               db,
+		Dispatcher:       dispatch.New(db, sender, box, dispatch.Config{}),
+		Webhooks:         webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil),
+		Recovery:         recovery.New(db, nil, 0),
+		Tokens:           tokens,
+		Portal:           portal.New(db, box.Subkey(portal.KeyLabel), nil),
+		MaxBodyBytes:     o.maxBodyBytes,
+		MaxPayloadBytes:  o.maxPayloadBytes,
+		MaxInflightBytes: o.maxInflightBytes,
 	})
 	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box}
 	t.Cleanup(s.srv.Close)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -87,14 +89,15 @@ func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 // and dispatcher as the command line and the worker.
 func apiConfig(a *app.App, tokens *token.Service) api.Config {
 	return api.Config{
-		DB:              a.DB,
-		Dispatcher:      a.Dispatcher,
-		Webhooks:        webhookService(a),
-		Recovery:        recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes),
-		Tokens:          tokens,
-		Portal:          portalLinks(a),
-		MaxBodyBytes:    int64(a.Config.API.MaxBodyBytes),
-		MaxPayloadBytes: a.Config.Delivery.MaxPayloadBytes,
+		DB:               a.DB,
+		Dispatcher:       a.Dispatcher,
+		Webhooks:         webhookService(a),
+		Recovery:         recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes),
+		Tokens:           tokens,
+		Portal:           portalLinks(a),
+		MaxBodyBytes:     int64(a.Config.API.MaxBodyBytes),
+		MaxPayloadBytes:  a.Config.Delivery.MaxPayloadBytes,
+		MaxInflightBytes: maxInflightBytes(a.Config.API.MaxInflightBytes),
 		// Ready while the database answers: events are accepted into the
 		// outbox even while Redis is away.
 		Ready: func(ctx context.Context) error {
@@ -130,4 +133,17 @@ func warnWithoutTokens(ctx context.Context, tokens *token.Service, log *slog.Log
 	if err == nil && len(list) == 0 {
 		log.Warn("no API token exists: every request will be refused with 401; create one with homing token create --name NAME [--scope admin]")
 	}
+}
+
+// maxInflightBytes is api.max_inflight_bytes, or half of the process's
+// memory limit when it is 0: the limit LimitMemory set from
+// process.memory_limit, or GOMEMLIMIT, which wins.
+func maxInflightBytes(configured int64) int64 {
+	if configured > 0 {
+		return configured
+	}
+	if limit := debug.SetMemoryLimit(-1); limit > 0 && limit < math.MaxInt64 {
+		return limit / 2
+	}
+	return api.DefaultMaxInflightBytes
 }

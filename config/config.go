@@ -61,6 +61,13 @@ type API struct {
 	// 413 before they are read. It must leave room for a document of
 	// delivery.max_payload_bytes inside its JSON envelope.
 	MaxBodyBytes int
+	// MaxInflightBytes (api.max_inflight_bytes) is the memory all requests
+	// in flight may hold together: each is charged its body's length times
+	// a measured expansion factor before the body is read, and one that
+	// does not fit is answered 503 with Retry-After. 0 is half of the
+	// process's memory limit (process.memory_limit or GOMEMLIMIT), or
+	// 512MiB when there is none.
+	MaxInflightBytes int64
 	// AsynqmonURL (api.asynqmon_url) is where operators reach asynqmon; when
 	// set, the console links a delivery to its task there.
 	AsynqmonURL string
@@ -268,6 +275,7 @@ func fields() []field {
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
 		{"api.asynqmon_url", "", into(parseString, func(c *Config) *string { return &c.API.AsynqmonURL })},
+		{"api.max_inflight_bytes", "0", into(parseBytes, func(c *Config) *int64 { return &c.API.MaxInflightBytes })},
 		// Durable intake and operator defaults (issue 16).
 		{"outbox.recover_after", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.RecoverAfter })},
 		{"monitor.auth", "", into(parseString, func(c *Config) *string { return &c.Monitor.Auth })},
@@ -827,6 +835,9 @@ func (c Config) problems() []*KeyError {
 	}
 	if err := checkAddr(c.API.Addr); err != nil {
 		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)
+	}
+	if c.API.MaxInflightBytes < 0 {
+		bad("api.max_inflight_bytes", "must be 0 (half of the memory limit) or a size such as 512MiB, got %d bytes", c.API.MaxInflightBytes)
 	}
 	if c.API.MaxBodyBytes < c.Delivery.MaxPayloadBytes {
 		bad("api.max_body_bytes", "must be at least delivery.max_payload_bytes (%d), or documents that fit could never be published over HTTP; got %d", c.Delivery.MaxPayloadBytes, c.API.MaxBodyBytes)

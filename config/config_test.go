@@ -287,6 +287,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"api.addr":                   {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
 		"api.max_body_bytes":         {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
 		"api.asynqmon_url":           {"http://127.0.0.1:8080", func(c *Config) { c.API.AsynqmonURL = "http://127.0.0.1:8080" }},
+		"api.max_inflight_bytes":     {"256MiB", func(c *Config) { c.API.MaxInflightBytes = 256 << 20 }},
 		"outbox.recover_after":       {"45s", func(c *Config) { c.Outbox.RecoverAfter = 45 * time.Second }},
 		"monitor.auth":               {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
 		"process.memory_limit":       {"512MiB", func(c *Config) { c.Process.MemoryLimit = 512 << 20 }},

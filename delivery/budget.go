@@ -75,7 +75,7 @@ func (b *budget) charge(n int) error {
 		return b.err
 	}
 	if b.ctx.Err() != nil {
-		return b.fail(overLimit("%s took longer than the time limit of %s", b.what, b.limit))
+		return b.fail(overTime(b.what, b.limit))
 	}
 	if n > b.steps {
 		return b.fail(overLimit("%s needs more than the limit of %d steps%s", b.what, b.maxSteps, b.hint))
@@ -144,10 +144,11 @@ func heapInUse() uint64 {
 
 // stoppedBy is the error of an evaluation its budget stopped: prefix names
 // the definition (`condition "x"`, `template`). A limit of the definition's
-// own wraps ErrUnbuildable, since every retry would meet it again; the
-// process's ceiling does not, since a later attempt may find room.
+// own (steps, bytes) wraps ErrUnbuildable, since every retry would meet it
+// again; the process's ceiling and the wall-clock time limit do not
+// (NoVerdict), since a later attempt may find room or an idle CPU.
 func stoppedBy(prefix string, err error) error {
-	if errors.Is(err, ErrOverloaded) {
+	if NoVerdict(err) {
 		return fmt.Errorf("%s: %w", prefix, err)
 	}
 	return &unbuildableError{err: fmt.Errorf("%s: %w", prefix, err)}

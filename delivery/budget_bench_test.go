@@ -10,7 +10,7 @@ import (
 // every evaluation pays every heapCheckEvery steps and at every
 // allocation of heapCheckBytes or more.
 func BenchmarkCheckHeap(b *testing.B) {
-	bud := conditionBudget(context.Background())
+	bud := conditionBudget(context.Background(), MaxConditionTime)
 	for b.Loop() {
 		if err := bud.checkHeap(); err != nil {
 			b.Fatal(err)

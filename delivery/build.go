@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,9 @@ type Spec struct {
 	// Now is the time Frappe's date helpers read in a compat frappe
 	// template (nowdate(), now()); zero is the wall clock.
 	Now time.Time
+	// TimeLimit is the rendering's wall-clock time limit; zero is
+	// MaxRenderTime. Tests set a tiny one to meet it without load.
+	TimeLimit time.Duration
 }
 
 // Build renders the body for doc and returns it with its Content-Type.
@@ -70,7 +74,8 @@ type Spec struct {
 // whole document. A form body holds the listed fields in list order, or
 // every top-level field in sorted order when none are listed. Build is safe
 // for concurrent use, never panics, and every error it returns wraps
-// ErrUnbuildable.
+// ErrUnbuildable, but a stop that is no verdict on the definition
+// (NoVerdict: the heap ceiling, the time limit).
 func Build(spec Spec, doc map[string]any) (body []byte, contentType string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -90,7 +95,7 @@ func Build(spec Spec, doc map[string]any) (body []byte, contentType string, err 
 	case "", StructureJSON:
 		switch {
 		case strings.TrimSpace(spec.Template) != "":
-			body, err = renderTemplate(spec.Template, doc, spec.MaxBytes)
+			body, err = renderWithin(spec.Template, doc, spec.MaxBytes, cmp.Or(spec.TimeLimit, MaxRenderTime))
 		case len(spec.Fields) > 0:
 			body, err = fieldsJSON(spec.Fields, doc)
 		default:

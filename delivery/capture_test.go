@@ -61,7 +61,7 @@ func TestHostileCapturesStopAtALimit(t *testing.T) {
 				runtime.ReadMemStats(&before)
 				var err error
 				if frappe {
-					_, err = renderFrappeTemplate(tt.src, doc, MaxRenderedBytes, time.Time{})
+					_, err = renderFrappeTemplate(tt.src, doc, MaxRenderedBytes, time.Time{}, MaxRenderTime)
 				} else {
 					_, err = renderTemplate(tt.src, doc, MaxRenderedBytes)
 				}

@@ -418,15 +418,22 @@ func (c *Condition) Match(doc map[string]any) (bool, error) { return c.MatchAt(d
 // date helpers read in a Python condition (nowdate(), now(); zero is the
 // wall clock). A nil or empty condition matches everything. Errors wrap
 // ErrUnbuildable: a condition that cannot be evaluated for this document
-// will not become evaluable by retrying.
+// will not become evaluable by retrying; except a stop that is no verdict
+// on the condition (NoVerdict: the process's heap ceiling, the time limit).
 func (c *Condition) MatchAt(doc map[string]any, now time.Time) (matched bool, err error) {
+	return c.matchWithin(doc, now, MaxConditionTime)
+}
+
+// matchWithin is MatchAt with a time limit of its own, so that tests can
+// reach it without a slow condition.
+func (c *Condition) matchWithin(doc map[string]any, now time.Time, limit time.Duration) (matched bool, err error) {
 	if c != nil && c.py != nil {
 		defer func() {
 			if r := recover(); r != nil {
 				matched, err = false, unbuildable("condition %q: evaluation failed: %v", c.src, r)
 			}
 		}()
-		return c.py.match(doc, now)
+		return c.py.match(doc, now, limit)
 	}
 	if c == nil || c.program == nil {
 		return true, nil
@@ -441,9 +448,9 @@ func (c *Condition) MatchAt(doc map[string]any, now time.Time) (matched bool, er
 	if doc == nil {
 		doc = map[string]any{}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), MaxConditionTime)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	limits := &conditionLimits{budget: conditionBudget(ctx)}
+	limits := &conditionLimits{budget: conditionBudget(ctx, limit)}
 	machine := vm.VM{MemoryBudget: MaxConditionMemory}
 	out, err := machine.Run(c.program, map[string]any{"doc": doc, limitsKey: limits})
 	if limits.err != nil {
@@ -719,11 +726,11 @@ type conditionLimits struct {
 
 // conditionBudget is the budget of one evaluation of a condition, in
 // either language.
-func conditionBudget(ctx context.Context) *budget {
+func conditionBudget(ctx context.Context, limit time.Duration) *budget {
 	return newBudget(ctx, budgetLimits{
 		what:     "evaluation",
 		hint:     "; nested predicates over large lists are too big",
-		limit:    MaxConditionTime,
+		limit:    limit,
 		steps:    MaxConditionSteps,
 		bytes:    MaxPythonConditionBytes,
 		maxValue: MaxConditionValueBytes,

@@ -5,7 +5,9 @@
 // settings, and Sender makes one attempt and classifies its outcome.
 //
 // Every failure that retrying cannot fix wraps ErrUnbuildable, with a one
-// line message meant for the person who configured the webhook.
+// line message meant for the person who configured the webhook. A stop that
+// is no verdict on the definition (NoVerdict: the process's heap ceiling,
+// the wall-clock time limit) does not.
 //
 // Templates are Jinja as far as gonja v2 implements it, with these limits:
 //
@@ -24,7 +26,9 @@
 //     no value and no body may pass Spec.MaxBytes, and all the values one
 //     rendering builds may not pass RenderMemoryFactor times that.
 //     Rendering happens in the caller's goroutine, so a rendering stopped by
-//     a limit has stopped. Errors from a limit match ErrLimit.
+//     a limit has stopped. Errors from a limit match ErrLimit; those of the
+//     time limit match ErrTimeLimit and not ErrUnbuildable, since load from
+//     other work can reach it (NoVerdict).
 //   - Every {{ }} is escaped for where it lands in the JSON body: inside a
 //     JSON string its text is escaped, elsewhere it is written as one JSON
 //     value (a string quoted, a number, true, false, null, a list or dict

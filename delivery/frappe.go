@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -325,7 +326,7 @@ func buildFrappe(spec Spec, doc map[string]any) ([]byte, error) {
 		if maxBytes <= 0 {
 			maxBytes = MaxRenderedBytes
 		}
-		text, err := renderFrappeTemplate(spec.Template, doc, maxBytes, spec.Now)
+		text, err := renderFrappeTemplate(spec.Template, doc, maxBytes, spec.Now, cmp.Or(spec.TimeLimit, MaxRenderTime))
 		if err != nil {
 			return nil, err
 		}
@@ -354,11 +355,11 @@ func ValidateFrappeTemplate(src string) (err error) {
 }
 
 // renderFrappeTemplate renders src as Frappe's Jinja would, under the
-// same limits as every template (MaxRenderTime, in this goroutine;
+// same limits as every template (limit, in this goroutine;
 // MaxRenderSteps; RenderMemoryFactor × maxBytes of values).
-func renderFrappeTemplate(src string, doc map[string]any, maxBytes int, now time.Time) (body []byte, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), MaxRenderTime)
+func renderFrappeTemplate(src string, doc map[string]any, maxBytes int, now time.Time, limit time.Duration) (body []byte, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	defer recoverInto(&err)
-	return render(ctx, src, doc, maxBytes, MaxRenderTime, renderMode{text: true, keepFloats: true, frappe: true, now: now})
+	return render(ctx, src, doc, maxBytes, limit, renderMode{text: true, keepFloats: true, frappe: true, now: now})
 }

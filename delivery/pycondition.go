@@ -490,13 +490,13 @@ func isWordByte(c byte) bool {
 // match evaluates the condition for doc within MaxConditionTime,
 // MaxConditionSteps and MaxPythonConditionBytes; the evaluation runs in
 // the caller's goroutine and a timeout cancels its thread, so it stops.
-func (c *pyCondition) match(doc map[string]any, now time.Time) (bool, error) {
+func (c *pyCondition) match(doc map[string]any, now time.Time, limit time.Duration) (bool, error) {
 	thread := &starlark.Thread{Name: "condition"}
 	thread.SetLocal("homing:now", wallIfZero(now))
 	thread.SetMaxExecutionSteps(MaxConditionSteps)
-	ctx, cancel := context.WithTimeout(context.Background(), MaxConditionTime)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	budget := conditionBudget(ctx)
+	budget := conditionBudget(ctx, limit)
 	thread.SetLocal("homing:budget", budget)
 	stop := context.AfterFunc(ctx, func() { thread.Cancel("time limit") })
 	defer stop()
@@ -514,7 +514,7 @@ func (c *pyCondition) match(doc map[string]any, now time.Time) (bool, error) {
 		case strings.Contains(msg, "too many steps"):
 			return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, overLimit("evaluation needs more than the limit of %d steps", MaxConditionSteps))}
 		case ctx.Err() != nil:
-			return false, &unbuildableError{err: fmt.Errorf("condition %q: %w", c.src, overLimit("evaluation took longer than the time limit of %s", MaxConditionTime))}
+			return false, stoppedBy(fmt.Sprintf("condition %q", c.src), overTime("evaluation", limit))
 		}
 		msg = strings.NewReplacer(pyOpName, "operator", pyMethodName, "method", pySlicedName, "slice").Replace(msg)
 		return false, unbuildable("condition %q: %s", c.src, msg)

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,12 +63,13 @@ func CheckTemplateJSON(spec Spec) error {
 // the result is JSON.
 func renderRaw(spec Spec, doc map[string]any, maxBytes int) (body []byte, err error) {
 	if spec.Compat == CompatFrappe {
-		return renderFrappeTemplate(spec.Template, doc, maxBytes, spec.Now)
+		return renderFrappeTemplate(spec.Template, doc, maxBytes, spec.Now, cmp.Or(spec.TimeLimit, MaxRenderTime))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), MaxRenderTime)
+	limit := cmp.Or(spec.TimeLimit, MaxRenderTime)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	defer recoverInto(&err)
-	return render(ctx, spec.Template, doc, maxBytes, MaxRenderTime)
+	return render(ctx, spec.Template, doc, maxBytes, limit)
 }
 
 // notJSON says where body stops being JSON, by line and column of the

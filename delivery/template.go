@@ -310,6 +310,9 @@ func render(ctx context.Context, src string, doc map[string]any, maxBytes int, l
 		if errors.Is(limits.err, ErrOverloaded) {
 			return nil, fmt.Errorf("template: %w", limits.err)
 		}
+		if errors.Is(limits.err, ErrTimeLimit) {
+			return nil, fmt.Errorf("template: %s%w", lineOf(execErr), limits.err)
+		}
 		var lim *limitError
 		if errors.As(limits.err, &lim) {
 			return nil, &unbuildableError{err: fmt.Errorf("template: %s%w", lineOf(execErr), limits.err)}

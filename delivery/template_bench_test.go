@@ -28,7 +28,7 @@ func BenchmarkRender(b *testing.B) {
 			for b.Loop() {
 				var err error
 				if tc.frappe {
-					_, err = renderFrappeTemplate(tc.src, doc, MaxRenderedBytes, time.Time{})
+					_, err = renderFrappeTemplate(tc.src, doc, MaxRenderedBytes, time.Time{}, MaxRenderTime)
 				} else {
 					_, err = renderTemplate(tc.src, doc, 0)
 				}

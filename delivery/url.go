@@ -26,18 +26,30 @@ func HasTemplateSyntax(s string) bool {
 // and checks that the result is an absolute http(s) URL with a host.
 // Surrounding white space is dropped, as requests drops it. The host is
 // not checked here: the sender's SSRF guard checks it at dial time. Every
-// error wraps ErrUnbuildable.
+// error wraps ErrUnbuildable, but a stop that is no verdict (NoVerdict).
 //
 // compat CompatFrappe renders it as Frappe's Jinja does (an unknown name as
 // its tag, a missing field as None, Frappe's filters and helpers, whose
 // nowdate() and now() read now; zero is the wall clock).
 func RenderURL(src string, doc map[string]any, compat string, now time.Time) (u string, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), MaxRenderTime)
+	return renderURLWithin(src, doc, compat, now, MaxRenderTime)
+}
+
+// renderURLWithin is RenderURL with a time limit of its own, so that tests
+// can reach it without a slow template.
+func renderURLWithin(src string, doc map[string]any, compat string, now time.Time, limit time.Duration) (u string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	defer recoverInto(&err)
-	out, err := render(ctx, src, doc, MaxURLBytes, MaxRenderTime, renderMode{text: true, keepFloats: true, frappe: compat == CompatFrappe, now: now})
+	out, err := render(ctx, src, doc, MaxURLBytes, limit, renderMode{text: true, keepFloats: true, frappe: compat == CompatFrappe, now: now})
 	if err != nil {
-		return "", unbuildable("url template: %s", strings.TrimPrefix(err.Error(), "template: "))
+		// Renamed, not flattened: a stop that is no verdict (NoVerdict)
+		// must stay one, and a limit stays ErrLimit.
+		renamed := &renamedError{msg: "url template: " + strings.TrimPrefix(err.Error(), "template: "), err: err}
+		if NoVerdict(err) {
+			return "", renamed
+		}
+		return "", &unbuildableError{err: renamed}
 	}
 	u = strings.TrimSpace(string(out))
 	if err := CheckURL(u); err != nil {
@@ -96,3 +108,14 @@ func CheckURL(raw string) error {
 	}
 	return nil
 }
+
+// renamedError is err under another message, still matching what err
+// wraps.
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e *renamedError) Error() string { return e.msg }
+
+func (e *renamedError) Unwrap() error { return e.err }

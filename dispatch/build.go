@@ -26,8 +26,15 @@ type Built struct {
 
 // Build makes w's request for doc, as fan-out does for each delivery and
 // as a retry or resend of a delivery that could not be built does with the
-// document it kept (BuildKept). Every error wraps delivery.ErrUnbuildable.
+// document it kept (BuildKept). Every error wraps delivery.ErrUnbuildable,
+// but a stop that is no verdict on the definition (delivery.NoVerdict).
 func Build(w models.Webhook, doc map[string]any, maxPayload int, now time.Time) (Built, error) {
+	return build(w, doc, maxPayload, 0, now)
+}
+
+// build is Build with the body template's time limit (zero is
+// delivery.MaxRenderTime), which fan-out takes from Config.RenderTimeLimit.
+func build(w models.Webhook, doc map[string]any, maxPayload int, renderTime time.Duration, now time.Time) (Built, error) {
 	b := Built{URL: w.RequestURL}
 	if w.URLTemplate != "" {
 		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, now)
@@ -40,7 +47,7 @@ func Build(w models.Webhook, doc map[string]any, maxPayload int, now time.Time) 
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: maxPayload, Compat: w.Compat, Now: now}, doc)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: maxPayload, Compat: w.Compat, Now: now, TimeLimit: renderTime}, doc)
 	if err != nil {
 		return Built{}, err
 	}

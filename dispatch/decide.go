@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -119,4 +120,41 @@ const RecordMargin = 30 * time.Second
 // allowed.
 func leaseAllows(lease *time.Time, now time.Time, timeout time.Duration) bool {
 	return lease == nil || lease.Sub(now) >= timeout+RecordMargin
+}
+
+// SlowFinalRetries is the retry count of an event's task
+// (asynq.GetRetryCount: 0 on its first run) from which a webhook whose
+// definition reached its wall-clock time limit at fan-out is Exhausted for
+// that event. Before it, the stop is taken for load on this worker (time is
+// not the definition's alone, unlike steps and bytes): nothing is written
+// and the task runs again. With the worker's retry delays (2 s, 4 s, 8 s …)
+// five re-runs ride out about a minute of load; a definition that is slow
+// on its own holds back the event's other webhooks no longer than that.
+const SlowFinalRetries = 5
+
+// stopAction is what fan-out does with one webhook's evaluation error.
+type stopAction int
+
+const (
+	// stopExhaust writes the webhook's row Exhausted with the reason, for
+	// good: the definition cannot make this event's request.
+	stopExhaust stopAction = iota
+	// stopRetryEvent writes nothing for the whole event and fails its
+	// task, to be run again: the stop is no verdict on the definition.
+	stopRetryEvent
+)
+
+// onStop decides what an evaluation error of one webhook does at fan-out
+// on the event task's retries-th re-run. The process's heap ceiling
+// (delivery.ErrOverloaded) is never the webhook's fault; the time limit
+// (delivery.ErrTimeLimit) is taken for load until SlowFinalRetries; every
+// other error (steps, bytes, a bad template) is the definition's.
+func onStop(err error, retries int) stopAction {
+	switch {
+	case errors.Is(err, delivery.ErrOverloaded):
+		return stopRetryEvent
+	case errors.Is(err, delivery.ErrTimeLimit) && retries < SlowFinalRetries:
+		return stopRetryEvent
+	}
+	return stopExhaust
 }

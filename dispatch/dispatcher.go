@@ -53,6 +53,10 @@ type Config struct {
 	// MaxPayloadBytes caps a rendered body and every value its template
 	// builds (delivery.max_payload_bytes); 0 is delivery.MaxRenderedBytes.
 	MaxPayloadBytes int
+	// RenderTimeLimit is the time limit of a body template's rendering at
+	// fan-out; 0 is delivery.MaxRenderTime. Tests set a tiny one to meet
+	// the limit without load.
+	RenderTimeLimit time.Duration
 }
 
 // Dispatcher fans out events and runs attempts against one database.
@@ -69,6 +73,7 @@ type Dispatcher struct {
 	observer     Observer
 	limiter      Limiter
 	maxPayload   int
+	renderTime   time.Duration
 }
 
 // New builds a Dispatcher on db, through the Store made for its database
@@ -88,6 +93,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		observer:     cfg.Observer,
 		limiter:      cfg.Limiter,
 		maxPayload:   cfg.MaxPayloadBytes,
+		renderTime:   cfg.RenderTimeLimit,
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

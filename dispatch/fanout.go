@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,8 +31,12 @@ type Pending struct {
 // unique key means a second fan-out of the same event creates nothing, and
 // rows a crashed earlier fan-out left unattempted are returned again so that
 // their first attempt is not lost.
+//
+// A definition stopped by its time limit is not Exhausted here: FanOut has
+// no re-runs to count (its callers publish synchronously and answer the
+// error), so the stop fails the call like the heap ceiling does.
 func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
-	pending, _, err := d.fanOut(ctx, ev, "")
+	pending, _, err := d.fanOut(ctx, ev, Inline{})
 	return pending, err
 }
 
@@ -49,6 +54,10 @@ type Inline struct {
 	// Enqueue queues the first attempt of a delivery not sent here. A
 	// task that is already queued is not an error.
 	Enqueue func(ctx context.Context, p Pending) error
+	// Retries is how many times the event's task ran before this run
+	// (asynq.GetRetryCount). From SlowFinalRetries on, a definition
+	// stopped by its time limit is Exhausted for this event (onStop).
+	Retries int
 }
 
 // HandleEvent is the worker's path for an ordinary event: fan out → queue
@@ -72,7 +81,7 @@ type Inline struct {
 // still keeps slow receivers apart, and workflow_transition keeps its
 // synchronous path (DeliverNow).
 func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error {
-	pending, inline, err := d.fanOut(ctx, ev, in.Queue)
+	pending, inline, err := d.fanOut(ctx, ev, in)
 	if err != nil {
 		return fmt.Errorf("fan out event %s: %w", ev.ID, err)
 	}
@@ -104,22 +113,22 @@ func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error
 	return err
 }
 
-// fanOut is FanOut, inlining one delivery on queue when queue is not empty.
-func (d *Dispatcher) fanOut(ctx context.Context, ev Event, queue string) ([]Pending, *claimed, error) {
+// fanOut is FanOut, inlining one delivery on in.Queue when it is not
+// empty.
+func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) ([]Pending, *claimed, error) {
 	if err := ev.Validate(); err != nil {
 		return nil, nil, err
 	}
-	p := &eventPlan{d: d, ev: ev, queue: queue}
+	p := &eventPlan{d: d, ev: ev, queue: in.Queue, retries: in.Retries}
 	written, err := d.store.FanOut(ctx, ev.Tenant, ev.DocType, ev.Event, p.rows)
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.overloaded != nil {
-		// Not the webhook's fault: nothing was written, and the event's
-		// task fails to run again once the process has room.
-		d.log.Error("fan-out stopped: this process is past its memory ceiling (process.memory_limit); the event is fanned out again later",
-			"event", ev.ID, "error", p.overloaded.Error())
-		return nil, nil, fmt.Errorf("event %s: %w", ev.ID, p.overloaded)
+	if p.stopped != nil {
+		// No verdict on the webhook: nothing was written, and the
+		// event's task fails to run again.
+		d.logStopped(ev, p.stopped, in.Retries)
+		return nil, nil, fmt.Errorf("event %s: %w", ev.ID, p.stopped)
 	}
 	pending, inline := p.pending(written)
 	p.countUnbuilt(written)
@@ -136,9 +145,12 @@ type eventPlan struct {
 	queue  string
 	queues map[string]string
 	inline *claimed
-	// overloaded is the error of an evaluation the process's heap ceiling
-	// stopped (delivery.ErrOverloaded): the plan is then empty.
-	overloaded error
+	// retries is the event task's retry count (Inline.Retries).
+	retries int
+	// stopped is the error of an evaluation stopped for no fault of its
+	// webhook's (onStop: the heap ceiling, the time limit before
+	// SlowFinalRetries): the plan is then empty.
+	stopped error
 	// frozen is the event's document as the rows keep it (url_doc),
 	// made once for all its rows that keep it (freeze).
 	frozen    *string
@@ -160,11 +172,11 @@ func (p *eventPlan) freeze() (*string, error) {
 func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 	now := p.d.now()
 	rows := make([]models.Delivery, 0, len(hooks))
-	p.queues, p.inline, p.overloaded = make(map[string]string, len(hooks)), nil, nil
+	p.queues, p.inline, p.stopped = make(map[string]string, len(hooks)), nil, nil
 	for _, w := range hooks {
-		row, ok, err := p.d.plan(w, p.ev, now, p.freeze)
+		row, ok, err := p.d.plan(w, p.ev, now, p.retries, p.freeze)
 		if err != nil {
-			p.overloaded = err
+			p.stopped = err
 			return nil
 		}
 		if !ok {
@@ -275,10 +287,12 @@ func isSyncPending(rows []models.Delivery, id string) bool {
 // plan builds the delivery record for one webhook, or reports false when the
 // webhook's condition does not hold. A request that cannot be built becomes
 // an Exhausted record saying why, so the operator sees it, with no payload
-// and the document kept in url_doc. An evaluation stopped by the process's
-// heap ceiling is no verdict on the webhook: its error (wrapping
-// delivery.ErrOverloaded) is returned instead.
-func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time, freeze func() (*string, error)) (models.Delivery, bool, error) {
+// and the document kept in url_doc. An evaluation stopped for no fault of
+// the webhook's (onStop on the event task's retries: the process's heap
+// ceiling, the time limit on the early runs) is no verdict: its error
+// (wrapping delivery.ErrOverloaded or delivery.ErrTimeLimit) is returned
+// instead.
+func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time, retries int, freeze func() (*string, error)) (models.Delivery, bool, error) {
 	row := models.Delivery{
 		ID:          d.newID(),
 		WebhookID:   w.ID,
@@ -301,7 +315,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time, freeze func
 		row.LastError = syncPending
 	}
 	exhaust := func(reason string, err error) (models.Delivery, bool, error) {
-		if errors.Is(err, delivery.ErrOverloaded) {
+		if onStop(err, retries) == stopRetryEvent {
 			return models.Delivery{}, false, fmt.Errorf("webhook %q: %w", w.Name, err)
 		}
 		row.Status = models.StatusExhausted
@@ -320,7 +334,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time, freeze func
 	if !ok {
 		return models.Delivery{}, false, nil
 	}
-	b, err := Build(w, ev.Doc, d.maxPayload, now)
+	b, err := build(w, ev.Doc, d.maxPayload, d.renderTime, now)
 	if err != nil {
 		// The row keeps the document, so that a retry or a resend can
 		// build it with the webhook's definition once it is fixed
@@ -343,6 +357,18 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time, freeze func
 	}
 	row.URL, row.Headers, row.Payload = b.URL, b.Headers, b.Payload
 	return row, true, nil
+}
+
+// logStopped says why a fan-out wrote nothing and is run again.
+func (d *Dispatcher) logStopped(ev Event, err error, retries int) {
+	if errors.Is(err, delivery.ErrOverloaded) {
+		d.log.Error("fan-out stopped: this process is past its memory ceiling (process.memory_limit); the event is fanned out again later",
+			"event", ev.ID, "error", err.Error())
+		return
+	}
+	d.log.Warn("fan-out stopped: a webhook's definition reached its time limit, because this worker was too busy or the definition is too slow; the event is fanned out again later, and from its task's retry "+
+		strconv.Itoa(SlowFinalRetries)+" on such a webhook is Exhausted for it",
+		"event", ev.ID, "retries", retries, "error", err.Error())
 }
 
 // conditionCache keeps compiled conditions by source text; webhooks share

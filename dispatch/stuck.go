@@ -42,6 +42,10 @@ func (d *Dispatcher) notSent(ctx context.Context, c claimed, why, err error) err
 	case errors.Is(err, delivery.ErrOverloaded):
 		hint = "this worker was past its memory ceiling (process.memory_limit), not the webhook's fault; the attempt is made again later"
 		d.log.Error("attempt not made: this process is past its memory ceiling (process.memory_limit); it is made again later", "delivery", c.row.ID, "error", err.Error())
+	case errors.Is(err, delivery.ErrTimeLimit):
+		hint = "the url_template reached its time limit: this worker was too busy, or the template is too slow; the attempt is made again later"
+		d.log.Warn("attempt not made: the webhook's url_template reached its time limit (this worker too busy, or the template too slow); it is made again later",
+			"delivery", c.row.ID, "webhook", c.row.WebhookName, "error", err.Error())
 	}
 	cause := fmt.Sprintf("%s%v (%s)", NotSentPrefix, err, hint)
 	err = fmt.Errorf("delivery %s: %w: %w", c.row.ID, why, err)

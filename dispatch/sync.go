@@ -14,11 +14,23 @@ import (
 // Failed). It returns an *event.SyncError naming each webhook that failed.
 // Publishing the same event ID again sends nothing new, and reports the
 // webhooks whose earlier delivery of it failed.
+//
+// A definition past its time limit fails the call (FanOut), to be tried
+// again; DeliverNowOnRetry bounds that for an event's task.
 func (d *Dispatcher) DeliverNow(ctx context.Context, ev Event) ([]Outcome, error) {
+	return d.DeliverNowOnRetry(ctx, ev, 0)
+}
+
+// DeliverNowOnRetry is DeliverNow on an event task's retries-th re-run
+// (asynq.GetRetryCount): from SlowFinalRetries on, a webhook whose
+// definition is past its time limit is Exhausted for this event (onStop)
+// instead of failing the task again, which would end with the task
+// archived and the event lost for every webhook.
+func (d *Dispatcher) DeliverNowOnRetry(ctx context.Context, ev Event, retries int) ([]Outcome, error) {
 	if ev.Event != models.EventWorkflowTransition {
 		return nil, fmt.Errorf("%w: only %s events are delivered synchronously, got %q", event.ErrInvalidEvent, models.EventWorkflowTransition, ev.Event)
 	}
-	pending, err := d.FanOut(ctx, ev)
+	pending, _, err := d.fanOut(ctx, ev, Inline{Retries: retries})
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,8 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	if ev.Event == "workflow_transition" {
 		// Published through a path that could not deliver synchronously:
 		// still one attempt, never a retry.
-		_, err := h.Dispatcher.DeliverNow(ctx, ev)
+		retries, _ := asynq.GetRetryCount(ctx)
+		_, err := h.Dispatcher.DeliverNowOnRetry(ctx, ev, retries)
 		var serr *event.SyncError
 		if errors.As(err, &serr) {
 			h.logger().Warn("workflow_transition delivery failed", "event_id", ev.ID, "error", err.Error())
@@ -69,8 +70,10 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	if !ok {
 		queue = DefaultQueue
 	}
+	retries, _ := asynq.GetRetryCount(ctx)
 	return permanent(h.Dispatcher.HandleEvent(ctx, ev, dispatch.Inline{
 		Queue:     queue,
+		Retries:   retries,
 		Committed: func(ctx context.Context) { h.fannedOut(ctx, t, ev.Tenant, ev.ID) },
 		Enqueue:   h.enqueueFirst,
 	}))

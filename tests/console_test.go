@@ -168,7 +168,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.run(chromedp.Navigate(c.base + "/console/webhooks/billing"))
 	b.shot("webhook")
 	b.run(chromedp.Click(chromedp.CSS("#count")), chromedp.WaitVisible(chromedp.CSS("#dry-run")))
-	if txt := b.text("#dry-run"); !strings.Contains(txt, "Dry run: 1 Exhausted") {
+	if txt := b.text("#dry-run"); !strings.Contains(txt, "Dry run: 1 Failed or Exhausted") {
 		t.Fatalf("dry run: %q", txt)
 	}
 	b.shot("recover-count")

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -182,9 +181,10 @@ func (s *Service) Preview(ctx context.Context, tenant, name string, doc map[stri
 		return Preview{Error: err.Error()}, nil
 	}
 	ok, err := cond.MatchAt(doc, s.now())
-	if errors.Is(err, delivery.ErrOverloaded) {
-		// No verdict on the webhook: the caller is told to try again.
-		return Preview{}, fmt.Errorf("preview webhook %q: %w", name, err)
+	if delivery.NoVerdict(err) {
+		// No verdict on the webhook (the heap ceiling, the time limit):
+		// the caller is told to try again.
+		return Preview{}, notNow(name, err)
 	}
 	if err != nil {
 		return Preview{Error: err.Error()}, nil
@@ -199,17 +199,17 @@ func (s *Service) Preview(ctx context.Context, tenant, name string, doc map[stri
 	target := w.RequestURL
 	if w.URLTemplate != "" {
 		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
-		if errors.Is(err, delivery.ErrOverloaded) {
-			return Preview{}, fmt.Errorf("preview webhook %q: %w", name, err)
+		if delivery.NoVerdict(err) {
+			return Preview{}, notNow(name, err)
 		}
 		if err != nil {
 			return Preview{Matched: true, Method: w.RequestMethod, URL: w.URLTemplate, Error: "cannot build request: " + err.Error()}, nil
 		}
 		target = u
 	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now()}, doc)
-	if errors.Is(err, delivery.ErrOverloaded) {
-		return Preview{}, fmt.Errorf("preview webhook %q: %w", name, err)
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now(), TimeLimit: s.defaults.RenderTimeLimit}, doc)
+	if delivery.NoVerdict(err) {
+		return Preview{}, notNow(name, err)
 	}
 	if err != nil {
 		return Preview{Matched: true, Method: w.RequestMethod, URL: target, Error: "cannot build request: " + err.Error()}, nil

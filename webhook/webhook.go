@@ -129,6 +129,11 @@ type Defaults struct {
 	// deliveries may not reach (the SSRF guard; sends are checked again at
 	// dial time).
 	Guard *delivery.Guard
+	// RenderTimeLimit is the time limit of a body template's rendering
+	// when a definition is checked or previewed; 0 is
+	// delivery.MaxRenderTime. Tests set a tiny one to meet the limit
+	// without load.
+	RenderTimeLimit time.Duration
 }
 
 // Service creates, changes and reads webhooks.
@@ -635,6 +640,15 @@ func ValidateURL(raw string) error {
 	return checkNumericHost(u.Hostname())
 }
 
+// notNow is the error of a definition evaluated for no verdict
+// (delivery.NoVerdict): it wraps err, and says to try again.
+func notNow(name string, err error) error {
+	if errors.Is(err, delivery.ErrTimeLimit) {
+		return fmt.Errorf("webhook %q: its definition could not be evaluated within its time limit: the server is busy, or the definition is too slow (if this persists, make it do less work); try again shortly: %w", name, err)
+	}
+	return fmt.Errorf("webhook %q: its definition cannot be evaluated now, try again shortly: %w", name, err)
+}
+
 // tryDefinition renders w's body and evaluates its condition against the
 // sample document, or an empty one. With a sample any failure refuses the
 // webhook; without one only a limit does, since a missing field is the
@@ -648,11 +662,11 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	refuse := func(err error) bool {
 		return sample != nil || errors.Is(err, delivery.ErrLimit) || errors.Is(err, delivery.ErrUnknownName)
 	}
-	// busy is an evaluation the process's heap ceiling stopped: no verdict
-	// on the definition either way, so it is neither refused nor accepted.
-	busy := func(err error) error {
-		return fmt.Errorf("webhook %q: its definition cannot be checked now, try again shortly: %w", w.Name, err)
-	}
+	// busy is an evaluation stopped by the process's heap ceiling or by
+	// its time limit (delivery.NoVerdict): no verdict on the definition
+	// either way, so it is neither refused nor accepted. Time is not the
+	// definition's alone: a cheap one passes the limit on a loaded server.
+	busy := func(err error) error { return notNow(w.Name, err) }
 	cond, err := delivery.CompileConditionIn(w.ConditionLanguage, w.Condition)
 	if err != nil {
 		return invalid("condition", "%v", err)
@@ -661,14 +675,14 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	if sample != nil {
 		with = " (with the sample document)"
 	}
-	if _, err := cond.MatchAt(doc, s.now()); errors.Is(err, delivery.ErrOverloaded) {
+	if _, err := cond.MatchAt(doc, s.now()); delivery.NoVerdict(err) {
 		return busy(err)
 	} else if err != nil && refuse(err) {
 		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
 	}
 	if w.URLTemplate != "" {
 		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
-		if errors.Is(err, delivery.ErrOverloaded) {
+		if delivery.NoVerdict(err) {
 			return busy(err)
 		}
 		if err != nil && refuse(err) {
@@ -684,8 +698,8 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	for i, f := range w.Fields {
 		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
 	}
-	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now()}
-	if _, _, err := delivery.Build(spec, doc); errors.Is(err, delivery.ErrOverloaded) {
+	spec := delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now(), TimeLimit: s.defaults.RenderTimeLimit}
+	if _, _, err := delivery.Build(spec, doc); delivery.NoVerdict(err) {
 		return busy(err)
 	} else if err != nil && refuse(err) {
 		return invalid("template", "%s%s", strings.TrimPrefix(err.Error(), "template: "), with)
@@ -693,7 +707,7 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	if sample == nil {
 		// Without a sample, a template that is not JSON for any document
 		// would still end every event Exhausted.
-		if err := delivery.CheckTemplateJSON(spec); errors.Is(err, delivery.ErrOverloaded) {
+		if err := delivery.CheckTemplateJSON(spec); delivery.NoVerdict(err) {
 			return busy(err)
 		} else if err != nil {
 			return invalid("template", "%v", err)
