@@ -156,7 +156,8 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Fatalf("the operator's tenants: %q", txt)
 	}
 	b.run(chromedp.SetValue(chromedp.CSS("#tenant"), "acme"), chromedp.Click(chromedp.CSS("#choose-tenant")),
-		chromedp.WaitVisible(chromedp.CSS("#session-tenant")))
+		// The page after the choice, not the one the click left.
+		chromedp.WaitVisible(chromedp.CSS(`#session-tenant[data-tenant="acme"]`)))
 	b.run(chromedp.Navigate(op.base+"/console/deliveries"), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
 	if txt := b.text("#deliveries"); !strings.Contains(txt, "acme-orders") || strings.Contains(txt, "globex") {
 		t.Fatalf("the operator's deliveries in acme: %q", txt)
