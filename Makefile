@@ -37,7 +37,7 @@ cover: ## the hot path's coverage (dispatch, event, outbox) and every function o
 
 screenshots: ## drive the console in headless Chromium and save its pages into docs/console/
 	scripts/services.sh
-	HOMING_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run TestConsoleInABrowser ./tests/
+	HOMING_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run 'TestConsoleInABrowser|TestPortalInABrowser' ./tests/
 
 test-short: ## the same with -short (skips the slow end-to-end tests)
 	scripts/services.sh

@@ -29,6 +29,7 @@ import (
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/metrics"
 	"github.com/homingdev/homing/outbox"
+	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
@@ -43,6 +44,9 @@ type Config struct {
 	Webhooks   *webhook.Service
 	Recovery   *recovery.Service
 	Tokens     *token.Service
+	// Portal issues and revokes portal links; nil (no secrets.key) answers
+	// POST /v1/portal-links with 409 saying what to set.
+	Portal *portal.Links
 	// Tenants resolves the tenant a request names; nil builds one on DB.
 	Tenants *tenant.Service
 	// PublishLimiter enforces tenants' publish_rate on POST /v1/events;
@@ -176,6 +180,9 @@ func (s *Server) routes() []route {
 		{http.MethodGet, "/v1/deliveries/{id}", token.ScopeAdmin, false, s.getDelivery},
 		{http.MethodPost, "/v1/deliveries/{id}/retry", token.ScopeAdmin, false, s.retryDelivery},
 		{http.MethodPost, "/v1/deliveries/{id}/resend", token.ScopeAdmin, false, s.resendDelivery},
+
+		{http.MethodPost, "/v1/portal-links", token.ScopeAdmin, false, s.createPortalLink},
+		{http.MethodDelete, "/v1/portal-links/{id}", token.ScopeAdmin, false, s.revokePortalLink},
 
 		{http.MethodGet, "/v1/tenants", token.ScopeAdmin, true, s.listTenants},
 		{http.MethodPost, "/v1/tenants", token.ScopeAdmin, true, s.createTenant},

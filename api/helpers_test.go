@@ -21,6 +21,7 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/token"
@@ -68,6 +69,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		Webhooks:         webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil),
 		Recovery:         recovery.New(db, nil, 0),
 		Tokens:           tokens,
+		Portal:           portal.New(db, box.Subkey(portal.KeyLabel), nil),
 		MaxBodyBytes:     o.maxBodyBytes,
 		MaxPayloadBytes:  o.maxPayloadBytes,
 		MaxInflightBytes: o.maxInflightBytes,

@@ -150,6 +150,19 @@ func TestEveryRouteKeepsTenantsApart(t *testing.T) {
 		"POST /v1/deliveries/{id}/retry":  notFound("POST", "/v1/deliveries/"+ts.delivery+"/retry", ""),
 		"POST /v1/deliveries/{id}/resend": notFound("POST", "/v1/deliveries/"+ts.delivery+"/resend", ""),
 
+		"POST /v1/portal-links": func(t *testing.T) {
+			// A link is of the token's own tenant; naming another is 404.
+			s.refused(http.StatusNotFound, "not_found", "", "POST", "/v1/portal-links", ts.globexAdmin, "", api.TenantHeader, "acme")
+			if got := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.globexAdmin, "").object(t)["tenant"]; got != "globex" {
+				t.Fatalf("globex's link is of tenant %v", got)
+			}
+		},
+		"DELETE /v1/portal-links/{id}": func(t *testing.T) {
+			id := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, "").object(t)["id"].(string)
+			notFound("DELETE", "/v1/portal-links/"+id, "")(t)
+			s.expect(http.StatusNoContent, "DELETE", "/v1/portal-links/"+id, ts.acmeAdmin, "")
+		},
+
 		"GET /v1/tenants":           operatorOnly("GET", "/v1/tenants", ""),
 		"POST /v1/tenants":          operatorOnly("POST", "/v1/tenants", `{"name": "initech"}`),
 		"GET /v1/tenants/{name}":    operatorOnly("GET", "/v1/tenants/acme", ""),

@@ -14,6 +14,7 @@ import (
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/console"
+	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/process"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/token"
@@ -73,11 +74,13 @@ func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 		tasks = in
 	}
 	mux := http.NewServeMux()
-	mux.Handle(console.Prefix, console.New(console.Config{
+	pages := console.New(console.Config{
 		DB: cfg.DB, Webhooks: cfg.Webhooks, Recovery: cfg.Recovery, Tokens: tokens,
 		AsynqmonURL: a.Config.API.AsynqmonURL, Tasks: tasks, DisableAfter: a.Config.Health.DisableAfter,
-		Clock: a.Clock, Logger: a.Log,
-	}))
+		Portal: cfg.Portal, Clock: a.Clock, Logger: a.Log,
+	})
+	mux.Handle(console.Prefix, pages)
+	mux.Handle(console.PortalPrefix, pages) // the same pages, scoped by a portal link's session
 	mux.Handle("/", api.New(cfg))
 	return mux
 }
@@ -91,6 +94,7 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 		Webhooks:         webhookService(a),
 		Recovery:         recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes),
 		Tokens:           tokens,
+		Portal:           portalLinks(a),
 		MaxBodyBytes:     int64(a.Config.API.MaxBodyBytes),
 		MaxPayloadBytes:  a.Config.Delivery.MaxPayloadBytes,
 		MaxInflightBytes: maxInflightBytes(a.Config.API.MaxInflightBytes),
@@ -114,6 +118,16 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 		cfg.PublishLimiter = a.Limiter
 	}
 	return cfg
+}
+
+// portalLinks issues and opens portal links with a key derived from
+// secrets.key; without one it is nil, and the API says what to set.
+func portalLinks(a *app.App) *portal.Links {
+	key := a.Box.Subkey(portal.KeyLabel)
+	if key == nil {
+		return nil
+	}
+	return portal.New(a.DB, key, a.Clock)
 }
 
 // warnWithoutTokens tells the operator that every request will be refused

@@ -11,6 +11,7 @@ import (
 
 	"github.com/homingdev/homing/internal/sameorigin"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
 )
 
@@ -20,11 +21,28 @@ const CookieName = "homing_console"
 // CSRFField is the form field every POST carries (besides the login's).
 const CSRFField = "csrf"
 
-// session is a signed-in browser: its token and the CSRF value its forms
-// carry.
+// PortalCookieName holds the link token of a portal session: a cookie of
+// its own, path /portal/, so that a browser may hold a console session and
+// a portal session at once without either reading the other.
+const PortalCookieName = "homing_portal"
+
+// TenantCookieName holds the tenant an operator's session looks at (the
+// tenant filter in every page's header).
+const TenantCookieName = "homing_console_tenant"
+
+// session is a signed-in browser: its token, the CSRF value its forms
+// carry, and the tenant every page of it is scoped to.
 type session struct {
 	token token.Token
 	csrf  string
+	// tenant is the tenant the session acts in: a tenant token's or a
+	// portal link's own, or the one an operator's session chose.
+	tenant string
+	// operator is set for an operator token's console session, which may
+	// switch tenants.
+	operator bool
+	// base is the prefix its pages' links use: Prefix or PortalPrefix.
+	base string
 }
 
 type sessionKey struct{}
@@ -43,9 +61,13 @@ func csrfFor(cookie string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// authenticate reads the session cookie and checks its token is a valid
-// admin token. It returns ok false when the browser must sign in again.
+// authenticate reads the session cookie of the request's prefix: a portal
+// link's under PortalPrefix, else an admin token's. It returns ok false when
+// the browser must sign in again (or, in the portal, open a new link).
 func (c *Console) authenticate(r *http.Request) (session, bool, error) {
+	if isPortal(r) {
+		return c.authenticatePortal(r)
+	}
 	ck, err := r.Cookie(CookieName)
 	if err != nil || ck.Value == "" {
 		return session{}, false, nil
@@ -60,7 +82,33 @@ func (c *Console) authenticate(r *http.Request) (session, bool, error) {
 	if !token.Allows(tok.Scope, token.ScopeAdmin) {
 		return session{}, false, nil
 	}
-	return session{token: tok, csrf: csrfFor(ck.Value)}, true, nil
+	s := session{token: tok, csrf: csrfFor(ck.Value), tenant: models.TenantOr(tok.Tenant), operator: tok.Operator, base: Prefix}
+	if s.operator {
+		if s.tenant, err = c.chosenTenant(r); err != nil {
+			return session{}, false, err
+		}
+	}
+	return s, true, nil
+}
+
+// chosenTenant is the tenant an operator's session looks at: the tenant
+// filter's cookie while that tenant exists, else the default tenant.
+func (c *Console) chosenTenant(r *http.Request) (string, error) {
+	ck, err := r.Cookie(TenantCookieName)
+	if err != nil || ck.Value == "" || ck.Value == models.DefaultTenant {
+		return models.DefaultTenant, nil
+	}
+	if tenant.CheckName(ck.Value) != nil {
+		return models.DefaultTenant, nil
+	}
+	ok, err := c.tenants.Exists(r.Context(), ck.Value)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return models.DefaultTenant, nil
+	}
+	return ck.Value, nil
 }
 
 // page wraps a GET page: without a valid session the browser is sent to
@@ -73,9 +121,20 @@ func (c *Console) page(h func(w http.ResponseWriter, r *http.Request, s session)
 			http.Error(w, "the console could not check the session; see the serve log", http.StatusInternalServerError)
 			return
 		}
+		if !ok && isPortal(r) {
+			c.message(w, r, http.StatusUnauthorized, "Session ended", "This portal session has ended: its link expired or was revoked. Ask for a new portal link.")
+			return
+		}
 		if !ok {
 			http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 			return
+		}
+		if isPortal(r) {
+			if err := c.frameAncestors(w, r, s.tenant); err != nil {
+				c.log.Error("console: read the tenant's portal origins", "error", err.Error())
+				http.Error(w, "the portal could not read its settings; see the serve log", http.StatusInternalServerError)
+				return
+			}
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)), s)
 	}
@@ -107,14 +166,14 @@ func (c *Console) sameOrigin(h http.HandlerFunc) http.HandlerFunc {
 
 // loginForm is GET /console/login.
 func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
-	c.render(w, http.StatusOK, "login", view{Title: "Sign in", Now: c.now()})
+	c.render(w, r, http.StatusOK, "login", view{Title: "Sign in", Now: c.now()})
 }
 
 // login is POST /console/login: an admin token becomes the session cookie.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	plain := strings.TrimSpace(r.PostFormValue("token"))
 	fail := func(status int, msg string) {
-		c.render(w, status, "login", view{Title: "Sign in", Now: c.now(), Notice: msg})
+		c.render(w, r, status, "login", view{Title: "Sign in", Now: c.now(), Notice: msg})
 	}
 	if plain == "" {
 		fail(http.StatusBadRequest, "Paste an admin API token (homing token create --name NAME --scope admin makes one).")
@@ -141,11 +200,45 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
-// logout is POST /console/logout: the cookie is cleared.
-func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ session) {
+// logout is POST /console/logout (and /portal/logout): the session's
+// cookie is cleared.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s session) {
+	if isPortal(r) {
+		http.SetCookie(w, portalCookie(r, "", -1))
+		c.message(w, r, http.StatusOK, "Signed out", "You left the portal. Open a new portal link to come back.")
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: Prefix, MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+	http.SetCookie(w, &http.Cookie{Name: TenantCookieName, Value: "", Path: Prefix, MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// chooseTenant is POST /console/tenant: an operator's session looks at
+// another tenant (the tenant filter in every page's header). Other
+// sessions are scoped by their token and cannot choose.
+func (c *Console) chooseTenant(w http.ResponseWriter, r *http.Request, s session) {
+	name := r.PostFormValue("tenant")
+	if !s.operator || isPortal(r) {
+		c.message(w, r, http.StatusForbidden, "Refused", "This session is scoped to tenant "+s.tenant+" by its token; only an operator token's session chooses a tenant.")
+		return
+	}
+	if err := tenant.CheckName(name); err != nil {
+		c.message(w, r, http.StatusNotFound, "Not found", "No tenant "+name+".")
+		return
+	}
+	if ok, err := c.tenants.Exists(r.Context(), name); err != nil || !ok {
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		c.message(w, r, http.StatusNotFound, "Not found", "No tenant "+name+".")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: TenantCookieName, Value: name, Path: Prefix,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 
 // overTLS says whether the browser reached the console over TLS: directly,
@@ -155,11 +248,11 @@ func overTLS(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-// tenantOf is the tenant the request's session acts in: its token's. The
-// console is scoped by the session, never by a filter of its own: an
-// operator token's session sees the default tenant, a tenant token's its
-// own (the portal, issue 26, builds on this).
+// tenantOf is the tenant the request's session acts in. The console is
+// scoped by the session, never by a filter at each call site: a tenant
+// token's session and a portal link's see their own tenant, an operator
+// token's the one it chose (default until it chooses).
 func tenantOf(r *http.Request) string {
 	s, _ := r.Context().Value(sessionKey{}).(session)
-	return models.TenantOr(s.token.Tenant)
+	return models.TenantOr(s.tenant)
 }

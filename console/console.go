@@ -26,7 +26,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/inspect"
+	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
 )
@@ -51,8 +54,14 @@ type Config struct {
 	// DisableAfter (health.disable_after) is how long a webhook may fail
 	// before it is disabled; the webhook page counts it down.
 	DisableAfter time.Duration
-	Clock        clock.Clock
-	Logger       *slog.Logger
+	// Portal opens the portal links of /portal/open; nil (no secrets.key)
+	// opens none.
+	Portal *portal.Links
+	// Tenants reads tenants (the operator's tenant filter, the portal's
+	// frame origins); nil builds one on DB.
+	Tenants *tenant.Service
+	Clock   clock.Clock
+	Logger  *slog.Logger
 }
 
 // TaskLookup finds a task in Redis; *asynq.Inspector is one.
@@ -63,10 +72,11 @@ type TaskLookup interface {
 // Console serves the console's pages. It is an http.Handler for the paths
 // under /console/.
 type Console struct {
-	cfg   Config
-	mux   *http.ServeMux
-	pages map[string]*template.Template
-	log   *slog.Logger
+	cfg     Config
+	mux     *http.ServeMux
+	pages   map[string]*template.Template
+	log     *slog.Logger
+	tenants *tenant.Service
 }
 
 // Prefix is the path the console is served under.
@@ -80,35 +90,45 @@ func New(cfg Config) *Console {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{}, log: cfg.Logger}
+	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{}, log: cfg.Logger, tenants: cfg.Tenants}
+	if c.tenants == nil {
+		c.tenants = tenant.New(cfg.DB, cfg.Clock, cfg.Logger)
+	}
 	for _, name := range []string{"login", "overview", "deliveries", "delivery", "webhooks", "webhook", "recover", "message"} {
 		c.pages[name] = template.Must(template.New("layout.html").Funcs(c.funcs()).
-			ParseFS(files, "templates/layout.html", "templates/"+name+".html"))
+			ParseFS(files, "templates/layout.html", "templates/chart.html", "templates/"+name+".html"))
 	}
 	static, _ := fs.Sub(files, "static")
 	c.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
 	c.mux.HandleFunc("GET /console/login", c.loginForm)
 	c.mux.HandleFunc("POST /console/login", c.sameOrigin(c.login))
-	c.mux.HandleFunc("POST /console/logout", c.action(c.logout))
-
-	c.mux.HandleFunc("GET /console/{$}", c.page(c.overview))
-	c.mux.HandleFunc("GET /console/deliveries", c.page(c.deliveries))
-	c.mux.HandleFunc("GET /console/deliveries/{id}", c.page(c.delivery))
-	c.mux.HandleFunc("POST /console/deliveries/{id}/retry", c.action(c.retry))
-	c.mux.HandleFunc("POST /console/deliveries/{id}/resend", c.action(c.resend))
-	c.mux.HandleFunc("GET /console/webhooks", c.page(c.webhooks))
-	c.mux.HandleFunc("GET /console/webhooks/{name}", c.page(c.webhook))
-	c.mux.HandleFunc("POST /console/webhooks/{name}/enable", c.action(c.enable))
-	c.mux.HandleFunc("POST /console/webhooks/{name}/disable", c.action(c.disable))
-	c.mux.HandleFunc("POST /console/webhooks/{name}/recover", c.action(c.recoverWebhook))
+	c.mux.HandleFunc("POST /console/tenant", c.action(c.chooseTenant))
+	c.mux.HandleFunc("GET /portal/open", c.openLink)
+	// One set of pages for the console and the portal: the session decides
+	// the tenant (tenantOf), the prefix only which cookie names the session.
+	for _, p := range []string{Prefix, PortalPrefix} {
+		c.mux.HandleFunc("POST "+p+"logout", c.action(c.logout))
+		c.mux.HandleFunc("GET "+p+"{$}", c.page(c.overview))
+		c.mux.HandleFunc("GET "+p+"deliveries", c.page(c.deliveries))
+		c.mux.HandleFunc("GET "+p+"deliveries/{id}", c.page(c.delivery))
+		c.mux.HandleFunc("POST "+p+"deliveries/{id}/retry", c.action(c.retry))
+		c.mux.HandleFunc("POST "+p+"deliveries/{id}/resend", c.action(c.resend))
+		c.mux.HandleFunc("GET "+p+"webhooks", c.page(c.webhooks))
+		c.mux.HandleFunc("GET "+p+"webhooks/{name}", c.page(c.webhook))
+		c.mux.HandleFunc("POST "+p+"webhooks/{name}/enable", c.action(c.enable))
+		c.mux.HandleFunc("POST "+p+"webhooks/{name}/disable", c.action(c.disable))
+		c.mux.HandleFunc("POST "+p+"webhooks/{name}/recover", c.action(c.recoverWebhook))
+	}
 	return c
 }
 
-// ServeHTTP answers a request under /console/.
+// ServeHTTP answers a request under /console/ or /portal/. No page may be
+// framed, except a portal session's by its tenant's portal_origins (set
+// once the session's tenant is known, frameAncestors).
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	w.Header().Set("Content-Security-Policy", csp(nil))
 	c.mux.ServeHTTP(w, r)
 }
 
@@ -117,17 +137,43 @@ func (c *Console) now() time.Time { return c.cfg.Clock.Now().UTC() }
 // view is what every page's template gets: the page's own data and what the
 // layout needs.
 type view struct {
-	Title   string
-	CSRF    string
-	Token   string // the signed-in token's name
+	Title string
+	CSRF  string
+	Token string // the signed-in token's name
+	// Base is the prefix of the pages' links: /console/ or /portal/.
+	Base string
+	// Tenant is the tenant the session sees; Tenants, for an operator's
+	// session only, those it may choose instead.
+	Tenant  string
+	Tenants []string
+	Portal  bool
 	Now     time.Time
 	Refresh int // seconds; 0 does not refresh
 	Notice  string
 	Data    any
 }
 
-// render writes page name with v, or a 500 if the template fails.
-func (c *Console) render(w http.ResponseWriter, status int, name string, v view) {
+// render writes page name with v, or a 500 if the template fails. What
+// the layout needs of the session (its CSRF value, token, prefix and
+// tenant) comes from r's session.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
+	s, _ := sessionOf(r.Context())
+	v.CSRF, v.Token, v.Tenant, v.Base, v.Portal = s.csrf, s.token.Name, s.tenant, s.base, isPortal(r)
+	if v.Base == "" {
+		v.Base = Prefix
+		if v.Portal {
+			v.Base = PortalPrefix
+		}
+	}
+	if s.operator && !v.Portal {
+		list, err := c.tenants.List(r.Context())
+		if err != nil {
+			c.log.Warn("console: list tenants for the tenant filter", "error", err.Error())
+		}
+		for _, t := range list {
+			v.Tenants = append(v.Tenants, t.Name)
+		}
+	}
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, v); err != nil {
 		c.log.Error("console: render page", "page", name, "error", err.Error())
@@ -141,8 +187,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, v view)
 
 // message renders a page that only says something (an error, a refusal).
 func (c *Console) message(w http.ResponseWriter, r *http.Request, status int, title, text string) {
-	s, _ := sessionOf(r.Context())
-	c.render(w, status, "message", view{Title: title, CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: text})
+	c.render(w, r, status, "message", view{Title: title, Now: c.now(), Data: text})
 }
 
 // funcs are the templates' helpers.
@@ -164,7 +209,38 @@ func (c *Console) funcs() template.FuncMap {
 			return fmt.Sprint(*p)
 		},
 		"lower": strings.ToLower,
+		"bars":  bars,
 	}
+}
+
+// bar is one hour of a chart: a deliveries bar and a failures bar side by
+// side, drawn up from the chart's baseline (y 39).
+type bar struct {
+	X, DY, DH, FX, FY, FH int
+}
+
+// bars draws the hours of an activity chart scaled to max: 36 px is max,
+// and any count above zero is at least 1 px, so one failure still shows.
+func bars(hours [inspect.ActivityHours]inspect.Hour, max int64) []bar {
+	height := func(n int64) int {
+		if n <= 0 || max <= 0 {
+			return 0
+		}
+		return int(max64(1, n*36/max))
+	}
+	out := make([]bar, len(hours))
+	for i, h := range hours {
+		dh, fh := height(h.Deliveries), height(h.Failures)
+		out[i] = bar{X: 2 + i*12, DY: 39 - dh, DH: dh, FX: 7 + i*12, FY: 39 - fh, FH: fh}
+	}
+	return out
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // relative says when t is from now: "in 4m", "3h ago", "now".

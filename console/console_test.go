@@ -18,6 +18,7 @@ import (
 	"github.com/homingdev/homing/console"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/tasks"
@@ -37,7 +38,11 @@ type site struct {
 	redis   asynq.RedisClientOpt
 	admin   string
 	publish string
+	links   *portal.Links
 }
+
+// portalKey signs the test sites' portal links.
+var portalKey = []byte("console test portal key, 32 byte")
 
 func newSite(t testing.TB) *site {
 	t.Helper()
@@ -72,8 +77,9 @@ func newSite(t testing.TB) *site {
 	s.redis, _ = testenv.Redis(t)
 	insp := asynq.NewInspector(s.redis)
 	t.Cleanup(func() { _ = insp.Close() })
+	s.links = portal.New(db, portalKey, clk)
 	s.srv = httptest.NewServer(console.New(console.Config{DB: db, Webhooks: hooks, Recovery: recovery.New(db, clk, 0), Tokens: tokens,
-		AsynqmonURL: "http://127.0.0.1:8080", Tasks: insp, DisableAfter: 120 * time.Hour, Clock: clk}))
+		AsynqmonURL: "http://127.0.0.1:8080", Tasks: insp, DisableAfter: 120 * time.Hour, Portal: s.links, Clock: clk}))
 	t.Cleanup(s.srv.Close)
 	return s
 }

@@ -36,7 +36,17 @@ func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, s session) 
 		Page     inspect.Page
 		Next     string
 		Error    string
+		// Activity, on the first page without filters, is the 24 h chart.
+		Activity *inspect.Activity
 	}{Q: q, Statuses: inspect.Statuses}
+	if len(q) == 0 {
+		act, err := inspect.ReadActivity(r.Context(), c.cfg.DB, tenantOf(r), c.now())
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		data.Activity = &act
+	}
 	f, err := inspect.ParseFilter(q)
 	if err == nil {
 		f.Limit = pageSize
@@ -58,13 +68,13 @@ func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, s session) 
 			next.Set(k, v)
 		}
 		next.Set("cursor", *data.Page.NextCursor)
-		data.Next = "/console/deliveries?" + next.Encode()
+		data.Next = s.base + "deliveries?" + next.Encode()
 	}
 	status := http.StatusOK
 	if data.Error != "" {
 		status = http.StatusBadRequest
 	}
-	c.render(w, status, "deliveries", view{Title: "Deliveries", CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: data})
+	c.render(w, r, status, "deliveries", view{Title: "Deliveries", CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: data})
 }
 
 // deliveryView is the delivery page's data.
@@ -96,7 +106,7 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	v := deliveryView{Detail: d, AsynqmonLink: c.asynqmonLink(r, d)}
-	c.render(w, http.StatusOK, "delivery", view{Title: "Delivery " + id, CSRF: s.csrf, Token: s.token.Name, Now: c.now(),
+	c.render(w, r, http.StatusOK, "delivery", view{Title: "Delivery " + id, CSRF: s.csrf, Token: s.token.Name, Now: c.now(),
 		Notice: notices[r.URL.Query().Get("notice")], Data: v})
 }
 
@@ -149,7 +159,7 @@ func (c *Console) retry(w http.ResponseWriter, r *http.Request, _ session) {
 	case err != nil:
 		c.fail(w, r, err)
 	default:
-		http.Redirect(w, r, "/console/deliveries/"+url.PathEscape(id)+"?notice=retried", http.StatusSeeOther)
+		http.Redirect(w, r, base(r)+"deliveries/"+url.PathEscape(id)+"?notice=retried", http.StatusSeeOther)
 	}
 }
 
@@ -166,6 +176,6 @@ func (c *Console) resend(w http.ResponseWriter, r *http.Request, _ session) {
 	case err != nil:
 		c.fail(w, r, err)
 	default:
-		http.Redirect(w, r, "/console/deliveries/"+url.PathEscape(newID)+"?notice=resent", http.StatusSeeOther)
+		http.Redirect(w, r, base(r)+"deliveries/"+url.PathEscape(newID)+"?notice=resent", http.StatusSeeOther)
 	}
 }

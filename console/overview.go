@@ -16,11 +16,26 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s session) {
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, http.StatusOK, "overview", view{Title: "Overview", CSRF: s.csrf, Token: s.token.Name, Now: o.At,
+	act, err := inspect.ReadActivity(r.Context(), c.cfg.DB, tenantOf(r), c.now())
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	// An operator's console session sees every tenant at a glance.
+	var tenants []inspect.TenantCount
+	if s.operator && !isPortal(r) {
+		if tenants, err = inspect.ReadTenantCounts(r.Context(), c.cfg.DB, c.now()); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+	}
+	c.render(w, r, http.StatusOK, "overview", view{Title: "Overview", Now: o.At,
 		Refresh: overviewRefresh, Data: struct {
 			inspect.Overview
 			Statuses []string
-		}{o, inspect.Statuses}})
+			Activity *inspect.Activity
+			Tenants  []inspect.TenantCount
+		}{o, inspect.Statuses, &act, tenants}})
 }
 
 // fail renders an unexpected error as a 500 page and logs it.

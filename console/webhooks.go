@@ -33,7 +33,7 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, s session) {
 		v.Health = &hl
 		views = append(views, v)
 	}
-	c.render(w, http.StatusOK, "webhooks", view{Title: "Webhooks", CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: views})
+	c.render(w, r, http.StatusOK, "webhooks", view{Title: "Webhooks", CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: views})
 }
 
 // webhookView is the webhook page's data.
@@ -53,7 +53,7 @@ func (c *Console) webhook(w http.ResponseWriter, r *http.Request, s session) {
 	if !ok {
 		return
 	}
-	c.render(w, http.StatusOK, "webhook", view{Title: "Webhook " + v.Name, CSRF: s.csrf, Token: s.token.Name, Now: c.now(),
+	c.render(w, r, http.StatusOK, "webhook", view{Title: "Webhook " + v.Name, CSRF: s.csrf, Token: s.token.Name, Now: c.now(),
 		Notice: notices[r.URL.Query().Get("notice")], Data: v})
 }
 
@@ -117,7 +117,7 @@ func (c *Console) setEnabled(w http.ResponseWriter, r *http.Request, enabled boo
 	if !enabled {
 		notice = "disabled"
 	}
-	http.Redirect(w, r, "/console/webhooks/"+url.PathEscape(name)+"?notice="+notice, http.StatusSeeOther)
+	http.Redirect(w, r, base(r)+"webhooks/"+url.PathEscape(name)+"?notice="+notice, http.StatusSeeOther)
 }
 
 // recoverResult is the recover page's data.
@@ -178,7 +178,7 @@ func (c *Console) recoverWebhook(w http.ResponseWriter, r *http.Request, s sessi
 		c.message(w, r, http.StatusBadRequest, "Not recovered", err.Error())
 		return
 	}
-	c.render(w, http.StatusOK, "recover", view{Title: "Recover " + name, CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: res})
+	c.render(w, r, http.StatusOK, "recover", view{Title: "Recover " + name, CSRF: s.csrf, Token: s.token.Name, Now: c.now(), Data: res})
 }
 
 // parseSince reads the recover form's time: the browser's datetime-local

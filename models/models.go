@@ -349,3 +349,17 @@ func TenantOr(tenant string) string {
 	}
 	return tenant
 }
+
+// PortalLink is a link into a tenant's portal (portal.Links): its signed
+// token names this row, which revoking marks.
+type PortalLink struct {
+	ID        string     `gorm:"column:id;primaryKey"`
+	Tenant    string     `gorm:"column:tenant"`
+	CreatedBy string     `gorm:"column:created_by"`
+	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	ExpiresAt time.Time  `gorm:"column:expires_at"`
+	RevokedAt *time.Time `gorm:"column:revoked_at"`
+}
+
+// TableName pins the table name the migrations create.
+func (PortalLink) TableName() string { return "portal_links" }

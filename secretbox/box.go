@@ -6,7 +6,9 @@ package secretbox
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -40,6 +42,7 @@ const prefix = "v1:"
 // secret return ErrNoKey.
 type Box struct {
 	aead cipher.AEAD // nil without a key
+	key  []byte      // nil without a key; only Subkey reads it
 }
 
 // GenerateKey returns a new secrets.key: the base64 (standard) of 32 bytes
@@ -77,7 +80,20 @@ func New(keyB64 string) (*Box, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
 	}
-	return &Box{aead: aead}, nil
+	return &Box{aead: aead, key: key}, nil
+}
+
+// Subkey derives a key for another use of secrets.key (HMAC-SHA256 of the
+// key over label), so that one configured secret serves several purposes
+// without any two sharing a key: a portal link's signature cannot open a
+// sealed secret, nor the other way round. It is nil without a key.
+func (b *Box) Subkey(label string) []byte {
+	if !b.HasKey() {
+		return nil
+	}
+	m := hmac.New(sha256.New, b.key)
+	m.Write([]byte(label))
+	return m.Sum(nil)
 }
 
 // HasKey reports whether the Box can seal and open secrets, so callers can

@@ -314,3 +314,24 @@ func BenchmarkSealOpen(b *testing.B) {
 		}
 	}
 }
+
+// Subkey derives distinct keys per label from secrets.key, and none without
+// a key.
+func TestSubkey(t *testing.T) {
+	key, err := secretbox.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := secretbox.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, a2, other := b.Subkey("a"), b.Subkey("a"), b.Subkey("b")
+	if len(a1) != 32 || string(a1) != string(a2) || string(a1) == string(other) {
+		t.Fatalf("subkeys a %x, a again %x, b %x: want 32 bytes, stable per label, distinct across labels", a1, a2, other)
+	}
+	empty, _ := secretbox.New("")
+	if empty.Subkey("a") != nil {
+		t.Fatal("a Box without a key derived a subkey")
+	}
+}

@@ -290,6 +290,9 @@ func (s *Service) Delete(ctx context.Context, name string, force bool, hooks Web
 		if err := tx.Where("tenant = ?", name).Delete(&models.APIToken{}).Error; err != nil {
 			return fmt.Errorf("revoke tokens of tenant %q: %w", name, err)
 		}
+		if err := tx.Where("tenant = ?", name).Delete(&models.PortalLink{}).Error; err != nil {
+			return fmt.Errorf("revoke portal links of tenant %q: %w", name, err)
+		}
 		res := tx.Where("name = ?", name).Delete(&models.Tenant{})
 		if res.Error != nil {
 			return fmt.Errorf("delete tenant %q: %w", name, res.Error)

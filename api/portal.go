@@ -1,0 +1,83 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/homingdev/homing/portal"
+)
+
+// PortalOpenPath is where a portal link's URL points; the console serves it
+// (console.PortalPrefix + "open").
+const PortalOpenPath = "/portal/open"
+
+// portalLinkRequest is the body of POST /v1/portal-links; it may be empty.
+type portalLinkRequest struct {
+	// TTL is how long the link opens the portal, a duration such as "2h"
+	// (default 1h, at most 24h).
+	TTL string `json:"ttl"`
+}
+
+// createPortalLink is POST /v1/portal-links: a link into the portal of the
+// request's tenant (a tenant token's own, or the one an operator token
+// names in Homing-Tenant).
+func (s *Server) createPortalLink(w http.ResponseWriter, r *http.Request) error {
+	var req portalLinkRequest
+	if r.ContentLength != 0 {
+		if err := decode(r, &req); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+	}
+	var ttl time.Duration
+	if req.TTL != "" {
+		d, err := time.ParseDuration(req.TTL)
+		if err != nil {
+			return invalidRequest("ttl", "ttl: %q is not a duration such as \"30m\" or \"2h\"", req.TTL)
+		}
+		if ttl, err = portal.CheckTTL(d); err != nil || d == 0 {
+			return invalidRequest("ttl", "ttl: %q must be between 1m and %s (the default is %s)", req.TTL, portal.MaxTTL, portal.DefaultTTL)
+		}
+	}
+	if s.cfg.Portal == nil {
+		return errorf(http.StatusConflict, CodeConflict, "", "%s", portal.ErrNoKey.Error())
+	}
+	link, err := s.cfg.Portal.Create(r.Context(), tenantOf(r.Context()), ttl, tokenName(r.Context()))
+	if errors.Is(err, portal.ErrNoKey) {
+		return errorf(http.StatusConflict, CodeConflict, "", "%s", err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		scheme = "https"
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"id":         link.ID,
+		"tenant":     link.Tenant,
+		"url":        scheme + "://" + r.Host + PortalOpenPath + "?link=" + link.Token,
+		"expires_at": link.ExpiresAt,
+	})
+	return nil
+}
+
+// revokePortalLink is DELETE /v1/portal-links/{id}: the link opens nothing
+// more and the sessions it started end. Another tenant's link is 404.
+func (s *Server) revokePortalLink(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if s.cfg.Portal == nil {
+		return notFound("portal link %q not found", id)
+	}
+	err := s.cfg.Portal.Revoke(r.Context(), tenantOf(r.Context()), id)
+	if errors.Is(err, portal.ErrNotFound) {
+		return notFound("portal link %q not found", id)
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,209 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/console"
+	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/portal"
+	"github.com/homingdev/homing/tenant"
+	"github.com/homingdev/homing/token"
+	"github.com/homingdev/homing/webhook"
+)
+
+// withAcme adds the tenant acme, embeddable from https://acme.example, with
+// a webhook "acme-orders" and a Failed delivery "a-1".
+func (s *site) withAcme() {
+	s.t.Helper()
+	ctx := context.Background()
+	origins := []string{"https://acme.example", "javascript:alert(1)", "https://x.example; script-src *"}
+	if _, err := tenant.New(s.db, nil, nil).Create(ctx, "acme", tenant.Patch{PortalOrigins: &origins}); err != nil {
+		s.t.Fatal(err)
+	}
+	w, err := s.hooks.Create(ctx, "acme", webhook.Input{Name: ptr("acme-orders"), DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: ptr("https://acme.example/hook")})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	next := now.Add(time.Hour)
+	if err := s.db.Create(&models.Delivery{ID: "a-1", Tenant: "acme", WebhookID: w.ID, WebhookName: "acme-orders", EventID: "ev-a", DocType: "Sales Order",
+		DocName: "SO-A", DocEvent: "on_submit", Method: "POST", URL: "https://acme.example/hook", Payload: []byte(`{"name":"SO-A"}`),
+		Status: models.StatusFailed, Attempts: 1, MaxRetries: 3, NextRetry: &next, LastError: "HTTP 500",
+		CreatedAt: now.Add(-time.Minute), UpdatedAt: now}).Error; err != nil {
+		s.t.Fatal(err)
+	}
+	code := 500
+	if err := s.db.Create(&models.Attempt{DeliveryID: "a-1", Tenant: "acme", Attempt: 1, At: now.Add(-30 * time.Second), Method: "POST",
+		URL: "https://acme.example/hook", StatusCode: &code, Class: "5xx", Error: "HTTP 500"}).Error; err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// open opens a portal link and returns the portal cookie it set.
+func (s *site) open(tok string) *http.Cookie {
+	s.t.Helper()
+	res, body := s.do("GET", "/portal/open?link="+url.QueryEscape(tok), nil, nil, nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/deliveries" {
+		s.t.Fatalf("open link: %d to %q: %s", res.StatusCode, res.Header.Get("Location"), body)
+	}
+	for _, c := range res.Cookies() {
+		if c.Name == console.PortalCookieName {
+			if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/portal/" {
+				s.t.Errorf("portal cookie %+v: want HttpOnly, SameSite=Lax, path /portal/", c)
+			}
+			return c
+		}
+	}
+	s.t.Fatal("the link set no portal cookie")
+	return nil
+}
+
+// A portal link opens its tenant's pages and nothing of another tenant's;
+// the pages may be framed by the tenant's portal_origins only; a retry from
+// the portal makes the delivery due; a tampered, expired or revoked link,
+// and the sessions of a revoked one, are refused with a page that says so.
+func TestPortalShowsOnlyItsTenant(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	s.withAcme()
+	ctx := context.Background()
+	link, err := s.links.Create(ctx, "acme", 0, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck := s.open(link.Token)
+	res, body := s.do("GET", "/portal/deliveries", nil, ck, nil)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "a-1") || strings.Contains(body, "d-1") || strings.Contains(body, `"/console/deliveries`) {
+		t.Fatalf("portal deliveries: %d, a-1 %v, d-1 %v: %s", res.StatusCode, strings.Contains(body, "a-1"), strings.Contains(body, "d-1"), body)
+	}
+	if !strings.Contains(body, `data-webhook="acme-orders"`) {
+		t.Errorf("portal deliveries page has no 24 h chart of acme-orders")
+	}
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors https://acme.example;") || res.Header.Get("X-Frame-Options") != "" {
+		t.Errorf("portal CSP %q, X-Frame-Options %q: want frame-ancestors of acme's origins only and no X-Frame-Options", csp, res.Header.Get("X-Frame-Options"))
+	}
+	for _, path := range []string{"/portal/", "/portal/webhooks"} {
+		if res, body := s.do("GET", path, nil, ck, nil); res.StatusCode != http.StatusOK || strings.Contains(body, `"orders"`) || strings.Contains(body, ">orders<") || !strings.Contains(body, "acme-orders") {
+			t.Errorf("portal %s: %d, shows default's orders or not acme-orders: %s", path, res.StatusCode, body)
+		}
+	}
+	for _, path := range []string{"/portal/deliveries/d-1", "/portal/webhooks/orders"} {
+		if res, _ := s.do("GET", path, nil, ck, nil); res.StatusCode != http.StatusNotFound {
+			t.Errorf("portal %s: %d, want 404", path, res.StatusCode)
+		}
+	}
+	csrf := s.csrf(ck, "/portal/deliveries/a-1")
+	if res, _ := s.do("POST", "/portal/deliveries/d-1/retry", url.Values{"csrf": {csrf}}, ck, nil); res.StatusCode != http.StatusNotFound {
+		t.Errorf("portal retry of default's d-1: %d, want 404", res.StatusCode)
+	}
+	res, _ = s.do("POST", "/portal/deliveries/a-1/retry", url.Values{"csrf": {csrf}}, ck, nil)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/deliveries/a-1?notice=retried" {
+		t.Fatalf("portal retry: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	var d models.Delivery
+	if err := s.db.Take(&d, "id = ?", "a-1").Error; err != nil || d.Status != models.StatusFailed || d.NextRetry == nil || d.NextRetry.After(time.Now()) {
+		t.Fatalf("a-1 after the portal's retry: %s due %v (%v), want Failed and due", d.Status, d.NextRetry, err)
+	}
+	// The portal cookie is no console session.
+	if res, _ := s.do("GET", "/console/deliveries", nil, &http.Cookie{Name: console.CookieName, Value: ck.Value}, nil); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("console with the portal's token: %d, want the login redirect", res.StatusCode)
+	}
+	// Refusals.
+	refused := func(tok string, status int, says string) {
+		t.Helper()
+		res, body := s.do("GET", "/portal/open?link="+url.QueryEscape(tok), nil, nil, nil)
+		if res.StatusCode != status || !strings.Contains(body, says) {
+			t.Errorf("link %.20s…: %d, want %d saying %q: %s", tok, res.StatusCode, status, says, body)
+		}
+		if res.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+			t.Errorf("refusal may be framed: %v", res.Header)
+		}
+	}
+	refused(strings.Replace(link.Token, "v1.acme.", "v1.default.", 1), http.StatusForbidden, "not valid")
+	old, err := portal.New(s.db, portalKey, clock.NewStub(time.Now().Add(-2*time.Hour))).Create(ctx, "acme", time.Hour, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused(old.Token, http.StatusGone, "expired")
+	if err := s.links.Revoke(ctx, "acme", link.ID); err != nil {
+		t.Fatal(err)
+	}
+	refused(link.Token, http.StatusGone, "revoked")
+	if res, body := s.do("GET", "/portal/deliveries", nil, ck, nil); res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "ended") {
+		t.Errorf("revoked link's session: %d: %s", res.StatusCode, body)
+	}
+	// A tenant without portal_origins may be framed by no one.
+	def, err := s.links.Create(ctx, "default", 0, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ = s.do("GET", "/portal/", nil, s.open(def.Token), nil)
+	if res.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Errorf("default's portal may be framed: %v", res.Header)
+	}
+}
+
+// An operator's console session chooses the tenant it looks at (every
+// page's tenant filter) and sees every tenant on the overview; a tenant
+// token's session cannot choose.
+func TestOperatorChoosesATenant(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	s.withAcme()
+	op := s.login(s.admin)
+	res, body := s.do("GET", "/console/", nil, op, nil)
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `data-tenant="acme"`) || !strings.Contains(body, `id="tenant-filter"`) || !strings.Contains(body, `data-webhook="orders"`) {
+		t.Fatalf("operator overview: %d, without the tenants, the filter or the chart: %s", res.StatusCode, body)
+	}
+	res, _ = s.do("POST", "/console/tenant", url.Values{"csrf": {s.csrf(op, "/console/")}, "tenant": {"acme"}}, op, nil)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("choose acme: %d", res.StatusCode)
+	}
+	var chosen *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == console.TenantCookieName {
+			chosen = c
+		}
+	}
+	if chosen == nil {
+		t.Fatal("choosing a tenant set no cookie")
+	}
+	req := func(path string) (*http.Response, string) {
+		r, _ := http.NewRequest("GET", s.srv.URL+path, nil)
+		r.AddCookie(op)
+		r.AddCookie(chosen)
+		res, err := http.DefaultTransport.RoundTrip(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var b strings.Builder
+		b2, _ := io.ReadAll(res.Body)
+		b.Write(b2)
+		return res, b.String()
+	}
+	if res, body := req("/console/webhooks"); res.StatusCode != http.StatusOK || !strings.Contains(body, "acme-orders") || strings.Contains(body, ">orders<") {
+		t.Errorf("operator's webhooks in acme: %d: %s", res.StatusCode, body)
+	}
+	if res, _ := req("/console/deliveries/a-1"); res.StatusCode != http.StatusOK {
+		t.Errorf("operator's a-1 in acme: %d", res.StatusCode)
+	}
+	_, plain, err := token.New(s.db, nil, nil).Create(context.Background(), "acme-admin", token.ScopeAdmin, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acme := s.login(plain)
+	if res, body := s.do("GET", "/console/", nil, acme, nil); strings.Contains(body, `id="tenant-filter"`) || strings.Contains(body, `id="tenants"`) {
+		t.Errorf("a tenant token's overview (%d) shows the tenant filter or the tenants", res.StatusCode)
+	}
+	if res, _ := s.do("POST", "/console/tenant", url.Values{"csrf": {s.csrf(acme, "/console/")}, "tenant": {"default"}}, acme, nil); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a tenant token's session chose a tenant: %d", res.StatusCode)
+	}
+}

@@ -1,0 +1,167 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/homingdev/homing/api"
+	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/portal"
+	"github.com/homingdev/homing/secretbox"
+)
+
+// TestPortalInABrowser drives a tenant's portal in a real headless Chromium
+// against real homing serve and worker processes: a portal link made with
+// POST /v1/portal-links opens acme's deliveries, webhooks and overview (with
+// its 24 h chart) and shows nothing of globex's; a Retry from the portal
+// makes acme's Failed delivery due again; an expired link is refused with a
+// page saying so; and the operator's console lists both tenants and shows
+// acme's pages once acme is chosen. Pages are saved as portal-*.png in
+// screenshotDir.
+func TestPortalInABrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("no Chromium at %s (apt-get install chromium): %v", chromiumPath, err)
+	}
+	s := newSystem(t)
+	// A failed delivery waits an hour, and no scheduler sweeps: only the
+	// portal's Retry makes it due within the test.
+	s.env = withEnv(s.env, "HOMING_RETRY_SCHEDULE", "1h")
+	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
+	s.start("worker", "worker started")
+	op := s.startAPI(t)
+	clients := map[string]apiClient{}
+	for _, name := range []string{"acme", "globex"} {
+		op.expect(t, http.StatusCreated, "POST", "/v1/tenants", fmt.Sprintf(`{"name": %q}`, name))
+		var tok map[string]any
+		s.ok(t, &tok, "homing", "token", "create", "--name", name+"-admin", "--scope", "admin", "--tenant", name, "--json")
+		c := apiClient{base: op.base, token: tok["token"].(string)}
+		clients[name] = c
+		rc := testreceiver.Answering(t, http.StatusServiceUnavailable)
+		c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
+			`{"name": "%s-orders", "doctype": "Sales Order", "event": "on_submit", "url": %q}`, name, rc.URL+"/"+name))
+		op.expect(t, http.StatusAccepted, "POST", "/v1/events", fmt.Sprintf(
+			`{"tenant": %q, "id": "so-%s", "doc_type": "Sales Order", "doc_name": "SO-%s", "event": "on_submit", "doc": {"name": "SO-%s"}}`, name, name, name, name))
+	}
+	acme := clients["acme"]
+	failed := func(c apiClient, event string) string {
+		var id string
+		eventually(t, "the failed delivery of "+event, func() (bool, string) {
+			r := c.expect(t, http.StatusOK, "GET", "/v1/deliveries?event_id="+event, "")
+			list, _ := r.body["deliveries"].([]any)
+			if len(list) == 1 {
+				d := list[0].(map[string]any)
+				if d["status"] == "Failed" && d["last_error"] != "" && d["next_retry"] != nil {
+					id, _ = d["id"].(string)
+				}
+			}
+			return id != "", r.raw
+		})
+		return id
+	}
+	acmeID, globexID := failed(acme, "so-acme"), failed(clients["globex"], "so-globex")
+
+	link := acme.expect(t, http.StatusCreated, "POST", "/v1/portal-links", `{"ttl": "2h"}`)
+	linkURL, _ := link.body["url"].(string)
+	if link.body["tenant"] != "acme" || !strings.HasPrefix(linkURL, op.base+api.PortalOpenPath) {
+		t.Fatalf("acme's portal link: %s", link.raw)
+	}
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.NoFirstRun, chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900))
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(cancel)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(cancelTimeout)
+	b := browser{t: t, ctx: ctx, base: op.base}
+	if err := os.MkdirAll(screenshotDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// The link opens acme's deliveries, and nothing of globex's.
+	b.run(chromedp.Navigate(linkURL), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+	if u := b.location(); !strings.HasSuffix(u, "/portal/deliveries") {
+		t.Fatalf("the link went to %s, want the portal's deliveries", u)
+	}
+	if txt := b.text("body"); !strings.Contains(txt, "acme-orders") || strings.Contains(txt, "globex") || !strings.Contains(b.text("#portal-tenant"), "acme") {
+		t.Fatalf("the portal's deliveries page:\n%s", txt)
+	}
+	if txt := b.text("#chart"); !strings.Contains(txt, "acme-orders") {
+		t.Errorf("the portal's 24 h chart: %q", txt)
+	}
+	b.shot("portal-deliveries")
+	b.run(chromedp.Navigate(op.base + "/portal/webhooks"))
+	if txt := b.text("#webhooks"); !strings.Contains(txt, "acme-orders") || strings.Contains(txt, "globex") {
+		t.Fatalf("the portal's webhooks: %q", txt)
+	}
+	b.shot("portal-webhooks")
+	b.run(chromedp.Navigate(op.base+"/portal/deliveries/"+globexID), chromedp.WaitVisible(chromedp.CSS("#message")))
+	if txt := b.text("#message"); !strings.Contains(txt, "No delivery") {
+		t.Fatalf("globex's delivery in acme's portal: %q", txt)
+	}
+
+	// Retry from the portal: the Failed delivery is due again.
+	b.run(chromedp.Navigate(op.base+"/portal/deliveries/"+acmeID), chromedp.Click(chromedp.CSS("#retry")), chromedp.WaitVisible(chromedp.CSS("#notice")))
+	if txt := b.text("#notice"); !strings.Contains(txt, "Retry queued") {
+		t.Fatalf("retry from the portal: %q", txt)
+	}
+	b.shot("portal-delivery")
+	d := acme.expect(t, http.StatusOK, "GET", "/v1/deliveries/"+acmeID, "")
+	next, _ := d.body["next_retry"].(string)
+	due, err := time.Parse(time.RFC3339Nano, next)
+	if d.body["status"] != "Failed" || err != nil || due.After(time.Now()) {
+		t.Fatalf("after the portal's retry: %s", d.raw)
+	}
+	b.run(chromedp.Navigate(op.base + "/portal/"))
+	if txt := b.text("#chart"); !strings.Contains(txt, "acme-orders") || strings.Contains(txt, "globex") {
+		t.Errorf("the portal overview's chart: %q", txt)
+	}
+	b.shot("portal-overview")
+
+	// An expired link is refused, saying so.
+	db := s.openDB(t)
+	box, err := secretbox.New(s.envValue("HOMING_SECRETS_KEY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := portal.New(db, box.Subkey(portal.KeyLabel), clock.NewStub(time.Now().Add(-3*time.Hour))).Create(context.Background(), "acme", time.Hour, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.run(chromedp.Navigate(op.base+api.PortalOpenPath+"?link="+old.Token), chromedp.WaitVisible(chromedp.CSS("#message")))
+	if txt := b.text("#message"); !strings.Contains(txt, "expired") {
+		t.Fatalf("expired link: %q", txt)
+	}
+	b.shot("portal-expired")
+
+	// The operator's console: every tenant on the overview, and acme's
+	// pages once chosen.
+	b.login(op.token)
+	b.run(chromedp.WaitVisible(chromedp.CSS("#tenants")))
+	if txt := b.text("#tenants"); !strings.Contains(txt, "acme") || !strings.Contains(txt, "globex") {
+		t.Fatalf("the operator's tenants: %q", txt)
+	}
+	b.run(chromedp.SetValue(chromedp.CSS("#tenant"), "acme"), chromedp.Click(chromedp.CSS("#choose-tenant")),
+		// The page after the choice, not the one the click left.
+		chromedp.WaitVisible(chromedp.CSS(`#session-tenant[data-tenant="acme"]`)))
+	b.run(chromedp.Navigate(op.base+"/console/deliveries"), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+	if txt := b.text("#deliveries"); !strings.Contains(txt, "acme-orders") || strings.Contains(txt, "globex") {
+		t.Fatalf("the operator's deliveries in acme: %q", txt)
+	}
+	b.run(chromedp.Navigate(op.base + "/console/"))
+	b.shot("portal-operator-tenants")
+}
