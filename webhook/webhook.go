@@ -652,6 +652,9 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 		if q == "" || len(q) > 100 || strings.ContainsFunc(q, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 			return invalid("queue", "%q must be a non-empty name without spaces", *in.Queue)
 		}
+		if strings.HasPrefix(q, ReservedQueuePrefix) {
+			return invalid("queue", "%q is reserved for Homing's own tasks (names starting with %q): a webhook there would hold up the sweeps and retention; choose another name", q, ReservedQueuePrefix)
+		}
 		w.Queue = q
 	}
 	if in.Enabled != nil {
@@ -698,6 +701,10 @@ func notNow(name string, err error) error {
 	}
 	return fmt.Errorf("webhook %q: its definition cannot be evaluated now, try again shortly: %w", name, err)
 }
+
+// ReservedQueuePrefix starts the names of Homing's own queues
+// (tasks.SystemQueue, homing_system): no webhook may use one.
+const ReservedQueuePrefix = "homing_"
 
 // tryDefinition renders w's body and evaluates its condition against the
 // sample document, or an empty one. With a sample any failure refuses the
