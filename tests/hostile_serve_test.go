@@ -41,8 +41,18 @@ func TestHostileDefinitionsViaServe(t *testing.T) {
 		}
 		return c.call(t, "POST", "/v1/webhooks", string(b))
 	}
+	// A definition is refused with a 4xx naming its limit; or, when the
+	// clock stopped it first (slow under -race), answered 503 and not
+	// stored, since time is no verdict on a definition (issue 25): the
+	// creator is told to try again, and nothing of it is kept.
 	refused := func(t *testing.T, name, want string, r apiReply) {
 		t.Helper()
+		if r.status == 503 && strings.Contains(r.raw, "time limit") {
+			if got := c.call(t, "GET", "/v1/webhooks/"+name, ""); got.status != 404 {
+				t.Errorf("POST %s answered 503, yet GET finds it: %d %s", name, got.status, got.raw)
+			}
+			return
+		}
 		if r.status < 400 || r.status >= 500 || !strings.Contains(r.raw, want) {
 			t.Errorf("POST %s: %d %s\nwant a 4xx naming %q", name, r.status, r.raw, want)
 		}
