@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/metrics"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/store"
+	"github.com/homingdev/homing/tenant"
 )
 
 // homing tenant manages tenants; --tenant scopes the other commands; a
@@ -26,6 +28,11 @@ func TestTenantCommands(t *testing.T) {
 	s.ok("tenant", "create", "globex")
 	s.fails(1, []string{"tenant", "create", "acme"}, `"acme"`, "already exists")
 	s.fails(1, []string{"tenant", "create", "Bad Name"}, "a-z")
+	// "other" is the metrics' label for the tenants past the bound.
+	s.fails(1, []string{"tenant", "create", metrics.OtherWebhooks}, `"other" is reserved`, "metrics.max_tenant_labels")
+	if tenant.OverflowLabel != metrics.OtherWebhooks {
+		t.Fatalf("tenant.OverflowLabel %q, metrics' overflow label %q", tenant.OverflowLabel, metrics.OtherWebhooks)
+	}
 	list := array(t, s.ok("tenant", "list", "--json").stdout)
 	if len(list) != 3 || list[0]["name"] != "acme" || list[1]["name"] != "default" || list[2]["name"] != "globex" {
 		t.Fatalf("tenant list --json = %v", list)

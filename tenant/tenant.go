@@ -95,8 +95,16 @@ func CheckName(name string) error {
 	return nil
 }
 
+// OverflowLabel is the tenant label metrics give every tenant past
+// metrics.max_tenant_labels (metrics.OtherWebhooks). No tenant may take it
+// as its name, or its deliveries would be counted with the overflow's.
+const OverflowLabel = "other"
+
 // Create adds tenant name, enabled, with the settings of p.
 func (s *Service) Create(ctx context.Context, name string, p Patch) (Tenant, error) {
+	if name == OverflowLabel {
+		return Tenant{}, fmt.Errorf("%w: name %q is reserved (metrics count the tenants beyond metrics.max_tenant_labels as tenant=%q); choose another name", ErrInvalid, name, OverflowLabel)
+	}
 	if err := CheckName(name); err != nil {
 		return Tenant{}, err
 	}
