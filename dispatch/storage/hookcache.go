@@ -34,8 +34,9 @@ type hookCache struct {
 	held, max int
 }
 
-// hookCacheWebhooks bounds the webhooks the cache holds, about 1 KiB each:
-// 10,000 tenants of 3 webhooks fit, in some 30 MiB.
+// hookCacheWebhooks bounds the webhooks the cache holds: 10,000 tenants of
+// 3 webhooks fit, which took the worker's RSS from 56 to 109 MiB in the
+// tenants bench (about 1.7 KiB per webhook with the GC's headroom).
 const hookCacheWebhooks = 32768
 
 func newHookCache() *hookCache {
