@@ -113,6 +113,10 @@ func (e *env) reset(ctx context.Context) error {
 	if err := e.db.WithContext(ctx).Exec("TRUNCATE delivery_attempts, deliveries, webhook_health, webhooks, outbox_events, published_events, api_tokens").Error; err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
+	// The tenants scenario's tenants (their portal links go with them).
+	if err := e.db.WithContext(ctx).Exec("DELETE FROM tenants WHERE name <> 'default'").Error; err != nil {
+		return fmt.Errorf("delete tenants: %w", err)
+	}
 	if err := e.rdb.FlushDB(ctx).Err(); err != nil {
 		return fmt.Errorf("flush redis: %w", err)
 	}

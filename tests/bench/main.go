@@ -22,12 +22,17 @@
 //     keep-alive clients, end to end until every delivery is Delivered,
 //     beside the same N through the Go client in the same run (target:
 //     HTTP ≥ 0.6 × Go client).
+//   - tenants: -tenant-events events spread over -tenants tenants of 3
+//     webhooks each (all 3 match), beside the same events in one tenant
+//     with 3 webhooks; the fleet's CPU per delivery (worker + database) as
+//     a ratio of one tenant's (target: ≤ 1.1 ×; tenants.go).
 //
 // Absolute times drift on shared machines: compare the ratios, and medians of
 // several runs. Only 127.0.0.1 is ever contacted.
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -56,9 +61,11 @@ type options struct {
 	cpuProfile  string
 	workerEnv   []string
 	deadRows    int
+	tenants     int
+	tenantEvts  int
 }
 
-var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "http"}
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "http", "tenants"}
 
 func main() {
 	var (
@@ -82,8 +89,10 @@ func main() {
 	flag.StringVar(&sweepSizes, "sweep-sizes", "1000,100000,1000000", "Failed rows in the sweep scenario, ascending")
 	flag.IntVar(&o.sweepBatch, "sweep-batch", 500, "sweeper.batch_size, and how many rows are due")
 	flag.IntVar(&o.deadRows, "dead-rows", 100000, "due retries of the dead endpoint in the outage scenario")
+	flag.IntVar(&o.tenants, "tenants", 10000, "tenants (of 3 webhooks each) in the tenants scenario")
+	flag.IntVar(&o.tenantEvts, "tenant-events", 20000, "events in each case of the tenants scenario (3 deliveries each)")
 	flag.IntVar(&o.publishers, "publishers", 8, "goroutines publishing in the publish scenario (1 is also measured)")
-	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000")
+	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000, 10000 tenant events")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "run the throughput scenarios' worker in-process and write its CPU profile here (no RSS then)")
 	flag.StringVar(&workerEnv, "worker-env", "", "extra HOMING_* settings (and GO* runtime settings) for the worker and scheduler, comma-separated: HOMING_DATABASE_MAX_OPEN_CONNS=64,GOGC=200,...")
 	flag.StringVar(&role, "role", "", "internal: baseline runs the bare asynq worker")
@@ -99,7 +108,7 @@ func main() {
 		return
 	}
 	if quick {
-		o.n, o.latencyFor, sweepSizes, o.deadRows = 2000, 5*time.Second, "1000,10000,100000", 10000
+		o.n, o.latencyFor, sweepSizes, o.deadRows, o.tenantEvts = 2000, 5*time.Second, "1000,10000,100000", 10000, 10000
 	}
 	o.cpuProfile = cpuProfile
 	for _, kv := range strings.Split(workerEnv, ",") {
@@ -129,8 +138,8 @@ func main() {
 		}
 		o.sweepSizes = append(o.sweepSizes, n)
 	}
-	if o.runs < 1 || o.n < 10 {
-		fmt.Fprintln(os.Stderr, "bench: -runs must be at least 1 and -n at least 10")
+	if o.runs < 1 || o.n < 10 || o.tenants < 2 || o.tenantEvts < 10 {
+		fmt.Fprintln(os.Stderr, "bench: -runs must be at least 1, -n and -tenant-events at least 10, -tenants at least 2")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -179,13 +188,16 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("machine: %+v", r.Machine)
 
+	// scenario is the -scenarios name a case runs under (its key when "").
 	cases := []struct {
-		key string
-		tc  throughputCase
+		key, scenario string
+		tc            throughputCase
 	}{
-		{"throughput", throughputCase{name: "1 webhook", events: o.n, hooks: 1}},
-		{"fanout", throughputCase{name: "10 webhooks per event", events: o.n / 10, hooks: 10}},
-		{"failing", throughputCase{name: "receiver failing 20%", events: o.n, hooks: 1, failEvery: 5}},
+		{"throughput", "", throughputCase{name: "1 webhook", events: o.n, hooks: 1}},
+		{"fanout", "", throughputCase{name: "10 webhooks per event", events: o.n / 10, hooks: 10}},
+		{"failing", "", throughputCase{name: "receiver failing 20%", events: o.n, hooks: 1, failEvery: 5}},
+		{"tenants", "tenants", throughputCase{name: fmt.Sprintf("%d tenants × 3 webhooks", o.tenants), events: o.tenantEvts, hooks: 3, tenants: o.tenants}},
+		{"tenants_one", "tenants", throughputCase{name: "1 tenant × 3 webhooks", events: o.tenantEvts, hooks: 3}},
 	}
 	for i := range o.runs {
 		if o.scenarios["baseline"] {
@@ -197,7 +209,7 @@ func run(ctx context.Context, o options) error {
 			r.Throughput["baseline"] = append(r.Throughput["baseline"], res)
 		}
 		for _, c := range cases {
-			if !o.scenarios[c.key] {
+			if scenario := cmp.Or(c.scenario, c.key); !o.scenarios[scenario] {
 				continue
 			}
 			res, err := e.runHoming(ctx, c.tc, o.concurrency)
@@ -295,7 +307,7 @@ func summarize(r *results, o options) {
 		return median(xs)
 	}
 	base := med("baseline")
-	for _, key := range []string{"baseline", "throughput", "fanout", "failing"} {
+	for _, key := range []string{"baseline", "throughput", "fanout", "failing", "tenants", "tenants_one"} {
 		if len(r.Throughput[key]) == 0 {
 			continue
 		}
@@ -313,6 +325,12 @@ func summarize(r *results, o options) {
 		if base > 0 && key != "baseline" {
 			r.Summary[key+"_vs_baseline"] = med(key) / base
 		}
+	}
+	if fleet, one := r.Summary["tenants_worker_cpu_ms"]+r.Summary["tenants_database_cpu_ms"],
+		r.Summary["tenants_one_worker_cpu_ms"]+r.Summary["tenants_one_database_cpu_ms"]; fleet > 0 && one > 0 {
+		r.Summary["tenants_cpu_vs_one_tenant"] = fleet / one
+		r.Summary["tenants_worker_cpu_vs_one_tenant"] = r.Summary["tenants_worker_cpu_ms"] / r.Summary["tenants_one_worker_cpu_ms"]
+		r.Summary["tenants_per_second_vs_one_tenant"] = r.Summary["tenants_per_second"] / r.Summary["tenants_one_per_second"]
 	}
 	if len(r.Latency) > 0 {
 		var p50, p95, p99 []float64

@@ -70,6 +70,12 @@ func printTable(w io.Writer, r results, o options) {
 	row("throughput", "Homing, 1 webhook", "≥ 0.60 × baseline; RSS ≤ 100 MiB")
 	row("fanout", "Homing, 10 webhooks per event", "")
 	row("failing", "Homing, receiver failing 20%", "")
+	row("tenants", fmt.Sprintf("Homing, %d tenants × 3 webhooks (all match)", o.tenants), "")
+	row("tenants_one", "Homing, 1 tenant × 3 webhooks, same events", "")
+	if v, ok := s["tenants_cpu_vs_one_tenant"]; ok {
+		fmt.Fprintf(tw, "%d tenants vs 1 tenant	%.2f × the rate			%.2f × the CPU (worker alone %.2f ×)	≤ 1.10 × the CPU\n",
+			o.tenants, s["tenants_per_second_vs_one_tenant"], v, s["tenants_worker_cpu_vs_one_tenant"])
+	}
 	if _, ok := s["latency_p99_ms"]; ok {
 		fmt.Fprintf(tw, "latency at %d events/s for %s\tp50 %.1f ms, p95 %.1f ms, p99 %.1f ms\t\t\t\tp99 ≤ 50 ms\n",
 			o.latencyRate, o.latencyFor, s["latency_p50_ms"], s["latency_p95_ms"], s["latency_p99_ms"])

@@ -27,6 +27,10 @@ type throughputCase struct {
 	// failEvery makes the receiver answer 500 to every failEvery-th request
 	// (5: 20 % of requests); 0 never fails.
 	failEvery int
+	// tenants, above 1, seeds that many tenants of hooks webhooks each and
+	// spreads the events over them (tenants.go); otherwise every webhook
+	// and event is the default tenant's.
+	tenants int
 }
 
 // runResult is one run of a throughput scenario.
@@ -61,12 +65,17 @@ func benchDoc(i int) map[string]any {
 // createHooks makes n webhooks on Sales Order on_submit pointing at the
 // receiver (one path each).
 func (e *env) createHooks(ctx context.Context, n, maxRetries int) error {
+	return e.createHooksIn(ctx, "", n, maxRetries)
+}
+
+// createHooksIn is createHooks in tenant ("" is the default one).
+func (e *env) createHooksIn(ctx context.Context, tenant string, n, maxRetries int) error {
 	svc := webhook.New(e.db, &secretbox.Box{}, nil, webhook.Defaults{MaxRetries: maxRetries, Timeout: 5 * time.Second}, nil)
 	for i := range n {
 		name := "bench-" + strconv.Itoa(i)
 		url := e.recv.url + "/h/" + strconv.Itoa(i)
 		ds, ev := "Sales Order", "on_submit"
-		if _, err := svc.Create(ctx, "", webhook.Input{Name: &name, DocType: &ds, Event: &ev, URL: &url, MaxRetries: &maxRetries}); err != nil {
+		if _, err := svc.Create(ctx, tenant, webhook.Input{Name: &name, DocType: &ds, Event: &ev, URL: &url, MaxRetries: &maxRetries}); err != nil {
 			return fmt.Errorf("create webhook: %w", err)
 		}
 	}
@@ -75,6 +84,13 @@ func (e *env) createHooks(ctx context.Context, n, maxRetries int) error {
 
 // publishAll publishes events 0..n-1 from workers goroutines.
 func publishAll(ctx context.Context, c *client.Client, n, workers int, doc func(int) map[string]any) error {
+	return publishEach(ctx, c, n, workers, func(i int) client.Event {
+		return client.Event{DocType: "Sales Order", DocName: fmt.Sprintf("SO-%07d", i), Event: "on_submit", Doc: doc(i)}
+	})
+}
+
+// publishEach publishes event(0)..event(n-1) from workers goroutines.
+func publishEach(ctx context.Context, c *client.Client, n, workers int, event func(int) client.Event) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -84,8 +100,7 @@ func publishAll(ctx context.Context, c *client.Client, n, workers int, doc func(
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				ev := client.Event{DocType: "Sales Order", DocName: fmt.Sprintf("SO-%07d", i), Event: "on_submit", Doc: doc(i)}
-				if _, err := c.Publish(ctx, ev); err != nil {
+				if _, err := c.Publish(ctx, event(i)); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -106,14 +121,20 @@ func publishAll(ctx context.Context, c *client.Client, n, workers int, doc func(
 // clock runs from unpausing until the database shows every delivery
 // Delivered.
 func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int) (runResult, error) {
-	if err := e.reset(ctx); err != nil {
+	err := e.reset(ctx)
+	if err != nil {
 		return runResult{}, err
 	}
 	maxRetries := 3
 	if tc.failEvery > 0 {
 		maxRetries = 20
 	}
-	if err := e.createHooks(ctx, tc.hooks, maxRetries); err != nil {
+	if tc.tenants > 1 {
+		err = e.seedTenants(ctx, tc.tenants, tc.hooks, maxRetries)
+	} else {
+		err = e.createHooks(ctx, tc.hooks, maxRetries)
+	}
+	if err != nil {
 		return runResult{}, err
 	}
 	insp := asynq.NewInspector(e.redis)
@@ -124,13 +145,13 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 	}
 	defer pub.Close()
 	// An empty queue cannot be paused before it exists; publishing creates it.
-	if err := publishAll(ctx, pub, 1, 1, benchDoc); err != nil {
+	if err := publishEach(ctx, pub, 1, 1, tc.event); err != nil {
 		return runResult{}, err
 	}
 	if err := insp.PauseQueue(tasks.DefaultQueue); err != nil {
 		return runResult{}, fmt.Errorf("pause queue: %w", err)
 	}
-	if err := publishAll(ctx, pub, tc.events-1, 8, func(i int) map[string]any { return benchDoc(i + 1) }); err != nil {
+	if err := publishEach(ctx, pub, tc.events-1, 8, func(i int) client.Event { return tc.event(i + 1) }); err != nil {
 		return runResult{}, err
 	}
 	extra := []string{"HOMING_WORKER_CONCURRENCY=" + strconv.Itoa(concurrency)}
