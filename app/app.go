@@ -98,6 +98,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		Limiter:      limiter,
 		// Bodies are capped while they render, not after.
 		MaxPayloadBytes: cfg.Delivery.MaxPayloadBytes,
+		// Event tasks' own first attempts in flight, like the tasks'.
+		InlineRequests: cfg.Worker.Concurrency,
 	})
 	a := &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,

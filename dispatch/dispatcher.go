@@ -7,6 +7,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"time"
@@ -57,6 +58,10 @@ type Config struct {
 	// fan-out; 0 is delivery.MaxRenderTime. Tests set a tiny one to meet
 	// the limit without load.
 	RenderTimeLimit time.Duration
+	// InlineRequests bounds the first attempts that event tasks make
+	// themselves (HandleEvent) in flight at once in this process; 0 is
+	// DefaultInlineRequests. The worker sets it to worker.concurrency.
+	InlineRequests int
 }
 
 // Dispatcher fans out events and runs attempts against one database.
@@ -74,6 +79,8 @@ type Dispatcher struct {
 	limiter      Limiter
 	maxPayload   int
 	renderTime   time.Duration
+	// slots bounds inline first attempts (Config.InlineRequests).
+	slots slots
 }
 
 // New builds a Dispatcher on db, through the Store made for its database
@@ -94,6 +101,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		limiter:      cfg.Limiter,
 		maxPayload:   cfg.MaxPayloadBytes,
 		renderTime:   cfg.RenderTimeLimit,
+		slots:        make(slots, cmp.Or(cfg.InlineRequests, DefaultInlineRequests)),
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

@@ -43,16 +43,17 @@ func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
 // Inline is how the worker running an event's task takes part in its
 // fan-out (HandleEvent).
 type Inline struct {
-	// Queue is the queue the event's task runs on. One delivery whose
-	// webhook uses it is sent by HandleEvent itself, instead of through a
-	// webhook:deliver task of its own: one task per event instead of two in
-	// the common one-webhook case. "" sends none inline.
+	// Queue is the queue the event's task runs on. The deliveries whose
+	// webhook uses it (up to MaxInlinePerEvent) are sent by HandleEvent
+	// itself, instead of through a webhook:deliver task each: one task per
+	// event. "" sends none inline.
 	Queue string
 	// Committed, when set, is told once the event's deliveries are
 	// committed (the durable intake lets the event go).
 	Committed func(ctx context.Context)
 	// Enqueue queues the first attempt of a delivery not sent here. A
-	// task that is already queued is not an error.
+	// task that is already queued is not an error. It may be called from
+	// several goroutines at once.
 	Enqueue func(ctx context.Context, p Pending) error
 	// Retries is how many times the event's task ran before this run
 	// (asynq.GetRetryCount). From SlowFinalRetries on, a definition
@@ -61,25 +62,39 @@ type Inline struct {
 }
 
 // HandleEvent is the worker's path for an ordinary event: fan out → queue
-// the first attempts of the other deliveries → make one first attempt here.
-// It owns the claim of the delivery it sends: when queueing the others
-// fails, it gives the claim back and returns the error, and the task's
-// re-run hands that row out again as Pending.
+// the first attempts of the deliveries not sent here → make the first
+// attempt of every delivery claimed at insert, concurrently. A delivery is
+// claimed at insert when its webhook uses the event task's queue, up to
+// MaxInlinePerEvent per event; the others are queued as before. Each
+// inline request waits for one of the process's inline slots
+// (Config.InlineRequests, worker.concurrency in the worker), so requests
+// in flight stay bounded by twice worker.concurrency: asynq's tasks (each
+// at most one request) and the inline slots. A slow receiver holds up its
+// own request and the event task's return, never the others' requests.
 //
-// What can happen twice? Nothing more than with a task per delivery. The
-// inline request goes out only after Committed and the other enqueues,
-// which may take long (the outbox release waits on a relay's row locks):
-// send checks the lease first, and a claim whose lease can no longer cover
-// the request is given back and queued instead (ErrLeaseEnded). The
-// inline row is written Failed, with next_retry set to the claim's lease,
-// in the same INSERT that claims it, before any request: a crash from then
-// on leaves it for the sweeper once the lease ends, exactly like a crash
-// after Attempt's claim. Only the fan-out whose INSERT created the row owns
-// the claim (the rows carry IDs fresh to this call, so a re-run or a racing
-// fan-out of the same event finds someone else's row, attempted, and sends
-// nothing). A webhook on another queue is never inlined, so webhook.queue
-// still keeps slow receivers apart, and workflow_transition keeps its
-// synchronous path (DeliverNow).
+// HandleEvent owns the claims of the deliveries it sends: when queueing
+// the others fails, it gives every claim back unsent and returns the
+// error, and the task's re-run hands those rows out again as Pending.
+//
+// What can happen twice? Nothing more than with a task per delivery, and
+// nothing more than with one inline attempt: each inline row keeps the
+// rules that one had. The requests go out only after Committed and the
+// other enqueues, which may take long (the outbox release waits on a
+// relay's row locks): each send checks its own lease first, and a claim
+// whose lease can no longer cover its request is given back and queued
+// instead (ErrLeaseEnded). Each inline row is written Failed, with
+// next_retry set to its claim's lease, in the same INSERT that claims it,
+// before any request: a crash from then on leaves every one of them for
+// the sweeper once its lease ends, exactly like a crash after Attempt's
+// claim. Only the fan-out whose INSERT created a row owns its claim (the
+// rows carry IDs fresh to this call, so a re-run or a racing fan-out of
+// the same event finds someone else's rows, attempted, and sends none of
+// them). One send's failure (a shutdown, the database) gives back or
+// leaves only its own row: the others are sent and recorded each on its
+// own, and the re-run that the error causes finds them attempted. A
+// webhook on another queue is never inlined, so webhook.queue still keeps
+// slow receivers apart, and workflow_transition keeps its synchronous
+// path (DeliverNow).
 func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error {
 	pending, inline, err := d.fanOut(ctx, ev, in)
 	if err != nil {
@@ -91,31 +106,16 @@ func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error
 	for _, p := range pending {
 		if err := in.Enqueue(ctx, p); err != nil {
 			err = fmt.Errorf("enqueue first attempt of delivery %s: %w", p.ID, err)
-			if inline != nil {
-				// Due again and unattempted: the re-run queues it.
-				now := d.now()
-				err = errors.Join(err, d.release(ctx, inline.row, &now))
-			}
-			return err
+			// Due again and unattempted: the re-run queues them.
+			return errors.Join(err, d.giveBack(ctx, inline))
 		}
 	}
-	if inline == nil {
-		return nil
-	}
-	_, err = d.send(ctx, *inline, First)
-	if errors.Is(err, ErrLeaseEnded) {
-		// Given back unsent, due now: queued as a first attempt of its
-		// own, whose claim is fenced like any other (the sweeper's retry
-		// may have it already).
-		row := inline.row
-		return in.Enqueue(ctx, Pending{ID: row.ID, WebhookName: row.WebhookName, Queue: in.Queue})
-	}
-	return err
+	return d.sendInline(ctx, inline, in.Queue, in.Enqueue)
 }
 
-// fanOut is FanOut, inlining one delivery on in.Queue when it is not
-// empty.
-func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) ([]Pending, *claimed, error) {
+// fanOut is FanOut, claiming at insert the deliveries on in.Queue that
+// HandleEvent sends itself when in.Queue is not empty.
+func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) ([]Pending, []*claimed, error) {
 	if err := ev.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -137,14 +137,15 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) ([]Pending
 
 // eventPlan plans one event's rows for the store's FanOut, which may ask
 // more than once (storage.Plan): each call starts over with fresh IDs, and
-// what it keeps (each webhook's queue, the inline claim) is the last call's,
-// the one written.
+// what it keeps (each webhook's queue, the inline claims) is the last
+// call's, the one written.
 type eventPlan struct {
 	d      *Dispatcher
 	ev     Event
 	queue  string
 	queues map[string]string
-	inline *claimed
+	// inline are the rows claimed at insert, at most MaxInlinePerEvent.
+	inline []*claimed
 	// retries is the event task's retry count (Inline.Retries).
 	retries int
 	// stopped is the error of an evaluation stopped for no fault of its
@@ -168,11 +169,12 @@ func (p *eventPlan) freeze() (*string, error) {
 
 // rows is the event's row for each webhook whose condition holds (plan).
 // A Failed row is due for the sweeper at the schedule's first delay, and
-// the first on the inline queue is claimed at insert.
+// those on the inline queue are claimed at insert, up to
+// MaxInlinePerEvent.
 func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 	now := p.d.now()
 	rows := make([]models.Delivery, 0, len(hooks))
-	p.queues, p.inline, p.stopped = make(map[string]string, len(hooks)), nil, nil
+	p.queues, p.inline, p.stopped = make(map[string]string, len(hooks)), p.inline[:0], nil
 	for _, w := range hooks {
 		row, ok, err := p.d.plan(w, p.ev, now, p.retries, p.freeze)
 		if err != nil {
@@ -188,8 +190,10 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 			// that task is lost, the sweeper picks the row up here.
 			next := now.Add(p.d.schedule.Delay(1))
 			row.NextRetry = &next
-			if p.inline == nil && p.queue != "" && w.Queue == p.queue {
-				p.inline = p.d.claimAtInsert(&row, w, now)
+			if p.queue != "" && w.Queue == p.queue && len(p.inline) < MaxInlinePerEvent {
+				if c := p.d.claimAtInsert(&row, w, now); c != nil {
+					p.inline = append(p.inline, c)
+				}
 			}
 		}
 		rows = append(rows, row)
@@ -199,8 +203,8 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 }
 
 // pending is what the written rows leave to do: the deliveries that still
-// need their first attempt, and the inline claim when its row is ours.
-func (p *eventPlan) pending(written storage.Written) ([]Pending, *claimed) {
+// need their first attempt, and the inline claims whose rows are ours.
+func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	if len(written.Rows) == 0 {
 		return nil, nil
 	}
@@ -208,27 +212,31 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, *claimed) {
 	if p.ev.Event == models.EventWorkflowTransition {
 		wantStatus = models.StatusExhausted
 	}
-	inline := p.inline
+	claimedIDs := make(map[string]bool, len(p.inline))
+	for _, c := range p.inline {
+		claimedIDs[c.row.ID] = true
+	}
 	if written.Created {
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(written.Rows))
 		for _, r := range written.Rows {
-			if inline != nil && r.ID == inline.row.ID {
+			if claimedIDs[r.ID] {
 				continue
 			}
 			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
 				pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
 			}
 		}
-		return pending, inline
+		return pending, p.inline
 	}
 	// Some rows existed already (an earlier or a concurrent fan-out of the
 	// same event): what exists now, ours or theirs, says what is pending.
-	ownClaim := false
+	// A claim is ours only when its row is: we inserted it.
+	ours := make(map[string]bool, len(p.inline))
 	pending := make([]Pending, 0, len(written.Existing))
 	for _, r := range written.Existing {
-		if inline != nil && r.ID == inline.row.ID {
-			ownClaim = true // we inserted it, so the claim is ours
+		if claimedIDs[r.ID] {
+			ours[r.ID] = true
 			continue
 		}
 		if r.Attempts != 0 || r.Status != wantStatus {
@@ -239,8 +247,11 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, *claimed) {
 		}
 		pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
 	}
-	if !ownClaim {
-		inline = nil
+	inline := make([]*claimed, 0, len(ours))
+	for _, c := range p.inline {
+		if ours[c.row.ID] {
+			inline = append(inline, c)
+		}
 	}
 	return pending, inline
 }

@@ -44,8 +44,10 @@ func (h *Handlers) logger() *slog.Logger {
 }
 
 // HandleEvent decodes an event and hands it to the dispatcher: fan out →
-// queue first attempts → make one first attempt here (dispatch.HandleEvent
-// owns the claim and says why nothing can happen twice). A crash between
+// queue the first attempts of deliveries on other queues (and of those
+// past the inline bounds) → make the first attempts of the deliveries on
+// this task's queue here, concurrently (dispatch.HandleEvent owns their
+// claims and says why nothing can happen twice). A crash between
 // the records and the enqueues is healed by asynq's re-run: fan-out returns
 // the unattempted records again, and the first-attempt TaskIDs keep the
 // enqueues from doubling.

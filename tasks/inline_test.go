@@ -15,48 +15,6 @@ import (
 	"github.com/homingdev/homing/webhook"
 )
 
-// The event task sends one delivery on its own queue itself; the others
-// still get a webhook:deliver task each, and a webhook on another queue is
-// never sent from the event's queue.
-func TestEventTaskSendsOneFirstAttemptOnItsOwnQueue(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, pg)
-	a, b, c := testreceiver.New(t), testreceiver.New(t), testreceiver.New(t)
-	h.createWebhook("a", a.URL, nil)
-	h.createWebhook("b", b.URL, nil)
-	h.createWebhook("c", c.URL, func(in *webhook.Input) { in.Queue = ptr("slow") }) // not served here
-	id := h.publish(salesOrder("ev-inline"))
-	testenv.Eventually(t, "a and b delivered", func() bool {
-		n := 0
-		for _, d := range h.deliveries(id) {
-			if d.Status == models.StatusDelivered {
-				n++
-			}
-		}
-		return n == 2
-	})
-	testenv.Eventually(t, "default queue drained", func() bool { return queueEmpty(t, h) })
-	if a.Count() != 1 || b.Count() != 1 || c.Count() != 0 {
-		t.Fatalf("receivers got a=%d b=%d c=%d requests, want 1, 1, 0", a.Count(), b.Count(), c.Count())
-	}
-	info, err := h.insp.GetQueueInfo(tasks.DefaultQueue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The event task and one webhook:deliver task; the other first attempt
-	// was made by the event task.
-	if info.ProcessedTotal != 2 {
-		t.Errorf("default queue processed %d tasks, want 2 (event + one deliver)", info.ProcessedTotal)
-	}
-	slow, err := h.insp.ListPendingTasks("slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(slow) != 1 || slow[0].Type != tasks.TypeDeliver {
-		t.Fatalf("queue slow holds %v, want the one webhook:deliver task of webhook c", slow)
-	}
-}
-
 // pendingLog records what dispatch.HandleEvent asked to queue.
 type pendingLog struct {
 	mu  sync.Mutex
