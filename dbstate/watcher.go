@@ -71,6 +71,15 @@ func New(cfg Config) *Watcher {
 	return w
 }
 
+// SetConsequence sets what the ERROR line starting an outage says this
+// process does meanwhile (Config.Consequence), for a process that learns
+// what it is after its dependencies were built.
+func (w *Watcher) SetConsequence(s string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cfg.Consequence = s
+}
+
 // OutageError is the state of a database that is away: what a refused
 // caller and /readyz are told. It unwraps to the error that started the
 // outage.

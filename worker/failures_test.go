@@ -25,7 +25,7 @@ func TestEveryTaskFailureIsLoggedAndCounted(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	m := metrics.New(metrics.Options{})
-	h := failureHandler(log, m)
+	h := failureHandler(log, m, nil)
 	secretErr := fmt.Errorf("delivery d-1: %w: webhook %q: open secret: cannot decrypt", dispatch.ErrSecretUnavailable, "orders")
 	h.HandleError(context.Background(), asynq.NewTask(tasks.TypeDeliver, nil), secretErr)
 	h.HandleError(context.Background(), asynq.NewTask(tasks.TypeDeliver, nil), secretErr)
