@@ -14,6 +14,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -101,8 +103,9 @@ func Classify(err error) Kind {
 		}
 		return Other
 	}
+	var netErr net.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
+	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err), errors.As(err, &netErr) && netErr.Timeout():
 		return Timeout
 	case isConnectionLost(err):
 		return Unavailable
@@ -113,17 +116,20 @@ func Classify(err error) Kind {
 }
 
 // isConnectionLost reports an error of a database connection that could not
-// be made or broke: a failed connect, any error pgconn raised below the
-// protocol (each carries SafeToRetry, true or false: a network error, an
-// EOF mid-statement), and database/sql's bad connection. A network error
-// that did not come through pgconn (a client's request body) is not the
-// database's.
+// be made or broke: a failed connect, an error pgconn raised below the
+// protocol (each carries SafeToRetry, true or false), database/sql's bad
+// connection, and a network error or an EOF mid-message, which pgx returns
+// bare when a connection breaks inside a transaction. Classify is for the
+// errors of database calls: a network error of another kind (a client's
+// request body) must be told apart before.
 func isConnectionLost(err error) bool {
 	var (
 		connectErr *pgconn.ConnectError
 		fromPgconn interface{ SafeToRetry() bool }
+		netErr     net.Error
 	)
-	return errors.As(err, &connectErr) || errors.As(err, &fromPgconn) || errors.Is(err, driver.ErrBadConn)
+	return errors.As(err, &connectErr) || errors.As(err, &fromPgconn) || errors.Is(err, driver.ErrBadConn) ||
+		errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // SQLite's result codes for a database another connection holds.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,8 +33,12 @@ func TestClassify(t *testing.T) {
 		{"nil", nil, dbstate.None},
 		{"caller left", fmt.Errorf("query: %w", context.Canceled), dbstate.None},
 		{"not the database's", errors.New("boom"), dbstate.None},
-		{"a client's network error is not the database's", refused, dbstate.None},
-		{"a client's EOF", io.ErrUnexpectedEOF, dbstate.None},
+		{"a bare EOF", io.EOF, dbstate.None},
+
+		{"connection refused", fmt.Errorf("query: %w", refused), dbstate.Unavailable},
+		{"connection reset inside a transaction (pgx returns it bare)", &net.OpError{Op: "read", Net: "tcp", Err: errors.New("read: connection reset by peer")}, dbstate.Unavailable},
+		{"EOF mid-message", fmt.Errorf("receive message: %w", io.ErrUnexpectedEOF), dbstate.Unavailable},
+		{"network timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, dbstate.Timeout},
 
 		{"connect refused", &pgconn.ConnectError{}, dbstate.Unavailable},
 		{"bad connection", fmt.Errorf("exec: %w", driver.ErrBadConn), dbstate.Unavailable},
