@@ -93,6 +93,12 @@ func Classify(err error) Kind {
 	if errors.Is(err, ErrReadOnly) {
 		return ReadOnly
 	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		// Whatever the server said (shutting down, not accepting
+		// connections, too many clients), there is no connection.
+		return Unavailable
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		if k, ok := sqlstateKinds[pgErr.Code]; ok {
