@@ -40,7 +40,7 @@ func failureHandler(log *slog.Logger, counter failureCounter, database *dbstate.
 		}
 		taskID, _ := asynq.GetTaskID(ctx)
 		retried, _ := asynq.GetRetryCount(ctx)
-		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		maxRetry, known := asynq.GetMaxRetry(ctx) // always known inside asynq
 		queue, _ := asynq.GetQueueName(ctx)
 		attrs := []any{"type", t.Type(), "reason", reason, "error", err.Error(), "queue", queue, "task_id", taskID,
 			"retried", retried, "max_retry", maxRetry}
@@ -54,7 +54,7 @@ func failureHandler(log *slog.Logger, counter failureCounter, database *dbstate.
 		switch {
 		case errors.Is(err, asynq.SkipRetry):
 			msg, level = "task failed for good and is archived (asynq: homing monitor shows it); it would fail the same way again", slog.LevelError
-		case retried >= maxRetry:
+		case known && retried >= maxRetry:
 			msg, level = "task failed for the last time and is archived (homing monitor shows it; run it again there once the cause is fixed)", slog.LevelError
 		}
 		log.Log(ctx, level, msg, attrs...)
