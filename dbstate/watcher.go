@@ -43,13 +43,16 @@ type Config struct {
 // nil *Watcher (nothing is watched: Observe only classifies).
 type Watcher struct {
 	cfg    Config
-	counts [6]atomic.Uint64 // by index in Kinds()
+	counts []atomic.Uint64 // by index in Kinds()
+	known  map[Kind]int    // a kind's index in counts
 
-	mu    sync.Mutex
-	down  *OutageError // nil while up
-	stop  context.CancelFunc
-	done  chan struct{}
-	known map[Kind]int
+	mu   sync.Mutex
+	down *OutageError // nil while up
+	// slowProbes counts the probes in a row that failed without naming an
+	// outage (a timeout).
+	slowProbes int
+	stop       context.CancelFunc
+	done       chan struct{}
 }
 
 // New builds a Watcher; Start probes in the background, and an unstarted
@@ -64,7 +67,7 @@ func New(cfg Config) *Watcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	w := &Watcher{cfg: cfg, known: map[Kind]int{}}
+	w := &Watcher{cfg: cfg, counts: make([]atomic.Uint64, len(Kinds())), known: map[Kind]int{}}
 	for i, k := range Kinds() {
 		w.known[k] = i
 	}
@@ -143,6 +146,7 @@ func (w *Watcher) markDown(k Kind, err error) {
 func (w *Watcher) up() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.slowProbes = 0
 	if w.down == nil {
 		return
 	}
@@ -166,9 +170,14 @@ func (w *Watcher) Err() error {
 	return w.down
 }
 
-// RunOnce probes the database once: a success ends an outage, a failure
-// starts one (a probe is one cheap statement: when it cannot be made, the
-// database is away whatever the error says, a timeout included). It
+// slowProbesForOutage is how many probes in a row must fail without naming
+// an outage (a timeout: an unreachable host drops packets, but a busy pool
+// also keeps a probe waiting) before the database is taken to be away.
+const slowProbesForOutage = 3
+
+// RunOnce probes the database once: a success ends an outage; a failure
+// that names one (no connection, read-only) starts one, and so do
+// slowProbesForOutage failures in a row of another kind (a timeout). It
 // returns the probe's error.
 func (w *Watcher) RunOnce(ctx context.Context) error {
 	if w == nil {
@@ -187,10 +196,17 @@ func (w *Watcher) RunOnce(ctx context.Context) error {
 		k = Other
 	}
 	w.count(k)
-	if !k.Outage() {
-		k = Unavailable
+	if k.Outage() {
+		w.markDown(k, err)
+		return err
 	}
-	w.markDown(k, err)
+	w.mu.Lock()
+	w.slowProbes++
+	slow := w.slowProbes >= slowProbesForOutage
+	w.mu.Unlock()
+	if slow {
+		w.markDown(Unavailable, fmt.Errorf("%d probes in a row failed: %w", slowProbesForOutage, err))
+	}
 	return err
 }
 

@@ -107,3 +107,37 @@ func TestWatcherReadOnlyPrimary(t *testing.T) {
 		t.Errorf("INFO lines = %d, want 1:\n%s", n, logs)
 	}
 }
+
+// TestWatcherSlowProbes: a probe that times out once (a busy pool) does not
+// start an outage; three in a row do, and the next good probe ends it.
+func TestWatcherSlowProbes(t *testing.T) {
+	t.Parallel()
+	db := testenv.Postgres(t)
+	logs, log := testenv.NewLogs()
+	w := dbstate.New(dbstate.Config{Probe: store.Probe(db), Logger: log})
+	expired, cancel := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel()
+	for i := range 3 {
+		if err := w.RunOnce(expired); dbstate.Classify(err) != dbstate.Timeout {
+			t.Fatalf("a probe past its deadline = %v, want a timeout", err)
+		}
+		if down := w.Err() != nil; down != (i == 2) {
+			t.Fatalf("after %d slow probes down = %v", i+1, down)
+		}
+		if i == 0 {
+			// A good probe in between starts the count again.
+			if err := w.RunOnce(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.RunOnce(expired); err == nil || w.Err() != nil {
+				t.Fatalf("one slow probe after a good one: %v, down %v", err, w.Err())
+			}
+		}
+	}
+	if n := logs.Count("ERROR", "3 probes in a row failed"); n != 1 {
+		t.Errorf("ERROR lines = %d, want 1:\n%s", n, logs)
+	}
+	if err := w.RunOnce(context.Background()); err != nil || w.Err() != nil {
+		t.Fatalf("a good probe after the outage: %v, down %v", err, w.Err())
+	}
+}
