@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/metrics"
@@ -60,6 +61,10 @@ type Config struct {
 	// in flight may hold together (intake); a request that does not fit is
 	// answered 503 at once. 0 is DefaultMaxInflightBytes.
 	MaxInflightBytes int64
+	// Database watches the database for outages: every error a request
+	// meets is observed, so an outage is logged once and counted (dbstate).
+	// nil watches nothing; a database error is answered 503 all the same.
+	Database *dbstate.Watcher
 	// Ready answers /readyz; nil is always ready.
 	Ready func(ctx context.Context) error
 	// Warnings lists the start-up checks' problems (preflight) on /readyz,

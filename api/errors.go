@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/webhook"
@@ -18,18 +20,19 @@ import (
 // Error codes: stable strings clients may switch on. Each goes with one
 // HTTP status.
 const (
-	CodeUnauthorized     = "unauthorized"       // 401: no token, a malformed header, or a token that is not valid
-	CodeForbidden        = "forbidden"          // 403: the token's scope does not allow the endpoint
-	CodeNotFound         = "not_found"          // 404
-	CodeMethodNotAllowed = "method_not_allowed" // 405, with Allow
-	CodeConflict         = "conflict"           // 409: a webhook name taken, a delivery in a state that forbids it
-	CodePayloadTooLarge  = "payload_too_large"  // 413: the body over api.max_body_bytes, or doc over delivery.max_payload_bytes
-	CodeInvalidJSON      = "invalid_json"       // 400: not JSON, not the request's shape, or an unknown field
-	CodeInvalidRequest   = "invalid_request"    // 422: well-formed, but a value is not acceptable
-	CodeDeliveryFailed   = "delivery_failed"    // 502: a workflow_transition event did not reach every webhook
-	CodeUnavailable      = "unavailable"        // 503, with Retry-After: the server cannot do it now (past its memory ceiling, api.max_inflight_bytes full, or too busy to evaluate a definition within its time limit)
-	CodeRateLimited      = "rate_limited"       // 429, with Retry-After: the tenant's publish_rate is spent
-	CodeInternal         = "internal"           // 500
+	CodeUnauthorized        = "unauthorized"         // 401: no token, a malformed header, or a token that is not valid
+	CodeForbidden           = "forbidden"            // 403: the token's scope does not allow the endpoint
+	CodeNotFound            = "not_found"            // 404
+	CodeMethodNotAllowed    = "method_not_allowed"   // 405, with Allow
+	CodeConflict            = "conflict"             // 409: a webhook name taken, a delivery in a state that forbids it
+	CodePayloadTooLarge     = "payload_too_large"    // 413: the body over api.max_body_bytes, or doc over delivery.max_payload_bytes
+	CodeInvalidJSON         = "invalid_json"         // 400: not JSON, not the request's shape, or an unknown field
+	CodeInvalidRequest      = "invalid_request"      // 422: well-formed, but a value is not acceptable
+	CodeDeliveryFailed      = "delivery_failed"      // 502: a workflow_transition event did not reach every webhook
+	CodeUnavailable         = "unavailable"          // 503, with Retry-After: the server cannot do it now (past its memory ceiling, api.max_inflight_bytes full, or too busy to evaluate a definition within its time limit)
+	CodeRateLimited         = "rate_limited"         // 429, with Retry-After: the tenant's publish_rate is spent
+	CodeDatabaseUnavailable = "database_unavailable" // 503, with Retry-After: the database is unreachable, shutting down, starting up, read-only (a failover), or busy; nothing is lost by retrying
+	CodeInternal            = "internal"             // 500
 )
 
 // Error is an API error response. Handlers return it (or an error of the
@@ -116,8 +119,27 @@ func apiError(err error) *Error {
 		return conflict("%s", err.Error())
 	case errors.Is(err, webhook.ErrExists):
 		return conflict("%s", strings.Replace(err.Error(), " (choose another name, or use webhook update)", " (choose another name, or PATCH the existing one)", 1))
+	case dbstate.Retryable(err):
+		return databaseUnavailable(dbstate.Classify(err))
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error; the server log has the details"}
+}
+
+// databaseUnavailable answers a request the database could not serve now:
+// 503 with Retry-After, never 500 (the request was fine) and never a 2xx
+// (nothing the answer would promise is stored). Repeating the request is
+// safe: a publish carries its event ID, and an ID stored by a commit whose
+// answer was lost is answered 200 on the repeat.
+func databaseUnavailable(k dbstate.Kind) *Error {
+	why := map[dbstate.Kind]string{
+		dbstate.Unavailable: "the database is unavailable (unreachable, shutting down or starting up: a failover, or a restart)",
+		dbstate.ReadOnly:    "the database is read-only (this server reached a primary that a failover demoted, or a standby)",
+		dbstate.Timeout:     "the database did not answer in time",
+		dbstate.Busy:        "the database is locked by another writer",
+		dbstate.Conflict:    "the database could not complete the request alongside a concurrent one",
+	}[k]
+	return &Error{Status: http.StatusServiceUnavailable, Code: CodeDatabaseUnavailable, RetryAfter: int(dbstate.RetryAfter / time.Second),
+		Message: why + "; try again after Retry-After seconds (a publish with the same event ID is safe to repeat)"}
 }
 
 // webhookField is the JSON name of a webhook input field the webhook
@@ -138,7 +160,13 @@ func webhookField(flag string) string {
 // does not see.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := apiError(err)
+	kind := s.cfg.Database.Observe(err)
 	switch {
+	case kind.Outage() && s.cfg.Database != nil:
+		// The watcher logs the outage once, not once per request.
+		s.log.Debug("api request refused: database away", "method", r.Method, "path", r.URL.Path, "kind", string(kind), "error", err.Error())
+	case e.Code == CodeDatabaseUnavailable:
+		s.log.Warn("api request refused: database busy", "method", r.Method, "path", r.URL.Path, "kind", string(kind), "error", err.Error())
 	case e.Status >= 500 && e.Code == CodeInternal:
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			s.log.Info("api request abandoned by the client", "method", r.Method, "path", r.URL.Path)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -18,12 +19,14 @@ import (
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/store"
 	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
 )
@@ -38,6 +41,8 @@ type server struct {
 	admin   string // an admin token
 	tokens  *token.Service
 	box     *secretbox.Box
+	// watcher is the server's database watcher (options.logger set), else nil.
+	watcher *dbstate.Watcher
 }
 
 // options adjust newServer.
@@ -49,6 +54,12 @@ type options struct {
 	// templates (webhook.Defaults.RenderTimeLimit); 0 is the default.
 	renderTimeLimit time.Duration
 	publishLimiter  api.PublishLimiter
+	// dsn, when set, is the database to open (through a testenv proxy)
+	// instead of a fresh one.
+	dsn string
+	// logger, when set, gets the API's log, and the server a database
+	// watcher (server.watcher) that answers /readyz.
+	logger *slog.Logger
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -57,7 +68,24 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	for _, f := range opts {
 		f(&o)
 	}
-	db := testenv.Postgres(t)
+	var db *gorm.DB
+	if o.dsn == "" {
+		db = testenv.Postgres(t)
+	} else {
+		var err error
+		if db, err = store.OpenWith(o.dsn, store.Options{MaxOpenConns: 3}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = store.Close(db) })
+	}
+	var (
+		watcher *dbstate.Watcher
+		ready   func(context.Context) error
+	)
+	if o.logger != nil {
+		watcher = dbstate.New(dbstate.Config{Probe: store.Probe(db), Logger: o.logger, Consequence: "requests are answered 503"})
+		ready = watcher.Ready
+	}
 	box := testenv.SecretBox(t)
 	// The receivers are httptest servers on loopback: no SSRF guard.
 	sender := delivery.NewSender(app.SenderConfig(config.Delivery{AllowPrivateNetworks: true}, nil))
@@ -74,8 +102,11 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		MaxPayloadBytes:  o.maxPayloadBytes,
 		MaxInflightBytes: o.maxInflightBytes,
 		PublishLimiter:   o.publishLimiter,
+		Database:         watcher,
+		Ready:            ready,
+		Logger:           o.logger,
 	})
-	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box}
+	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box, watcher: watcher}
 	t.Cleanup(s.srv.Close)
 	var err error
 	_, s.publish, err = tokens.Create(context.Background(), "producer", token.ScopePublish, "")

@@ -16,6 +16,7 @@ import (
 	"github.com/homingdev/homing/client"
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/outbox"
@@ -42,6 +43,10 @@ type App struct {
 	Box        *secretbox.Box
 	Sender     *delivery.Sender
 	Dispatcher *dispatch.Dispatcher
+	// Database watches the database for outages (a failover): the API,
+	// the relay and the worker's tasks report their errors to it, and
+	// /readyz asks it. A process starts it (package process).
+	Database *dbstate.Watcher
 	// Limiter holds the rate budgets in Redis (webhooks' rate_limit,
 	// tenants' publish_rate); nil when Redis is not a single client.
 	Limiter *ratelimit.Limiter
@@ -104,6 +109,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 	a := &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,
 		Box: box, Sender: sender, Dispatcher: d, rateRedis: rateRedis, Limiter: rl,
+		Database: dbstate.New(dbstate.Config{Probe: store.Probe(db), Clock: opts.Clock, Logger: log}),
 	}
 	return a, nil
 }
@@ -154,6 +160,7 @@ func (a *App) relayConfig(insp *asynq.Inspector) outbox.RelayConfig {
 		RecoverAfter: a.Config.Outbox.RecoverAfter,
 		Inspector:    insp,
 		ListenURL:    listen,
+		Database:     a.Database,
 		Logger:       a.Log,
 		Clock:        a.Clock,
 	}

@@ -98,18 +98,10 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 		MaxBodyBytes:     int64(a.Config.API.MaxBodyBytes),
 		MaxPayloadBytes:  a.Config.Delivery.MaxPayloadBytes,
 		MaxInflightBytes: maxInflightBytes(a.Config.API.MaxInflightBytes),
-		// Ready while the database answers: events are accepted into the
-		// outbox even while Redis is away.
-		Ready: func(ctx context.Context) error {
-			sqlDB, err := a.DB.DB()
-			if err != nil {
-				return fmt.Errorf("database: %w", err)
-			}
-			if err := sqlDB.PingContext(ctx); err != nil {
-				return fmt.Errorf("database: %w", err)
-			}
-			return nil
-		},
+		// Ready while the database answers and takes writes: events are
+		// accepted into the outbox even while Redis is away.
+		Database: a.Database,
+		Ready:    a.Database.Ready,
 		Warnings: readyWarnings(a),
 		Clock:    a.Clock,
 		Logger:   a.Log,

@@ -116,6 +116,10 @@ func (c *Client) Close() error {
 // and the HTTP API keep it in PostgreSQL until it is fanned out. For workflow_transition it delivers now, one attempt per
 // matching webhook, and returns a *SyncError naming each webhook that
 // failed.
+//
+// An error that IsRetryable reports (Redis or homing serve away, serve's
+// 503 during a database failover, with RetryAfter) is worth repeating
+// with the same event ID, which is never delivered twice.
 func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
 	dev, doc, err := c.prepare(ev)
 	if err != nil {
@@ -141,7 +145,7 @@ func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
 		return "", err
 	}
 	if _, err := c.queue.EnqueueContext(ctx, task); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return dev.ID, fmt.Errorf("queue event %s in Redis: %w", dev.ID, err)
+		return dev.ID, transportError(fmt.Errorf("queue event %s in Redis: %w", dev.ID, err))
 	}
 	return dev.ID, nil
 }
@@ -168,6 +172,11 @@ var ErrSyncInTx = errors.New("workflow_transition events are delivered synchrono
 // tx must be on the database named by Homing's database.url, migrated
 // (homing migrate). workflow_transition events are refused with
 // ErrSyncInTx.
+//
+// An error fails the caller's transaction with it (PostgreSQL refuses
+// every statement after one that failed): roll back. When IsRetryable
+// reports it (the database was away, read-only after a failover, or the
+// transaction lost to a concurrent one), run the whole transaction again.
 func PublishTx(ctx context.Context, tx *gorm.DB, ev Event) (string, error) {
 	return publishTx(ctx, tx, ev, DefaultMaxPayloadBytes)
 }
@@ -190,7 +199,7 @@ func publishTx(ctx context.Context, tx *gorm.DB, ev Event, maxPayloadBytes int) 
 		return dev.ID, ErrSyncInTx
 	}
 	if _, err := outbox.Add(ctx, tx, dev, time.Now()); err != nil {
-		return dev.ID, err
+		return dev.ID, databaseError(err)
 	}
 	return dev.ID, nil
 }

@@ -20,6 +20,7 @@ var allowedDeps = []string{
 	"github.com/homingdev/homing/redisconn",
 	"github.com/homingdev/homing/models",
 	"github.com/homingdev/homing/clock",
+	"github.com/homingdev/homing/dbstate",
 	"github.com/homingdev/homing/internal/jsondoc",
 	"github.com/homingdev/homing/internal/groupcommit",
 	// asynq and go-redis

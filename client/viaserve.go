@@ -29,7 +29,10 @@ type ViaServe struct {
 }
 
 // DeliverNow posts ev to homing serve and returns nil on 200, a *SyncError
-// on 502, and an error with serve's message otherwise.
+// on 502, and an error with serve's message otherwise. When serve cannot be
+// reached, or answers 503 (its database is away: a failover) or 429, the
+// error is a *RetryableError (IsRetryable) carrying serve's Retry-After:
+// repeating the event ID sends nothing twice.
 func (v ViaServe) DeliverNow(ctx context.Context, ev event.Event) error {
 	body, err := json.Marshal(ev)
 	if err != nil {
@@ -47,7 +50,7 @@ func (v ViaServe) DeliverNow(ctx context.Context, ev event.Event) error {
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("deliver event %s through homing serve: %w", ev.ID, err)
+		return transportError(fmt.Errorf("deliver event %s through homing serve: %w", ev.ID, err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -65,11 +68,17 @@ func (v ViaServe) DeliverNow(ctx context.Context, ev event.Event) error {
 			Failures []event.WebhookFailure `json:"failures"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(raw, &answer) != nil || answer.Error.Code == "" {
-		return fmt.Errorf("deliver event %s through homing serve: %s answered %s", ev.ID, v.URL, resp.Status)
-	}
-	if resp.StatusCode == http.StatusBadGateway && len(answer.Error.Failures) > 0 {
+	var failed error
+	switch {
+	case json.Unmarshal(raw, &answer) != nil || answer.Error.Code == "":
+		failed = fmt.Errorf("deliver event %s through homing serve: %s answered %s", ev.ID, v.URL, resp.Status)
+	case resp.StatusCode == http.StatusBadGateway && len(answer.Error.Failures) > 0:
 		return &SyncError{EventID: answer.Error.EventID, Failures: answer.Error.Failures}
+	default:
+		failed = fmt.Errorf("deliver event %s through homing serve: %s: %s", ev.ID, answer.Error.Code, answer.Error.Message)
 	}
-	return fmt.Errorf("deliver event %s through homing serve: %s: %s", ev.ID, answer.Error.Code, answer.Error.Message)
+	if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+		return retryable(failed, retryAfterHeader(resp.Header))
+	}
+	return failed
 }

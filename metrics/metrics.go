@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
@@ -55,6 +56,10 @@ type Options struct {
 	// MaxTenantLabels is metrics.max_tenant_labels, the same bound for the
 	// tenant label.
 	MaxTenantLabels int
+	// Database is the process's database watcher, read for
+	// homing_database_errors_total and homing_database_up; nil leaves them
+	// out.
+	Database *dbstate.Watcher
 }
 
 // Metrics holds Homing's metrics in a registry of its own, so that two
@@ -139,6 +144,9 @@ func New(opts Options) *Metrics {
 	)
 	if opts.Backlog != nil {
 		m.reg.MustRegister(newBacklogCollector(opts.Backlog, opts.Now))
+	}
+	if opts.Database != nil {
+		m.reg.MustRegister(newDatabaseCollector(opts.Database))
 	}
 	if opts.Inspector != nil {
 		m.reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(opts.Inspector))

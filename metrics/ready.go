@@ -15,10 +15,16 @@ import (
 // Redis: it pings both at once and names each one that does not answer, e.g.
 // "redis: dial tcp 127.0.0.1:6379: connect: connection refused".
 func Ready(db *gorm.DB, redisOpt asynq.RedisConnOpt) func(ctx context.Context) error {
+	return ReadyWith(func(ctx context.Context) error { return pingDB(ctx, db) }, redisOpt)
+}
+
+// ReadyWith is Ready with the database's check given: a dbstate.Watcher's
+// Ready, which also fails while a read-only primary answers pings.
+func ReadyWith(database func(ctx context.Context) error, redisOpt asynq.RedisConnOpt) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		var dbErr, redisErr error
 		var wg sync.WaitGroup
-		wg.Go(func() { dbErr = pingDB(ctx, db) })
+		wg.Go(func() { dbErr = database(ctx) })
 		wg.Go(func() { redisErr = pingRedis(ctx, redisOpt) })
 		wg.Wait()
 		return errors.Join(dbErr, redisErr)

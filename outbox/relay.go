@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
 )
@@ -63,8 +64,12 @@ type RelayConfig struct {
 	// returns (homing serve: what its last requests published is queued now,
 	// not at another relay's next poll).
 	DrainOnStop bool
-	Logger      *slog.Logger
-	Clock       clock.Clock
+	// Database is told of the relay's database errors (nil: none is); an
+	// outage is logged once by it, and the relay's own line per poll drops
+	// to DEBUG meanwhile.
+	Database *dbstate.Watcher
+	Logger   *slog.Logger
+	Clock    clock.Clock
 }
 
 // Relay moves committed outbox rows into asynq as webhook:event tasks with
@@ -467,12 +472,12 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {
 	for {
 		if recoverNow {
 			if _, err := r.RecoverAll(ctx); err != nil && ctx.Err() == nil {
-				r.cfg.Logger.Warn("outbox recovery failed; retrying soon", "error", err.Error())
+				r.logFailure(err, "outbox recovery failed; retrying soon", "error", err.Error())
 			}
 			recoverNow = false
 		}
 		if _, err := r.Drain(ctx); err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Warn("outbox relay failed; retrying at the next poll", "error", err.Error(), "poll_interval", r.cfg.PollInterval.String())
+			r.logFailure(err, "outbox relay failed; retrying at the next poll", "error", err.Error(), "poll_interval", r.cfg.PollInterval.String())
 		}
 		select {
 		case <-ctx.Done():
@@ -483,6 +488,16 @@ func (r *Relay) loop(ctx context.Context, wake <-chan struct{}) {
 			recoverNow = true
 		}
 	}
+}
+
+// logFailure logs one of the loop's failures at WARN, or at DEBUG when it
+// is a database outage, which RelayConfig.Database logs once.
+func (r *Relay) logFailure(err error, msg string, attrs ...any) {
+	if r.cfg.Database != nil && r.cfg.Database.Observe(err).Outage() {
+		r.cfg.Logger.Debug(msg, attrs...)
+		return
+	}
+	r.cfg.Logger.Warn(msg, attrs...)
 }
 
 // RecoverAll runs Recover until a batch comes back short (or fails) and
@@ -511,7 +526,7 @@ func (r *Relay) listen(ctx context.Context, wake chan<- struct{}) {
 		if connected {
 			pause = firstPause
 		}
-		r.cfg.Logger.Warn("outbox relay is not listening for notifications; polling every outbox.poll_interval until it is back",
+		r.logFailure(err, "outbox relay is not listening for notifications; polling every outbox.poll_interval until it is back",
 			"error", err.Error(), "retry_in", pause.String())
 		select {
 		case <-ctx.Done():

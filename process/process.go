@@ -24,6 +24,7 @@ import (
 func Worker(a *app.App) (*app.Runner, *worker.Worker) {
 	w := worker.New(a)
 	r := &app.Runner{Log: a.Log, StopTimeout: a.Config.Worker.ShutdownTimeout + stopMargin}
+	addWatcher(r, a, "tasks that need it fail and asynq runs them again; the worker's /readyz answers 503")
 	r.Add("worker", w)
 	return r, w
 }
@@ -36,6 +37,7 @@ func Scheduler(a *app.App) (*app.Runner, error) {
 		return nil, err
 	}
 	r := &app.Runner{Log: a.Log, StopTimeout: stopMargin}
+	addWatcher(r, a, "the outbox relay tries again every outbox.poll_interval")
 	addRelay(r, a, false)
 	r.Add("scheduler", s)
 	return r, nil
@@ -47,6 +49,7 @@ func Scheduler(a *app.App) (*app.Runner, error) {
 func Serve(a *app.App, handler http.Handler) (*app.Runner, *httpserve.Server) {
 	srv := httpserve.New("api", a.Config.API.Addr, handler, a.Log)
 	r := &app.Runner{Log: a.Log, StopTimeout: a.Config.Worker.ShutdownTimeout}
+	addWatcher(r, a, "API requests that need it, publishes included, are answered 503 database_unavailable with Retry-After, and /readyz 503")
 	addRelay(r, a, true)
 	r.Add("api", srv)
 	return r, srv
@@ -56,6 +59,7 @@ func Serve(a *app.App, handler http.Handler) (*app.Runner, *httpserve.Server) {
 // process, then extra (the monitor UI, the HTTP API), on the dev Redis.
 func Dev(a *app.App, extra ...Named) (*app.Runner, error) {
 	r, _ := Worker(a)
+	a.Database.SetConsequence("tasks that need it fail and are run again, and API requests are answered 503 database_unavailable with Retry-After")
 	s, err := scheduler.New(a.Redis, a.Config.Sweeper.Interval, a.Log)
 	if err != nil {
 		return nil, err
@@ -80,6 +84,14 @@ type Named struct {
 // stopMargin is the stop budget of parts that only finish a statement or
 // a Redis call.
 const stopMargin = 10 * time.Second
+
+// addWatcher adds the database watcher (app.App.Database) first, so it
+// probes from the start and stops last; consequence is what this process
+// does during an outage, for the ERROR line that starts one.
+func addWatcher(r *app.Runner, a *app.App, consequence string) {
+	a.Database.SetConsequence(consequence)
+	r.Add("database watcher", a.Database)
+}
 
 // addRelay adds an outbox relay, the asynq client it queues with and the
 // inspector it reads lost tasks' state with; both close after the relay

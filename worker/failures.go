@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/preflight"
 	"github.com/homingdev/homing/tasks"
 )
@@ -27,30 +28,36 @@ type failureCounter interface {
 // receiver's answer is recorded on its delivery), so each failure is
 // logged at ERROR with the event or delivery it concerns, its cause, and
 // whether asynq will run it again, and is counted in
-// homing_task_failures_total{type,reason}.
-func failureHandler(log *slog.Logger, counter failureCounter) asynq.ErrorHandler {
+// homing_task_failures_total{type,reason}. A failure that is a database
+// outage is told to database (when not nil), which logs the outage once;
+// its own line drops to DEBUG, so an outage is not one ERROR per task.
+func failureHandler(log *slog.Logger, counter failureCounter, database *dbstate.Watcher) asynq.ErrorHandler {
 	return asynq.ErrorHandlerFunc(func(ctx context.Context, t *asynq.Task, err error) {
 		reason := tasks.FailureReason(err)
+		outage := database != nil && database.Observe(err).Outage()
 		if counter != nil {
 			counter.TaskFailed(t.Type(), reason)
 		}
 		taskID, _ := asynq.GetTaskID(ctx)
 		retried, _ := asynq.GetRetryCount(ctx)
-		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		maxRetry, known := asynq.GetMaxRetry(ctx) // always known inside asynq
 		queue, _ := asynq.GetQueueName(ctx)
 		attrs := []any{"type", t.Type(), "reason", reason, "error", err.Error(), "queue", queue, "task_id", taskID,
 			"retried", retried, "max_retry", maxRetry}
 		if key, id := tasks.IDOf(taskID); key != "" {
 			attrs = append(attrs, key, id)
 		}
-		msg := "task failed; asynq will run it again"
+		msg, level := "task failed; asynq will run it again", slog.LevelError
+		if outage {
+			level = slog.LevelDebug
+		}
 		switch {
 		case errors.Is(err, asynq.SkipRetry):
-			msg = "task failed for good and is archived (asynq: homing monitor shows it); it would fail the same way again"
-		case retried >= maxRetry:
-			msg = "task failed for the last time and is archived (homing monitor shows it; run it again there once the cause is fixed)"
+			msg, level = "task failed for good and is archived (asynq: homing monitor shows it); it would fail the same way again", slog.LevelError
+		case known && retried >= maxRetry:
+			msg, level = "task failed for the last time and is archived (homing monitor shows it; run it again there once the cause is fixed)", slog.LevelError
 		}
-		log.Error(msg, attrs...)
+		log.Log(ctx, level, msg, attrs...)
 	})
 }
 

@@ -60,11 +60,12 @@ func New(a *app.App) *Worker {
 
 			MaxWebhookLabels: cfg.Metrics.MaxWebhookLabels,
 			MaxTenantLabels:  cfg.Metrics.MaxTenantLabels,
+			Database:         a.Database,
 		})
 		a.Dispatcher.SetObserver(m)
 		sweepObs = m
 		failures = m
-		metricsSrv = metrics.NewServerWarning(cfg.Metrics.Addr, m, metrics.Ready(a.DB, a.Redis), readyWarnings(a), a.Log)
+		metricsSrv = metrics.NewServerWarning(cfg.Metrics.Addr, m, metrics.ReadyWith(a.Database.Ready, a.Redis), readyWarnings(a), a.Log)
 	}
 	sw = sweeper.New(a.DB, client, inspector, sweeper.Config{
 		BatchSize:     cfg.Sweeper.BatchSize,
@@ -98,7 +99,7 @@ func New(a *app.App) *Worker {
 		Logger:            logging.Asynq(a.Log),
 		LogLevel:          asynq.WarnLevel,
 		RetryDelayFunc:    infraRetryDelay,
-		ErrorHandler:      failureHandler(cmp.Or(a.Log, slog.New(slog.DiscardHandler)), failures),
+		ErrorHandler:      failureHandler(cmp.Or(a.Log, slog.New(slog.DiscardHandler)), failures, a.Database),
 		// Retries a sweep spreads over its tick for a webhook's rate_limit
 		// wait in asynq's scheduled set; moving them to their queue each
 		// second (not asynq's 5) keeps them to their second.

@@ -281,3 +281,15 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond) // a poll interval, with the deadline above
 	}
 }
+
+// Open opens a pool of its own on the database at dsn (a test's database,
+// such as PostgresDSN's, seen past a cut proxy), closed when the test ends.
+func Open(t testing.TB, dsn string) *gorm.DB {
+	t.Helper()
+	db, err := store.OpenWith(dsn, store.Options{MaxOpenConns: 2})
+	if err != nil {
+		t.Fatalf("testenv: open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { _ = store.Close(db) })
+	return db
+}

@@ -1,0 +1,88 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/models"
+)
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// TestPublishWithRedisAwayIsRetryable: a publisher whose Redis refuses
+// connections gets an error it may repeat, with the event ID.
+func TestPublishWithRedisAwayIsRetryable(t *testing.T) {
+	t.Parallel()
+	c, err := client.New(client.Config{RedisURL: "redis://" + closedAddr(t) + "/0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, err := c.Publish(ctx, client.Event{ID: "so-1", DocType: "Sales Order", Event: "on_submit", Doc: map[string]any{"name": "SO-1"}})
+	if err == nil || !client.IsRetryable(err) || !errors.Is(err, client.ErrRetryable) || id != "so-1" {
+		t.Fatalf("Publish with Redis away = %q, %v; want so-1 and a retryable error", id, err)
+	}
+	if _, err := c.Publish(ctx, client.Event{DocType: "Sales Order", Event: "on_submit"}); client.IsRetryable(err) {
+		t.Errorf("an invalid event is retryable: %v", err)
+	}
+}
+
+// TestViaServeRetryable: serve's 503 and 429 are retryable with their
+// Retry-After, serve unreachable is retryable, and a refusal or a 500 is
+// not.
+func TestViaServeRetryable(t *testing.T) {
+	t.Parallel()
+	answer := func(status int, retryAfter, code string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if retryAfter != "" {
+				w.Header().Set("Retry-After", retryAfter)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"error": {"code": "` + code + `", "message": "m"}}`))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	ev := event.Event{ID: "wf-1", DocType: "Sales Order", Event: models.EventWorkflowTransition, Doc: map[string]any{"name": "SO-1"}}
+	for _, tc := range []struct {
+		name      string
+		url       string
+		retryable bool
+		after     time.Duration
+	}{
+		{"database away", answer(503, "2", "database_unavailable"), true, 2 * time.Second},
+		{"rate limited", answer(429, "7", "rate_limited"), true, 7 * time.Second},
+		{"503 without Retry-After", answer(503, "", "unavailable"), true, 0},
+		{"serve unreachable", "http://" + closedAddr(t), true, 0},
+		{"refused", answer(422, "", "invalid_request"), false, 0},
+		{"a bug", answer(500, "", "internal"), false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := client.ViaServe{URL: tc.url, Token: "t"}.DeliverNow(context.Background(), ev)
+			after, ok := client.RetryAfter(err)
+			if err == nil || client.IsRetryable(err) != tc.retryable || ok != tc.retryable || after != tc.after {
+				t.Errorf("DeliverNow = %v: retryable %v after %s; want retryable %v after %s", err, client.IsRetryable(err), after, tc.retryable, tc.after)
+			}
+		})
+	}
+}
