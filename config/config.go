@@ -101,8 +101,9 @@ type Health struct {
 	// only failed for this long is disabled and its pending retries are
 	// exhausted; 0 turns this off.
 	DisableAfter time.Duration
-	// ProbeInterval (health.probe_interval) is how often a failing
-	// webhook's one probe is sent while its other retries wait.
+	// ProbeInterval (health.probe_interval) is the longest gap between
+	// a failing webhook's probes, sent one at a time while its other
+	// retries wait: the gaps start at 1s and double up to it.
 	ProbeInterval time.Duration
 }
 
@@ -786,7 +787,12 @@ func (c Config) problems() []*KeyError {
 	}
 	between("sweeper.batch_size", c.Sweeper.BatchSize, 1, 100000)
 	between("sweeper.max_pending", c.Sweeper.MaxPending, 0, 1000000)
-	betweenD("health.probe_interval", c.Health.ProbeInterval, time.Second, 24*time.Hour)
+	// Probes back off up to probe_interval (sweeper.ProbeGap): at 6 s or
+	// more a dead endpoint gets at most 10 probes a minute once the
+	// backoff has grown.
+	if d := c.Health.ProbeInterval; d < 6*time.Second || d > 24*time.Hour {
+		bad("health.probe_interval", "must be between 6s and 24h0m0s, got %s: it is the longest gap between probes of a failing webhook, which start 1s apart and double up to it, and under 6s a dead endpoint would get more than 10 probes a minute", d)
+	}
 
 	if m := c.Process.MemoryLimit; m != 0 && m < 64<<20 {
 		bad("process.memory_limit", "must be 0 (no limit) or at least 64MiB, got %d bytes", m)

@@ -363,6 +363,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"batch size fractional", "sweeper: {batch_size: 1.5}\n", nil, "sweeper.batch_size", "1.5 is not a whole number"},
 		{"interval not a duration", "sweeper: {interval: often}\n", nil, "sweeper.interval", `sweeper.interval: "often" is not a duration`},
 		{"interval too short", "", []string{"HOMING_SWEEPER_INTERVAL=500ms"}, "sweeper.interval", "must be between 1s and 24h0m0s, got 500ms"},
+		{"probe interval too short", "", []string{"HOMING_HEALTH_PROBE_INTERVAL=5s"}, "health.probe_interval", "must be between 6s and 24h0m0s, got 5s"},
 		{"interval not whole seconds", "", []string{"HOMING_SWEEPER_INTERVAL=1500ms"}, "sweeper.interval", "must be a whole number of seconds (the scheduler ticks by the second), got 1.5s"},
 		{"redis url scheme", "", []string{"HOMING_REDIS_URL=localhost:6379"}, "redis.url",
 			`redis.url: must start with redis:// or rediss://, got "localhost:6379"`},

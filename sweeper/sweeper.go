@@ -13,9 +13,11 @@
 // short enough that a new retry never waits behind a whole backlog.
 //
 // While a webhook is failing (models.WebhookHealth.Failing), a step takes
-// one of its rows at most every probe interval and records it as the
-// webhook's probe; its other rows stay due, and a claim refuses to send
-// them (dispatch/storage notHeld) until a success clears the failure. A
+// one of its rows as the webhook's probe and records it, then waits a gap
+// that grows with the outage (ProbeGap: 1, 2, 4, 8 s … up to
+// health.probe_interval) before the next; its other rows stay due, and a
+// claim refuses to send them (dispatch/storage notHeld) until a success
+// clears the failure. A
 // webhook with a rate_limit gets at most rate_limit × tick rows a tick,
 // spread over the tick with asynq's ProcessIn.
 package sweeper
@@ -44,7 +46,8 @@ const enqueuers = 8
 // DefaultBatchSize caps one step.
 const DefaultBatchSize = 500
 
-// DefaultProbeInterval is how often a failing webhook is probed.
+// DefaultProbeInterval is the longest gap between probes of a failing
+// webhook (ProbeGap).
 const DefaultProbeInterval = 10 * time.Second
 
 // minPerWebhook is the fewest rows a step may take of one webhook, however
@@ -66,7 +69,8 @@ type Config struct {
 	// mark lasts twice that (at least a minute): a row whose task was lost
 	// is taken again once its mark is older.
 	Interval time.Duration
-	// ProbeInterval is how long a failing webhook waits between probes.
+	// ProbeInterval (health.probe_interval) is the longest a failing
+	// webhook waits between probes, once its gaps have grown (ProbeGap).
 	ProbeInterval time.Duration
 	Clock         clock.Clock
 	Logger        *slog.Logger
@@ -91,6 +95,8 @@ type Sweeper struct {
 	inspector *asynq.Inspector
 	cfg       Config
 	selectDue string
+	// probeDue is the dialect's ProbeDue over webhook_health h.
+	probeDue string
 }
 
 // New builds a Sweeper.
@@ -113,11 +119,11 @@ func New(db *gorm.DB, client *asynq.Client, inspector *asynq.Inspector, cfg Conf
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	sel := selectDueSQLite
+	sel, due := selectDueSQLite, probeDueSQLite
 	if store.DialectOf(db) == store.Postgres {
-		sel = selectDuePostgres
+		sel, due = selectDuePostgres, probeDuePostgres
 	}
-	return &Sweeper{db: db, client: client, inspector: inspector, cfg: cfg, selectDue: sel}
+	return &Sweeper{db: db, client: client, inspector: inspector, cfg: cfg, selectDue: sel, probeDue: due}
 }
 
 // Result counts what a step or a tick did.
@@ -161,7 +167,7 @@ type dueRow struct {
 
 // selectDuePostgres takes, webhook by webhook, each one's oldest due Failed
 // rows not queued since @stale: up to @per each, one while failing and its
-// probe is due (probe_at before @probe_before), none on a full queue
+// probe is due (probeDuePostgres: ProbeGap after its last), none on a full queue
 // (@full) or past its rate quota (@spent); then the batch (@batch) in
 // round-robin order across tenants first (each tenant's first row, then
 // each one's second …) and, within a tenant, across its webhooks (its
@@ -191,7 +197,7 @@ WHERE p.rn <= CASE
 	WHEN w.queue = ANY(CAST(@full AS text[])) OR w.id = ANY(CAST(@spent AS text[])) THEN 0
 	WHEN NOT w.enabled THEN @per
 	WHEN COALESCE(h.failures, 0) >= @failing THEN
-		CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
+		CASE WHEN ` + probeDuePostgres + ` THEN 1 ELSE 0 END
 	WHEN w.rate_limit > 0 THEN LEAST(@per, w.rate_limit * @tick_seconds)
 	ELSE @per END
 ORDER BY row_number() OVER (PARTITION BY w.tenant ORDER BY p.rn, p.next_retry), p.next_retry
@@ -213,7 +219,7 @@ SELECT id, webhook_id, webhook_name, queue, rate_limit, probe, next_retry,
 			WHEN w.queue IN @full OR w.id IN @spent THEN 0
 			WHEN NOT w.enabled THEN @per
 			WHEN COALESCE(h.failures, 0) >= @failing THEN
-				CASE WHEN h.probe_at IS NULL OR h.probe_at <= @probe_before THEN 1 ELSE 0 END
+				CASE WHEN ` + probeDueSQLite + ` THEN 1 ELSE 0 END
 			WHEN w.rate_limit > 0 THEN MIN(@per, w.rate_limit * @tick_seconds)
 			ELSE @per END AS quota,
 		row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_retry) AS rn
@@ -255,14 +261,19 @@ func (s *Sweeper) RunOnce(ctx context.Context) (Result, error) {
 // waits for the workers to make room.
 func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	start := s.cfg.Clock.Now()
+	end := start.Add(s.tickBudget())
+	if deadline, ok := ctx.Deadline(); ok && start.Add(time.Until(deadline)).Before(end) {
+		end = start.Add(time.Until(deadline))
+	}
 	var total Result
 	st := &step{taken: map[string]int{}}
 	var (
 		err error
-		// probing is set once the tick chose a probe: it then stays to
-		// the end of its budget, looking again every poll, so that the
-		// probe's success releases the webhook's backlog at once rather
-		// than at the next tick.
+		// probing is set once the tick chose a probe, or found one
+		// coming due before it ends: it then stays to the end of its
+		// budget, looking again every poll, so that the next probe goes
+		// out on time and a probe's success releases the webhook's
+		// backlog at once rather than at the next tick.
 		probing bool
 	)
 	for ctx.Err() == nil {
@@ -286,7 +297,15 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 		}
 		probing = probing || r.Probes > 0
 		if !r.more && !wasFull && len(st.full) == 0 && !probing {
-			break // nothing more is due now
+			// Nothing more is due now. A failing webhook whose next
+			// probe comes due before the tick ends keeps it looking:
+			// the next tick could be up to sweeper.interval late for a
+			// probe gap of a second.
+			var wait bool
+			if wait, err = s.nextProbeBefore(ctx, st.now, end); err != nil || !wait {
+				break
+			}
+			probing = true
 		}
 		if r.Due == 0 || (len(st.full) > 0 && len(st.full) == len(touched)) || (probing && !r.more) {
 			// Everything left waits for a full queue or a probe: give
@@ -433,16 +452,14 @@ func (s *Sweeper) step(ctx context.Context, st *step) (Result, map[string]bool, 
 // them again.
 func (s *Sweeper) take(ctx context.Context, st *step) ([]dueRow, bool, error) {
 	tick := s.tickBudget()
-	args := map[string]any{
-		"now":          st.now,
-		"stale":        st.now.Add(-s.queuedLease()),
-		"probe_before": st.now.Add(-s.cfg.ProbeInterval),
-		"failing":      models.FailingAfter,
-		"tick_seconds": max(1, int(tick/time.Second)),
-		"batch":        s.cfg.BatchSize,
-		"full":         st.full,
-		"spent":        st.spent,
-	}
+	args := s.probeArgs(st.now)
+	args["now"] = st.now
+	args["stale"] = st.now.Add(-s.queuedLease())
+	args["failing"] = models.FailingAfter
+	args["tick_seconds"] = max(1, int(tick/time.Second))
+	args["batch"] = s.cfg.BatchSize
+	args["full"] = st.full
+	args["spent"] = st.spent
 	// Each webhook's share of a batch, so that a step with many webhooks
 	// due reads about a batch of index entries, not one per webhook and
 	// row. Counted once a tick.
@@ -524,11 +541,15 @@ func (s *Sweeper) selectRows(ctx context.Context, args map[string]any, rows *[]d
 }
 
 // chooseProbe records r as its failing webhook's probe, unless another
-// sweep chose one since the probe interval began (two schedulers).
+// sweep chose one since (two schedulers): the update re-checks ProbeDue on
+// the row it writes, and a probe chosen at now is not due again before
+// FirstProbeGap, so of two sweeps racing for one webhook one wins. Served
+// by webhook_health's primary key.
 func (s *Sweeper) chooseProbe(ctx context.Context, r dueRow, now time.Time) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&models.WebhookHealth{}).
-		Where("webhook_id = ? AND failures >= ? AND (probe_at IS NULL OR probe_at <= ?)", r.WebhookID, models.FailingAfter, now.Add(-s.cfg.ProbeInterval)).
-		Updates(map[string]any{"probe_id": r.ID, "probe_at": now})
+	args := s.probeArgs(now)
+	args["webhook"], args["failing"], args["probe"], args["now"] = r.WebhookID, models.FailingAfter, r.ID, now
+	res := s.db.WithContext(ctx).Exec(`UPDATE webhook_health AS h SET probe_id = @probe, probe_at = @now
+		WHERE h.webhook_id = @webhook AND h.failures >= @failing AND `+s.probeDue, args)
 	if res.Error != nil {
 		return false, fmt.Errorf("choose probe of webhook %q: %w", r.WebhookName, res.Error)
 	}

@@ -83,8 +83,9 @@ const (
 	// models.FailingAfter; retries still go out as they come due.
 	HealthFailing = "failing"
 	// HealthProbing: models.FailingAfter failures or more since the last
-	// success; due retries are held back behind one probe every
-	// health.probe_interval, and the first success releases them.
+	// success; due retries are held back behind one probe at a time,
+	// 1, 2, 4 … s apart up to health.probe_interval (sweeper.ProbeGap),
+	// and the first success releases them.
 	HealthProbing = "probing"
 )
 

@@ -17,7 +17,10 @@
 //     drained when it answers again, at sweeper.interval 1s and at the
 //     default; the drain rate as a ratio of the fresh rate of the same run;
 //     and requests a minute to a dead endpoint holding -dead-rows due
-//     retries, at the default configuration.
+//     retries, at the default configuration; and, with the scheduler
+//     running throughout, the time from the receiver's return to the first
+//     200 after outages of -outages (5s,15s,30s,50s): what the probes'
+//     backoff decides.
 //   - http: N events posted to homing serve's POST /v1/events by 16
 //     keep-alive clients, end to end until every delivery is Delivered,
 //     beside the same N through the Go client in the same run (target:
@@ -63,6 +66,7 @@ type options struct {
 	deadRows    int
 	tenants     int
 	tenantEvts  int
+	outages     []time.Duration
 }
 
 var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "http", "tenants"}
@@ -78,6 +82,7 @@ func main() {
 		target     string
 		cpuProfile string
 		workerEnv  string
+		outages    string
 	)
 	flag.IntVar(&o.n, "n", 20000, "deliveries per throughput run")
 	flag.IntVar(&o.runs, "runs", 3, "runs per scenario; medians are reported")
@@ -91,6 +96,7 @@ func main() {
 	flag.IntVar(&o.deadRows, "dead-rows", 100000, "due retries of the dead endpoint in the outage scenario")
 	flag.IntVar(&o.tenants, "tenants", 10000, "tenants (of 3 webhooks each) in the tenants scenario")
 	flag.IntVar(&o.tenantEvts, "tenant-events", 20000, "events in each case of the tenants scenario (3 deliveries each)")
+	flag.StringVar(&outages, "outages", "5s,15s,30s,50s", "outage lengths at which the outage scenario measures receiver back → first 200, the scheduler running throughout")
 	flag.IntVar(&o.publishers, "publishers", 8, "goroutines publishing in the publish scenario (1 is also measured)")
 	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000, 10000 tenant events")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "run the throughput scenarios' worker in-process and write its CPU profile here (no RSS then)")
@@ -111,6 +117,14 @@ func main() {
 		o.n, o.latencyFor, sweepSizes, o.deadRows, o.tenantEvts = 2000, 5*time.Second, "1000,10000,100000", 10000, 10000
 	}
 	o.cpuProfile = cpuProfile
+	for _, v := range strings.Split(outages, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -outages: %q is not a positive duration (5s,30s)\n", v)
+			os.Exit(2)
+		}
+		o.outages = append(o.outages, d)
+	}
 	for _, kv := range strings.Split(workerEnv, ",") {
 		if kv = strings.TrimSpace(kv); kv == "" {
 			continue
@@ -163,6 +177,7 @@ type results struct {
 	Publish     map[string][]publishResult `json:"publish,omitempty"`
 	Outage      []outageResult             `json:"outage,omitempty"`
 	Dead        []deadResult               `json:"dead_endpoint,omitempty"`
+	Probe       []probeResult              `json:"probe,omitempty"`
 	HTTP        []httpResult               `json:"http,omitempty"`
 	Summary     map[string]float64         `json:"summary"`
 }
@@ -265,6 +280,16 @@ func run(ctx context.Context, o options) error {
 				r.Outage = append(r.Outage, res)
 			}
 		}
+		for i := range o.runs {
+			for _, outage := range o.outages {
+				res, err := e.runProbe(ctx, 200, o.concurrency, outage)
+				if err != nil {
+					return fmt.Errorf("outage of %s: %w", outage, err)
+				}
+				logf("probe run %d, outage %s: %+v", i+1, outage, res)
+				r.Probe = append(r.Probe, res)
+			}
+		}
 		res, err := e.runDead(ctx, o.deadRows, o.concurrency, 20*time.Second, time.Minute)
 		if err != nil {
 			return fmt.Errorf("dead endpoint: %w", err)
@@ -364,6 +389,18 @@ func summarize(r *results, o options) {
 	}
 	if len(r.Dead) > 0 {
 		r.Summary["dead_endpoint_requests_per_minute"] = r.Dead[0].PerMinute
+	}
+	byOutage := map[float64][]float64{}
+	var allDetect []float64
+	for _, p := range r.Probe {
+		byOutage[p.OutageSeconds] = append(byOutage[p.OutageSeconds], p.DetectSeconds)
+		allDetect = append(allDetect, p.DetectSeconds)
+	}
+	for outage, xs := range byOutage {
+		r.Summary[fmt.Sprintf("probe_detect_seconds_outage_%gs", outage)] = median(xs)
+	}
+	if len(allDetect) > 0 {
+		r.Summary["probe_detect_seconds"] = median(allDetect)
 	}
 	if len(r.HTTP) > 0 {
 		var gc, hp, ratio, cpu []float64

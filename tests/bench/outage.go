@@ -189,3 +189,76 @@ func (e *env) runDead(ctx context.Context, rows, concurrency int, settle, measur
 	e.recv.setDown(false)
 	return res, nil
 }
+
+// probeResult is one outage of a given length with the scheduler running
+// throughout (issue 27): how long after the receiver is back the first 200
+// comes, which only a probe can bring since no new event is published.
+type probeResult struct {
+	// OutageSeconds is how long the receiver answered 503, from just
+	// before the events' first attempts.
+	OutageSeconds float64 `json:"outage_seconds"`
+	Events        int     `json:"events"`
+	// DetectSeconds is from the receiver's recovery to its first 200.
+	DetectSeconds float64 `json:"detect_seconds"`
+	// OutageRequests is what the endpoint got during the outage beyond
+	// each event's first attempt: retries before the webhook turned
+	// failing, then the probes.
+	OutageRequests int `json:"outage_requests"`
+	// DrainSeconds is from the first 200 to the last delivery.
+	DrainSeconds float64 `json:"drain_seconds"`
+}
+
+// runProbe runs a worker and a scheduler at the default configuration
+// (retry.schedule 1s, so that every failed row is due again at once, as
+// after any outage longer than the schedule's first gap), takes the
+// receiver down, publishes events events, and brings it back outage later.
+func (e *env) runProbe(ctx context.Context, events, concurrency int, outage time.Duration) (probeResult, error) {
+	res := probeResult{OutageSeconds: outage.Seconds(), Events: events}
+	if err := e.reset(ctx); err != nil {
+		return res, err
+	}
+	if err := e.createHooks(ctx, 1, 100); err != nil {
+		return res, err
+	}
+	pub, err := client.New(client.Config{RedisURL: e.redisURL})
+	if err != nil {
+		return res, err
+	}
+	defer pub.Close()
+	environ := e.homingEnv("HOMING_WORKER_CONCURRENCY="+strconv.Itoa(concurrency), "HOMING_RETRY_SCHEDULE=1s")
+	worker, err := startProcess("worker", e.binDir, filepath.Join(e.binDir, "worker"), nil, environ, "worker started")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = worker.stop() }()
+	sched, err := startProcess("scheduler", e.binDir, filepath.Join(e.binDir, "scheduler"), nil, environ, "scheduler started")
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = sched.stop() }()
+	done := e.recv.expect(events, 0, false)
+	e.recv.setDown(true)
+	down := time.Now()
+	if err := publishAll(ctx, pub, events, 8, benchDoc); err != nil {
+		return res, err
+	}
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(time.Until(down.Add(outage))): // the outage's length
+	}
+	if failed := e.recv.counts().Failed; failed < events {
+		return res, fmt.Errorf("probe: only %d of %d first attempts failed in a %s outage", failed, events, outage)
+	}
+	res.OutageRequests = e.recv.counts().Failed - events
+	e.recv.setDown(false)
+	recovered := time.Now()
+	if err := waitDone(ctx, done, 5*time.Minute, func() string { return fmt.Sprintf("%+v", e.recv.counts()) }); err != nil {
+		return res, err
+	}
+	end := time.Now()
+	first := e.recv.firstSuccess()
+	res.DetectSeconds = first.Sub(recovered).Seconds()
+	res.DrainSeconds = end.Sub(first).Seconds()
+	return res, e.waitDelivered(ctx, events)
+}
