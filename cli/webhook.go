@@ -265,7 +265,8 @@ func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) 
 
 // webhookService is the webhook service every command (and the API) uses:
 // defaults from retry.default_max_retries and delivery.timeout, and the
-// SSRF guard unless private networks are allowed. The deliveries it
+// SSRF guard unless private networks are allowed, and the process's sender
+// for test sends. The deliveries it
 // exhausts are told to the dispatcher, which counts them in the process's
 // metrics when it has them (a worker's, as in homing dev).
 func webhookService(a *app.App) *webhook.Service {
@@ -278,6 +279,12 @@ func webhookService(a *app.App) *webhook.Service {
 		UserAgent:       app.UserAgent(),
 	}, a.Log)
 	svc.SetObserver(a.Dispatcher)
+	// Test sends go through the workers' sender, budgeted in Redis.
+	if a.Limiter != nil {
+		svc.SetSender(a.Sender, a.Limiter)
+	} else {
+		svc.SetSender(a.Sender, nil)
+	}
 	return svc
 }
 
@@ -543,7 +550,7 @@ func newWebhookRotateCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&secret, "secret", "", "the new `SECRET` (default: generate one and print it once)")
 	cmd.Flags().Lookup("secret").NoOptDefVal = generateSecret
-	cmd.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret stays valid (at most 168h)")
+	cmd.Flags().DurationVar(&grace, "grace", webhook.DefaultRotationGrace, "how long the old secret stays valid (at most 168h)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the webhook as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		s, given, generate, rest := takeBareSecret(e, cmd.Flags(), secret, pos, 1)
