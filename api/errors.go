@@ -116,6 +116,8 @@ func apiError(err error) *Error {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5, Message: msg}
 	case errors.As(err, &wre):
 		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: int(math.Ceil(wre.RetryAfter.Seconds())), Message: wre.Error()}
+	case errors.Is(err, webhook.ErrNoSender):
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}
 	case errors.Is(err, webhook.ErrLimit):
 		return conflict("%s", err.Error())
 	case errors.Is(err, webhook.ErrExists):

@@ -62,9 +62,9 @@ func (s *Service) SetSender(sender *delivery.Sender, limiter Limiter) {
 // stored.
 type TestResult struct {
 	Preview
-	// Sent reports whether a request went out (or was refused at dial
-	// time); false when the condition does not hold or no request could
-	// be built, with Error saying why.
+	// Sent reports whether a request went out; false when the condition
+	// does not hold, no request could be built or the SSRF guard refused
+	// the address, with Error saying why.
 	Sent bool `json:"sent"`
 	// StatusCode is the receiver's status, 0 when none answered.
 	StatusCode int `json:"status_code,omitempty"`
@@ -89,12 +89,12 @@ type TestResult struct {
 // writes no event and no delivery row; the answer is only returned. A
 // webhook takes TestRate test sends a second (RateError beyond).
 func (s *Service) TestSend(ctx context.Context, tenant, name string, doc map[string]any) (TestResult, error) {
-	if s.sender == nil {
-		return TestResult{}, ErrNoSender
-	}
 	w, err := s.Get(ctx, tenant, name)
 	if err != nil {
 		return TestResult{}, err
+	}
+	if s.sender == nil {
+		return TestResult{}, ErrNoSender
 	}
 	b, err := s.render(w, doc)
 	if err != nil {
@@ -127,7 +127,7 @@ func (s *Service) TestSend(ctx context.Context, tenant, name string, doc map[str
 		return res, nil
 	}
 	out := s.sender.Send(ctx, req)
-	res.Sent = out.Class != delivery.ClassInvalid || errors.Is(out.Err, delivery.ErrForbiddenTarget)
+	res.Sent = out.Class != delivery.ClassInvalid // the dial guard's refusal among what was not
 	res.StatusCode, res.Class, res.OK = out.StatusCode, string(out.Class), out.OK()
 	res.Duration = out.Duration.Round(time.Millisecond).String()
 	if out.Err != nil {
