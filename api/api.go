@@ -179,6 +179,7 @@ func (s *Server) routes() []route {
 		{http.MethodPatch, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.evaluating(s.updateWebhook)},
 		{http.MethodDelete, "/v1/webhooks/{name}", token.ScopeAdmin, false, s.deleteWebhook},
 		{http.MethodPost, "/v1/webhooks/{name}/preview", token.ScopeAdmin, false, s.evaluating(s.previewWebhook)},
+		{http.MethodPost, "/v1/webhooks/{name}/test", token.ScopeAdmin, false, s.evaluating(s.testWebhook)},
 		{http.MethodPost, "/v1/webhooks/import", token.ScopeAdmin, false, s.evaluating(s.importWebhooks)},
 
 		{http.MethodGet, "/v1/deliveries", token.ScopeAdmin, false, s.listDeliveries},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,7 +31,7 @@ const (
 	CodeInvalidRequest      = "invalid_request"      // 422: well-formed, but a value is not acceptable
 	CodeDeliveryFailed      = "delivery_failed"      // 502: a workflow_transition event did not reach every webhook
 	CodeUnavailable         = "unavailable"          // 503, with Retry-After: the server cannot do it now (past its memory ceiling, api.max_inflight_bytes full, or too busy to evaluate a definition within its time limit)
-	CodeRateLimited         = "rate_limited"         // 429, with Retry-After: the tenant's publish_rate is spent
+	CodeRateLimited         = "rate_limited"         // 429, with Retry-After: the tenant's publish_rate is spent, or a webhook's test sends (one a second)
 	CodeDatabaseUnavailable = "database_unavailable" // 503, with Retry-After: the database is unreachable, shutting down, starting up, read-only (a failover), or busy; nothing is lost by retrying
 	CodeInternal            = "internal"             // 500
 )
@@ -88,6 +89,7 @@ func apiError(err error) *Error {
 		efe *event.FieldError
 		se  *event.SyncError
 		wfe *webhook.FieldError
+		wre *webhook.RateError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -115,6 +117,10 @@ func apiError(err error) *Error {
 			msg += " (the server was too busy, or the definition is too slow); try again shortly"
 		}
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5, Message: msg}
+	case errors.As(err, &wre):
+		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: int(math.Ceil(wre.RetryAfter.Seconds())), Message: wre.Error()}
+	case errors.Is(err, webhook.ErrNoSender):
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}
 	case errors.Is(err, webhook.ErrLimit):
 		return conflict("%s", err.Error())
 	case errors.Is(err, webhook.ErrExists):

@@ -91,10 +91,12 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	sender := delivery.NewSender(app.SenderConfig(config.Delivery{AllowPrivateNetworks: true}, nil))
 	t.Cleanup(sender.Close)
 	tokens := token.New(db, nil, nil)
+	hooks := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil)
+	hooks.SetSender(sender, nil)
 	a := api.New(api.Config{
 		DB:               db,
 		Dispatcher:       dispatch.New(db, sender, box, dispatch.Config{}),
-		Webhooks:         webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil),
+		Webhooks:         hooks,
 		Recovery:         recovery.New(db, nil, 0),
 		Tokens:           tokens,
 		Portal:           portal.New(db, box.Subkey(portal.KeyLabel), nil),

@@ -154,6 +154,8 @@ func TestSchemasMatchTheJSON(t *testing.T) {
 		"DeliveryDetail": structFields(reflect.TypeFor[inspect.Detail]()),
 		"Attempt":        structFields(reflect.TypeFor[inspect.Attempt]()),
 		"DeliveryPage":   structFields(reflect.TypeFor[inspect.Page]()),
+		"Preview":        structFields(reflect.TypeFor[webhook.Preview]()),
+		"TestResult":     structFields(reflect.TypeFor[webhook.TestResult]()),
 	} {
 		s, ok := doc.Components.Schemas[name]
 		if !ok {

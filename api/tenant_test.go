@@ -128,6 +128,7 @@ func TestEveryRouteKeepsTenantsApart(t *testing.T) {
 		"PATCH /v1/webhooks/{name}":        notFound("PATCH", "/v1/webhooks/orders", `{"max_retries": 1}`),
 		"DELETE /v1/webhooks/{name}":       notFound("DELETE", "/v1/webhooks/orders", ""),
 		"POST /v1/webhooks/{name}/preview": notFound("POST", "/v1/webhooks/orders/preview", `{"doc": {"name": "SO-1"}}`),
+		"POST /v1/webhooks/{name}/test":    notFound("POST", "/v1/webhooks/orders/test", `{"doc": {"name": "SO-1"}}`),
 		"POST /v1/webhooks/import": func(t *testing.T) {
 			body := `[{"name": "orders", "webhook_doctype": "Sales Order", "webhook_docevent": "on_submit", "request_url": "https://erp.example.com/x", "request_structure": "Form URL-Encoded"}]`
 			r := s.expect(http.StatusOK, "POST", "/v1/webhooks/import?dry_run=true", ts.globexAdmin, body)

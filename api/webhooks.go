@@ -284,6 +284,27 @@ func (s *Server) previewWebhook(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// testWebhook is POST /v1/webhooks/{name}/test: what previewWebhook shows,
+// sent once to the receiver now, and its answer. No event, no delivery row;
+// one a second per webhook (429 beyond).
+func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	var req previewRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	doc, err := docJSON("doc", req.Doc)
+	if err != nil {
+		return err
+	}
+	res, err := s.cfg.Webhooks.TestSend(r.Context(), tenantOf(r.Context()), name, doc)
+	if err != nil {
+		return webhookNotFound(name, err)
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
 // importWebhooks is POST /v1/webhooks/import: the body is Frappe's export
 // of Webhook records (a list, or {"data": [...], "secrets": {name:
 // secret}}); ?dry_run=true stores nothing. The answer reports each

@@ -43,6 +43,7 @@ func newWebhookCmd(e *env) *cobra.Command {
 		newWebhookShowCmd(e),
 		newWebhookRotateCmd(e),
 		newWebhookPreviewCmd(e),
+		newWebhookTestCmd(e),
 		newWebhookImportCmd(e),
 	)
 	return cmd
@@ -265,7 +266,8 @@ func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) 
 
 // webhookService is the webhook service every command (and the API) uses:
 // defaults from retry.default_max_retries and delivery.timeout, and the
-// SSRF guard unless private networks are allowed. The deliveries it
+// SSRF guard unless private networks are allowed, and the process's sender
+// for test sends. The deliveries it
 // exhausts are told to the dispatcher, which counts them in the process's
 // metrics when it has them (a worker's, as in homing dev).
 func webhookService(a *app.App) *webhook.Service {
@@ -278,6 +280,12 @@ func webhookService(a *app.App) *webhook.Service {
 		UserAgent:       app.UserAgent(),
 	}, a.Log)
 	svc.SetObserver(a.Dispatcher)
+	// Test sends go through the workers' sender, budgeted in Redis.
+	if a.Limiter != nil {
+		svc.SetSender(a.Sender, a.Limiter)
+	} else {
+		svc.SetSender(a.Sender, nil)
+	}
 	return svc
 }
 
@@ -543,7 +551,7 @@ func newWebhookRotateCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&secret, "secret", "", "the new `SECRET` (default: generate one and print it once)")
 	cmd.Flags().Lookup("secret").NoOptDefVal = generateSecret
-	cmd.Flags().DurationVar(&grace, "grace", 24*time.Hour, "how long the old secret stays valid (at most 168h)")
+	cmd.Flags().DurationVar(&grace, "grace", webhook.DefaultRotationGrace, "how long the old secret stays valid (at most 168h)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the webhook as JSON")
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		s, given, generate, rest := takeBareSecret(e, cmd.Flags(), secret, pos, 1)
@@ -754,5 +762,71 @@ func newWebhookPreviewCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&doc, "doc", "", "the document as a JSON object, or @FILE")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the preview as JSON")
+	return cmd
+}
+
+func newWebhookTestCmd(e *env) *cobra.Command {
+	var (
+		doc    string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "test NAME [--doc JSON|@FILE]",
+		Short: "Send what a webhook would send for a document to its receiver once, now, and show the answer",
+		Long: "test renders the webhook for the document as preview does and sends the request once, now,\n" +
+			"through the workers' sender (SSRF guard, signed with the live secrets under a test_ webhook-id).\n" +
+			"It is no event: no delivery row is written and nothing is retried. One test a second per webhook.\n" +
+			"Exits 1 unless the receiver answered 2xx.",
+		Args: argNames("webhook NAME"),
+		RunE: run(func(cmd *cobra.Command, pos []string) error {
+			sample := map[string]any{}
+			if cmd.Flags().Changed("doc") {
+				d, err := readDocArg("--doc", doc)
+				if err != nil {
+					return err
+				}
+				sample = d
+			}
+			svc, a, err := e.webhooks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer func() { _ = a.Close() }()
+			res, err := svc.TestSend(cmd.Context(), e.tenant, pos[0], sample)
+			if err != nil {
+				return err
+			}
+			var failed error
+			if !res.OK {
+				why := res.Error
+				if why == "" {
+					why = fmt.Sprintf("receiver answered %d", res.StatusCode)
+				}
+				failed = &exitError{code: exitFailure, err: fmt.Errorf("webhook %q: test send: %s", pos[0], why), silent: true}
+			}
+			if asJSON {
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
+				return failed
+			}
+			if !res.Sent {
+				fmt.Fprintf(e.stdout, "not sent: %s\n", strings.TrimPrefix(res.Error, "not sent: "))
+				return failed
+			}
+			fmt.Fprintf(e.stdout, "%s %s\nreceiver answered %d (%s) in %s\n", res.Method, res.URL, res.StatusCode, res.Class, res.Duration)
+			if res.Error != "" && res.StatusCode == 0 {
+				fmt.Fprintf(e.stdout, "error: %s\n", res.Error)
+			}
+			if res.Response != "" {
+				fmt.Fprintf(e.stdout, "\n%s\n", res.Response)
+			}
+			return failed
+		}),
+	}
+	cmd.Flags().StringVar(&doc, "doc", "", "the document as a JSON object, or @FILE")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

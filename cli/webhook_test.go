@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/signing"
 )
 
 // webhookKeys are the fields of `homing webhook show --json`, exactly.
@@ -552,4 +555,27 @@ func TestWebhookPreviewAndSecretHeader(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "not JSON") || !strings.Contains(r.stderr, "column 48") {
 		t.Errorf("create with a trailing comma: %s", r)
 	}
+}
+
+// webhook test sends the request once to the receiver, signed, prints the
+// answer, and exits 1 when the receiver did not answer 2xx.
+func TestWebhookTestSends(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "")
+	rc := testreceiver.New(t)
+	s.ok("webhook", "create", "--name", "orders", "--doctype", "Sales Order", "--event", "on_submit",
+		"--url", rc.URL+"/in", "--template", `{"name": "{{ doc.name }}"}`, "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	r := s.ok("webhook", "test", "orders", "--doc", `{"name": "SO-1"}`)
+	if !strings.Contains(r.stdout, "receiver answered 200 (2xx)") || !strings.Contains(r.stdout, `{"receipt":1}`) {
+		t.Errorf("webhook test printed:\n%s", r.stdout)
+	}
+	reqs := rc.Requests()
+	if len(reqs) != 1 || string(reqs[0].Body) != `{"name": "SO-1"}` || signing.Verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", reqs[0].Header, reqs[0].Body, 0) != nil {
+		t.Fatalf("the receiver got %+v", reqs)
+	}
+	s.fails(1, []string{"webhook", "test", "orders", "--doc", `{"name": "SO-1"}`}, "one a second")
+	if r := s.homing("webhook", "test", "orders"); r.code != 1 || !strings.Contains(r.stdout, "not sent") || rc.Count() != 1 {
+		t.Errorf("a document the template cannot render: %s; receiver got %d", r, rc.Count())
+	}
+	s.fails(1, []string{"webhook", "test", "nope"}, "webhook not found")
 }

@@ -94,7 +94,7 @@ func New(cfg Config) *Console {
 	if c.tenants == nil {
 		c.tenants = tenant.New(cfg.DB, cfg.Clock, cfg.Logger)
 	}
-	for _, name := range []string{"login", "overview", "deliveries", "delivery", "webhooks", "webhook", "recover", "message"} {
+	for _, name := range []string{"login", "overview", "deliveries", "delivery", "webhooks", "webhook", "recover", "message", "webhookform", "secret", "try"} {
 		c.pages[name] = template.Must(template.New("layout.html").Funcs(c.funcs()).
 			ParseFS(files, "templates/layout.html", "templates/chart.html", "templates/"+name+".html"))
 	}
@@ -115,6 +115,13 @@ func New(cfg Config) *Console {
 		c.mux.HandleFunc("POST "+p+"deliveries/{id}/resend", c.action(c.resend))
 		c.mux.HandleFunc("GET "+p+"webhooks", c.page(c.webhooks))
 		c.mux.HandleFunc("GET "+p+"webhooks/{name}", c.page(c.webhook))
+		c.mux.HandleFunc("GET "+p+"webhooks/new", c.page(c.newWebhook))
+		c.mux.HandleFunc("POST "+p+"webhooks", c.action(c.createWebhook))
+		c.mux.HandleFunc("GET "+p+"webhooks/{name}/edit", c.page(c.editWebhook))
+		c.mux.HandleFunc("POST "+p+"webhooks/{name}", c.action(c.updateWebhook))
+		c.mux.HandleFunc("POST "+p+"webhooks/{name}/rotate-secret", c.action(c.rotateSecret))
+		c.mux.HandleFunc("POST "+p+"webhooks/{name}/preview", c.action(c.previewWebhook))
+		c.mux.HandleFunc("POST "+p+"webhooks/{name}/test", c.action(c.testWebhook))
 		c.mux.HandleFunc("POST "+p+"webhooks/{name}/enable", c.action(c.enable))
 		c.mux.HandleFunc("POST "+p+"webhooks/{name}/disable", c.action(c.disable))
 		c.mux.HandleFunc("POST "+p+"webhooks/{name}/recover", c.action(c.recoverWebhook))
@@ -209,6 +216,7 @@ func (c *Console) funcs() template.FuncMap {
 			return fmt.Sprint(*p)
 		},
 		"lower": strings.ToLower,
+		"list":  func(v ...string) []string { return v },
 		"bars":  bars,
 	}
 }

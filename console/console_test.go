@@ -16,11 +16,11 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/console"
+	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/recovery"
-	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/tasks"
 	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
@@ -47,13 +47,14 @@ var portalKey = []byte("console test portal key, 32 byte")
 func newSite(t testing.TB) *site {
 	t.Helper()
 	db := testenv.Postgres(t)
-	box, err := secretbox.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	box := testenv.SecretBox(t)
+	var err error
 	clk := clock.Real{}
 	tokens := token.New(db, clk, nil)
 	hooks := webhook.New(db, box, clk, webhook.Defaults{MaxRetries: 3, Timeout: time.Second}, nil)
+	sender := delivery.NewSender(delivery.SenderConfig{}) // the receivers are on loopback
+	t.Cleanup(sender.Close)
+	hooks.SetSender(sender, nil)
 	s := &site{t: t, db: db, hooks: hooks}
 	ctx := context.Background()
 	if _, s.admin, err = tokens.Create(ctx, "ops", token.ScopeAdmin, ""); err != nil {

@@ -91,6 +91,8 @@ var notices = map[string]string{
 	"resent":   "This is a new delivery of the same payload; the next sweep sends it.",
 	"enabled":  "Webhook enabled.",
 	"disabled": "Webhook disabled: its pending retries are now Exhausted.",
+	"created":  "Webhook created.",
+	"updated":  "Webhook saved.",
 }
 
 // delivery is GET /console/deliveries/{id}.

@@ -381,3 +381,13 @@ func classifyFailure(parent, reqCtx context.Context, timeout time.Duration, err 
 	}
 	return ClassConnection, inner
 }
+
+// CarriesBody reports whether a request of method must carry a body: an
+// empty one would deliver nothing and be recorded as a success.
+func CarriesBody(method string) bool {
+	switch method {
+	case "POST", "PUT", "PATCH":
+		return true
+	}
+	return false
+}

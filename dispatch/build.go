@@ -80,10 +80,4 @@ func BuildKept(w models.Webhook, kept string, maxPayload int, now time.Time) (Bu
 
 // CarriesBody reports whether a request of method sends a body: every
 // method a webhook may use but DELETE.
-func CarriesBody(method string) bool {
-	switch method {
-	case "POST", "PUT", "PATCH":
-		return true
-	}
-	return false
-}
+func CarriesBody(method string) bool { return delivery.CarriesBody(method) }

@@ -16,6 +16,7 @@ import (
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/signing"
 )
 
 // TestPortalInABrowser drives a tenant's portal in a real headless Chromium
@@ -24,7 +25,9 @@ import (
 // its 24 h chart) and shows nothing of globex's; a Retry from the portal
 // makes acme's Failed delivery due again; an expired link is refused with a
 // page saying so; and the operator's console lists both tenants and shows
-// acme's pages once acme is chosen. Pages are saved as portal-*.png in
+// acme's pages once acme is chosen. In the portal a webhook is created (its
+// secret generated and shown once), its secret rotated, and a test send
+// reaches a receiver signed with both secrets. Pages are saved as portal-*.png in
 // screenshotDir.
 func TestPortalInABrowser(t *testing.T) {
 	if testing.Short() {
@@ -109,6 +112,48 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Fatalf("the portal's webhooks: %q", txt)
 	}
 	b.shot("portal-webhooks")
+	// Create a webhook in the portal, rotate its secret, test-send it to a
+	// receiver that records what it got.
+	rec := testreceiver.New(t)
+	b.run(chromedp.Navigate(op.base+"/portal/webhooks"), chromedp.Click(chromedp.CSS("#new-webhook")), chromedp.WaitVisible(chromedp.CSS("#webhook-form")),
+		chromedp.SetValue(chromedp.CSS("#name"), "acme-invoices"), chromedp.SetValue(chromedp.CSS("#doctype"), "Sales Invoice"),
+		chromedp.SetValue(chromedp.CSS("#url"), rec.URL+"/invoices"),
+		chromedp.SetValue(chromedp.CSS("#template"), `{"invoice": "{{ doc.name }}", "total": {{ doc.grand_total }}}`),
+		chromedp.SetValue(chromedp.CSS("#headers"), "X-Shop: acme"),
+		chromedp.Click(chromedp.CSS("#generate_secret")))
+	b.shot("portal-webhook-new")
+	b.run(chromedp.Click(chromedp.CSS("#save")), chromedp.WaitVisible(chromedp.CSS("#secret")))
+	first := strings.TrimSpace(b.text("#secret"))
+	if !strings.HasPrefix(first, "whsec_") {
+		t.Fatalf("the created webhook's secret page: %q", b.text("body"))
+	}
+	acme.expect(t, http.StatusOK, "GET", "/v1/webhooks/acme-invoices", "")
+	clients["globex"].expect(t, http.StatusNotFound, "GET", "/v1/webhooks/acme-invoices", "")
+	b.run(chromedp.Navigate(op.base+"/portal/webhooks/acme-invoices"), chromedp.Click(chromedp.CSS("#rotate-secret")), chromedp.WaitVisible(chromedp.CSS("#grace")))
+	rotated := strings.TrimSpace(b.text("#secret"))
+	if !strings.HasPrefix(rotated, "whsec_") || rotated == first {
+		t.Fatalf("the rotated secret %q (was %q)", rotated, first)
+	}
+	b.shot("portal-webhook-secret")
+	b.run(chromedp.Navigate(op.base+"/portal/webhooks/acme-invoices"), chromedp.SetValue(chromedp.CSS("#doc"), `{"name": "SINV-1", "grand_total": 1500}`),
+		chromedp.Click(chromedp.CSS("#test-send")), chromedp.WaitVisible(chromedp.CSS("#test-result")))
+	if txt := b.text("#test-status"); !strings.Contains(txt, "200") {
+		t.Fatalf("the test send's result: %q", b.text("body"))
+	}
+	b.shot("portal-webhook-test")
+	got := rec.Requests()
+	if len(got) != 1 || string(got[0].Body) != `{"invoice": "SINV-1", "total": 1500}` || got[0].Header.Get("X-Shop") != "acme" {
+		t.Fatalf("the receiver got %d requests: %+v", len(got), got)
+	}
+	for name, sec := range map[string]string{"rotated": rotated, "first (in its grace)": first} {
+		if err := signing.Verify(signing.Secret(sec), got[0].Header, got[0].Body, 5*time.Minute); err != nil {
+			t.Errorf("the %s secret does not verify the test send: %v", name, err)
+		}
+	}
+	if r := acme.expect(t, http.StatusOK, "GET", "/v1/deliveries?webhook=acme-invoices", ""); len(r.body["deliveries"].([]any)) != 0 {
+		t.Errorf("a test send made deliveries: %s", r.raw)
+	}
+
 	b.run(chromedp.Navigate(op.base+"/portal/deliveries/"+globexID), chromedp.WaitVisible(chromedp.CSS("#message")))
 	if txt := b.text("#message"); !strings.Contains(txt, "No delivery") {
 		t.Fatalf("globex's delivery in acme's portal: %q", txt)

@@ -173,56 +173,15 @@ func (s *Service) Preview(ctx context.Context, tenant, name string, doc map[stri
 	if err != nil {
 		return Preview{}, err
 	}
-	if doc == nil {
-		doc = map[string]any{}
+	b, err := s.render(w, doc)
+	if err != nil || !b.Matched || b.Error != "" {
+		return b.Preview, err
 	}
-	cond, err := delivery.CompileConditionIn(w.ConditionLanguage, w.Condition)
-	if err != nil {
-		return Preview{Error: err.Error()}, nil
-	}
-	ok, err := cond.MatchAt(doc, s.now())
-	if delivery.NoVerdict(err) {
-		// No verdict on the webhook (the heap ceiling, the time limit):
-		// the caller is told to try again.
-		return Preview{}, notNow(name, err)
-	}
-	if err != nil {
-		return Preview{Error: err.Error()}, nil
-	}
-	if !ok {
-		return Preview{}, nil
-	}
-	fields := make([]delivery.Field, len(w.Fields))
-	for i, f := range w.Fields {
-		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
-	}
-	target := w.RequestURL
-	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
-		if delivery.NoVerdict(err) {
-			return Preview{}, notNow(name, err)
-		}
-		if err != nil {
-			return Preview{Matched: true, Method: w.RequestMethod, URL: w.URLTemplate, Error: "cannot build request: " + err.Error()}, nil
-		}
-		target = u
-	}
-	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now(), TimeLimit: s.defaults.RenderTimeLimit}, doc)
-	if delivery.NoVerdict(err) {
-		return Preview{}, notNow(name, err)
-	}
-	if err != nil {
-		return Preview{Matched: true, Method: w.RequestMethod, URL: target, Error: "cannot build request: " + err.Error()}, nil
-	}
-	h := http.Header{}
+	h := b.header.Clone()
 	for k, v := range MaskedHeaders(w.Headers) {
-		h.Set(k, v)
-	}
-	if contentType != "" {
-		h.Set("Content-Type", contentType)
-	}
-	if ua := s.defaults.UserAgent; ua != "" && h.Get("User-Agent") == "" {
-		h.Set("User-Agent", ua)
+		if v == delivery.Masked {
+			h.Set(k, v)
+		}
 	}
 	scheme := w.SignatureScheme
 	var secrets []signing.Secret
@@ -235,10 +194,88 @@ func (s *Service) Preview(ctx context.Context, tenant, name string, doc map[stri
 	} else {
 		scheme = signing.SchemeNone
 	}
-	signing.Sign(h, scheme, secrets, "preview", s.now(), body)
-	headers := make(map[string]string, len(h))
-	for k := range h {
-		headers[k] = h.Get(k)
+	signing.Sign(h, scheme, secrets, "preview", s.now(), b.body)
+	b.Headers = flatHeaders(h)
+	return b.Preview, nil
+}
+
+// rendered is a webhook's request for one document before it is shown or
+// sent: Preview's fields (Headers unset), the plain headers with the body's
+// Content-Type and the User-Agent, and the body. Sealed headers and
+// signatures are the caller's: masked for a preview, opened and signed for a
+// test send.
+type rendered struct {
+	Preview
+	header http.Header
+	body   []byte
+}
+
+// render evaluates w's condition and builds its request for doc, as fan-out
+// does (dispatch.Build). A definition that cannot be evaluated now
+// (delivery.NoVerdict) is an error; one that cannot build a request is a
+// Preview.Error.
+func (s *Service) render(w models.Webhook, doc map[string]any) (rendered, error) {
+	if doc == nil {
+		doc = map[string]any{}
 	}
-	return Preview{Matched: true, Method: w.RequestMethod, URL: target, Headers: headers, Body: string(body)}, nil
+	cond, err := delivery.CompileConditionIn(w.ConditionLanguage, w.Condition)
+	if err != nil {
+		return rendered{Preview: Preview{Error: err.Error()}}, nil
+	}
+	ok, err := cond.MatchAt(doc, s.now())
+	if delivery.NoVerdict(err) {
+		// No verdict on the webhook (the heap ceiling, the time limit):
+		// the caller is told to try again.
+		return rendered{}, notNow(w.Name, err)
+	}
+	if err != nil {
+		return rendered{Preview: Preview{Error: err.Error()}}, nil
+	}
+	if !ok {
+		return rendered{}, nil
+	}
+	fields := make([]delivery.Field, len(w.Fields))
+	for i, f := range w.Fields {
+		fields[i] = delivery.Field{Fieldname: f.Fieldname, Key: f.Key}
+	}
+	target := w.RequestURL
+	if w.URLTemplate != "" {
+		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
+		if delivery.NoVerdict(err) {
+			return rendered{}, notNow(w.Name, err)
+		}
+		if err != nil {
+			return rendered{Preview: Preview{Matched: true, Method: w.RequestMethod, URL: w.URLTemplate, Error: "cannot build request: " + err.Error()}}, nil
+		}
+		target = u
+	}
+	body, contentType, err := delivery.Build(delivery.Spec{Structure: w.RequestStructure, Template: w.BodyTemplate, Fields: fields, MaxBytes: s.defaults.MaxPayloadBytes, Compat: w.Compat, Now: s.now(), TimeLimit: s.defaults.RenderTimeLimit}, doc)
+	if delivery.NoVerdict(err) {
+		return rendered{}, notNow(w.Name, err)
+	}
+	if err != nil {
+		return rendered{Preview: Preview{Matched: true, Method: w.RequestMethod, URL: target, Error: "cannot build request: " + err.Error()}}, nil
+	}
+	h := http.Header{}
+	for k, v := range w.Headers {
+		if !FromWebhook(k, v) {
+			h.Set(k, v)
+		}
+	}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	if ua := s.defaults.UserAgent; ua != "" && h.Get("User-Agent") == "" {
+		h.Set("User-Agent", ua)
+	}
+	return rendered{Preview: Preview{Matched: true, Method: w.RequestMethod, URL: target, Body: string(body)}, header: h, body: body}, nil
+}
+
+// flatHeaders is h as a view shows it: one value a name.
+func flatHeaders(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for k := range h {
+		out[k] = h.Get(k)
+	}
+	return out
 }

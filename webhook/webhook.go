@@ -65,7 +65,10 @@ const (
 	MinTimeout       = 100 * time.Millisecond
 	MaxTimeout       = 5 * time.Minute
 	MaxRotationGrace = 7 * 24 * time.Hour
-	MaxRateLimit     = 100000
+	// DefaultRotationGrace is how long a rotated-out secret stays valid
+	// unless told otherwise (rotate-secret --grace, the console's button).
+	DefaultRotationGrace = 24 * time.Hour
+	MaxRateLimit         = 100000
 	// MaxFollowRedirects is requests' own limit (Frappe's sender).
 	MaxFollowRedirects = 30
 )
@@ -148,6 +151,10 @@ type Service struct {
 	defaults Defaults
 	log      *slog.Logger
 	observer Observer
+	// sender, limiter and tests are TestSend's (SetSender).
+	sender  *delivery.Sender
+	limiter Limiter
+	tests   localBudget
 }
 
 // New builds a Service.
