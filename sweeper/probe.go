@@ -13,13 +13,24 @@ import (
 // within seconds.
 const FirstProbeGap = time.Second
 
+// ProbeGrowth is how fast the gap between probes grows with the outage: by
+// a tenth of the time the webhook has been failing.
+const ProbeGrowth = 10
+
 // ProbeGap is how long a failing webhook waits after a probe chosen at
-// probeAt before the next one: FirstProbeGap plus how long it had been
-// failing then (since failingSince, its first failure since the last
-// success), at most max (health.probe_interval). Each gap is therefore the
-// sum of the ones before it: 1, 2, 4, 8 s … up to max when the first probe
-// goes out as the webhook starts failing; a short outage is noticed in
-// seconds and a long one costs one request every max.
+// probeAt before the next one: FirstProbeGap plus a tenth (ProbeGrowth) of
+// how long it had been failing then (since failingSince, its first failure
+// since the last success), at most max (health.probe_interval). Each gap is
+// therefore a tenth longer than the one before: 1, 1.1, 1.21 … s, 7 s after
+// a minute, then max (10 s by default) from about a minute and a half on.
+// A receiver back within the first minute waits half a gap on average, a
+// second or three; a dead endpoint gets about 20 probes in its first minute
+// and one every max after that (at most 10 a minute: probe_interval is at
+// least 6 s).
+//
+// Doubling (1, 2, 4, 8 s) reached the 10 s cap within 15 s, so a receiver
+// back in the first minute waited about 5 s (measured 7.3 s median,
+// docs/performance.md); the target is 3 s.
 //
 // The backoff is counted by time failing, not by failures: failures counts
 // every failed attempt, the burst of retries in flight when the webhook
@@ -28,11 +39,13 @@ const FirstProbeGap = time.Second
 // failing_since moves only with the outage. A clock that puts failingSince
 // after probeAt (two hosts) counts as no time failing.
 func ProbeGap(failingSince, probeAt time.Time, max time.Duration) time.Duration {
-	failing := probeAt.Sub(failingSince)
+	failing := probeAt.Sub(failingSince).Round(time.Millisecond)
 	if failing < 0 {
 		failing = 0
 	}
-	return min(max, failing+FirstProbeGap)
+	// In whole milliseconds, as the SQL takes it: the failing time rounded,
+	// its tenth truncated.
+	return min(max, (failing/ProbeGrowth).Truncate(time.Millisecond)+FirstProbeGap)
 }
 
 // ProbeDue reports whether a step at now may choose a probe of a failing
@@ -59,21 +72,25 @@ func nextProbe(h models.WebhookHealth, max time.Duration) (time.Time, bool) {
 
 // probeDuePostgres is ProbeDue for the webhook_health row h, with
 // @probe_max_before = now - max and @probe_min_before = now -
-// FirstProbeGap: probe_at + min(max, failing + first) <= now is probe_at +
-// max <= now, or probe_at + failing + first <= now (with the failing time
-// taken as at least zero, so at least probe_at + first <= now).
+// FirstProbeGap: probe_at + min(max, failing/10 + first) <= now is probe_at +
+// max <= now, or probe_at + failing/10 + first <= now (with the failing time
+// taken as at least zero, so at least probe_at + first <= now). The failing
+// time is rounded to the millisecond and its tenth truncated to one, as
+// ProbeGap takes them (SQLite's timestamps hold no finer).
 const probeDuePostgres = `(h.probe_at IS NULL OR h.probe_at <= @probe_max_before
 		OR (h.probe_at <= @probe_min_before
-			AND h.probe_at + (h.probe_at - COALESCE(h.failing_since, h.probe_at)) <= @probe_min_before))`
+			AND h.probe_at + (ROUND(EXTRACT(EPOCH FROM h.probe_at - COALESCE(h.failing_since, h.probe_at)) * 1000)::bigint / 10)
+				* interval '1 millisecond' <= @probe_min_before))`
 
 // probeDueSQLite is probeDuePostgres for SQLite, which has no interval
-// arithmetic: the sum is taken in julian days (SQLite keeps them to the
+// arithmetic: each term is taken in julian days (SQLite keeps them to the
 // millisecond) and rounded to whole milliseconds, so that the double's last
-// bits cannot move a probe due at the exact millisecond.
+// bits cannot move a probe due at the exact millisecond; the tenth is an
+// integer division, truncated as in ProbeGap.
 const probeDueSQLite = `(h.probe_at IS NULL OR h.probe_at <= @probe_max_before
 		OR (h.probe_at <= @probe_min_before
-			AND ROUND((2 * julianday(h.probe_at) - julianday(COALESCE(h.failing_since, h.probe_at))
-				- julianday(@probe_min_before)) * 86400000) <= 0))`
+			AND ROUND((julianday(h.probe_at) - julianday(@probe_min_before)) * 86400000)
+				+ CAST(ROUND((julianday(h.probe_at) - julianday(COALESCE(h.failing_since, h.probe_at))) * 86400000) AS INTEGER) / 10 <= 0))`
 
 // probeArgs are the parameters of probeDue at now.
 func (s *Sweeper) probeArgs(now time.Time) map[string]any {

@@ -15,9 +15,10 @@ import (
 	"github.com/homingdev/homing/tasks"
 )
 
-// The gap after a probe is the time failing at that probe plus the first
-// gap, capped at health.probe_interval: probes chosen as the webhook starts
-// failing go out 1, 2, 4, 8 s apart, then every probe_interval.
+// The gap after a probe is a tenth of the time failing at that probe plus
+// the first gap, capped at health.probe_interval: probes chosen as the
+// webhook starts failing go out 1, 1.1, 1.21 … s apart, 7 s after a minute,
+// then every probe_interval.
 func TestProbeGap(t *testing.T) {
 	t.Parallel()
 	const max = 10 * time.Second
@@ -28,13 +29,14 @@ func TestProbeGap(t *testing.T) {
 		want    time.Duration
 	}{
 		{"first probe as the webhook turns failing", 0, max, time.Second},
-		{"after 1s failing", time.Second, max, 2 * time.Second},
-		{"after 3s failing", 3 * time.Second, max, 4 * time.Second},
-		{"after 7s failing", 7 * time.Second, max, 8 * time.Second},
-		{"after 15s failing: capped", 15 * time.Second, max, max},
-		{"exactly at the cap", 9 * time.Second, max, max},
+		{"after 1s failing", time.Second, max, 1100 * time.Millisecond},
+		{"after 10s failing", 10 * time.Second, max, 2 * time.Second},
+		{"after 30s failing", 30 * time.Second, max, 4 * time.Second},
+		{"after a minute failing", time.Minute, max, 7 * time.Second},
+		{"after 100s failing: capped", 100 * time.Second, max, max},
+		{"exactly at the cap", 90 * time.Second, max, max},
 		{"a long outage", 5 * time.Hour, max, max},
-		{"half a second failing", 500 * time.Millisecond, max, 1500 * time.Millisecond},
+		{"half a second failing", 500 * time.Millisecond, max, 1050 * time.Millisecond},
 		{"failing_since after probe_at (two clocks)", -3 * time.Second, max, time.Second},
 		{"a cap below the first gap", 0, 500 * time.Millisecond, 500 * time.Millisecond},
 	} {
@@ -60,10 +62,10 @@ func TestProbeDue(t *testing.T) {
 		{"no probe yet", models.WebhookHealth{FailingSince: at(0)}, 0, true},
 		{"1s after the first probe", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(0)}, time.Second, true},
 		{"just before", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(0)}, 999 * time.Millisecond, false},
-		{"4s gap after 3s failing", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(3 * time.Second)}, 7 * time.Second, true},
-		{"4s gap, 1ms short", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(3 * time.Second)}, 7*time.Second - time.Millisecond, false},
-		{"capped", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(time.Minute)}, time.Minute + max, true},
-		{"capped, 1ms short", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(time.Minute)}, time.Minute + max - time.Millisecond, false},
+		{"4s gap after 30s failing", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(30 * time.Second)}, 34 * time.Second, true},
+		{"4s gap, 1ms short", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(30 * time.Second)}, 34*time.Second - time.Millisecond, false},
+		{"capped", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(2 * time.Minute)}, 2*time.Minute + max, true},
+		{"capped, 1ms short", models.WebhookHealth{FailingSince: at(0), ProbeAt: at(2 * time.Minute)}, 2*time.Minute + max - time.Millisecond, false},
 		{"no failing_since", models.WebhookHealth{ProbeAt: at(time.Minute)}, time.Minute + time.Second, true},
 	} {
 		if got := sweeper.ProbeDue(c.h, t0.Add(c.now), max); got != c.want {
@@ -83,26 +85,34 @@ func (b *bed) setProbe(webhook string, failingSince, probeAt *time.Time) {
 }
 
 // A failing webhook's probes back off: the first as it starts failing, then
-// 1, 2, 4, 8 s apart, then every probe_interval (10 s); none a millisecond
-// early. Each is the oldest row not yet probed.
+// 1, 1.1, 1.21 … s apart (a tenth of the time failing more each time), until
+// every probe_interval (10 s); none a millisecond early (the test steps in
+// 100 ms, so each gap is the rule's rounded up to the step). Each is the
+// oldest row not yet probed.
 func TestFailingWebhookProbesBackOff(t *testing.T) {
 	t.Parallel()
+	const step, max = 100 * time.Millisecond, 10 * time.Second
 	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := newBed(t, open, sweeper.Config{BatchSize: 50, ProbeInterval: 10 * time.Second})
+			b := newBed(t, open, sweeper.Config{BatchSize: 200, ProbeInterval: max})
 			b.webhook("dead", 0)
-			ids := b.due("dead", 100, t0.Add(-time.Hour))
+			ids := b.due("dead", 200, t0.Add(-time.Hour))
 			b.setHealth("dead", models.FailingAfter) // failing since t0
 			if res := b.step(); res.Probes != 1 || res.Enqueued != 1 {
 				t.Fatalf("first step %+v, want the first probe at once", res)
 			}
-			var gaps []time.Duration
-			for i := 1; i <= 6; i++ {
+			var gaps, want []time.Duration
+			var elapsed time.Duration // since t0, the first probe
+			probed := map[string]bool{ids[0]: true}
+			for i := 1; len(gaps) < 2 || gaps[len(gaps)-2] != max; i++ {
+				// The rule's gap after the probe at elapsed, on the step grid.
+				rule := sweeper.ProbeGap(t0, t0.Add(elapsed), max)
+				want = append(want, (rule+step-1)/step*step)
 				var waited time.Duration
 				for {
-					b.clock.Advance(100 * time.Millisecond)
-					waited += 100 * time.Millisecond
+					b.clock.Advance(step)
+					waited += step
 					res := b.step()
 					if res.Probes == 1 && res.Due == 1 {
 						break
@@ -112,13 +122,40 @@ func TestFailingWebhookProbesBackOff(t *testing.T) {
 					}
 				}
 				gaps = append(gaps, waited)
-				if h := b.health("dead"); h.ProbeID == nil || *h.ProbeID != ids[i] || !b.queued()[ids[i]] {
-					t.Fatalf("probe %d is %v, want the oldest row not probed yet %s, queued", i+1, h.ProbeID, ids[i])
+				elapsed += waited
+				h := b.health("dead")
+				if h.ProbeID == nil || !b.queued()[*h.ProbeID] {
+					t.Fatalf("probe %d is %v, want a row of dead's, queued", i+1, h.ProbeID)
+				}
+				// No worker runs the probes here, so a probed row stays
+				// queued; once its queued lease ends it may be the oldest
+				// again. Until then each probe is the oldest not probed.
+				if !probed[*h.ProbeID] && *h.ProbeID != ids[len(probed)] {
+					t.Fatalf("probe %d is %s, want a row probed before or the oldest not probed yet %s", i+1, *h.ProbeID, ids[len(probed)])
+				}
+				probed[*h.ProbeID] = true
+				if i > 60 {
+					t.Fatalf("no gap reached probe_interval in 60 probes: %v", gaps)
 				}
 			}
-			want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
 			if fmt.Sprint(gaps) != fmt.Sprint(want) {
 				t.Fatalf("gaps between probes %v, want %v", gaps, want)
+			}
+			// The first gaps are seconds, the first minute's stay under 7.1 s,
+			// and the cap is reached about a minute and a half in.
+			var minute int
+			for i, at := 0, time.Duration(0); i < len(gaps) && at < time.Minute; i++ {
+				if i < 3 && gaps[i] > 1300*time.Millisecond {
+					t.Fatalf("gap %d is %s, want about a second at the outage's start: %v", i+1, gaps[i], gaps)
+				}
+				if gaps[i] > 7100*time.Millisecond {
+					t.Fatalf("gap %s within the first minute: %v", gaps[i], gaps)
+				}
+				at += gaps[i]
+				minute++
+			}
+			if minute > 25 {
+				t.Fatalf("%d probes in the first minute, want about 20: %v", minute, gaps)
 			}
 			// Healthy again (a success cleared it): the rest go.
 			b.setHealth("dead", 0)
@@ -126,8 +163,9 @@ func TestFailingWebhookProbesBackOff(t *testing.T) {
 			for range 10 {
 				total += b.step().Enqueued
 			}
-			if total != 93 || len(b.queued()) != 100 {
-				t.Fatalf("after recovery %d queued (%d in asynq), want the other 93", total, len(b.queued()))
+			probes := len(probed)
+			if total != 200-probes || len(b.queued()) != 200 {
+				t.Fatalf("after recovery %d queued (%d in asynq), want the other %d", total, len(b.queued()), 200-probes)
 			}
 		})
 	}
@@ -149,7 +187,7 @@ func TestProbeRuleInSQLMatchesGo(t *testing.T) {
 	now := t0.Add(time.Hour)
 	at := func(d time.Duration) *time.Time { v := now.Add(-d); return &v }
 	var cases []probeCase
-	for _, since := range []time.Duration{0, 999 * ms, time.Second, 1001 * ms, 1500 * ms, 2 * time.Second, 3999 * ms, 4 * time.Second, 9999 * ms, max, 10001 * ms, time.Minute} {
+	for _, since := range []time.Duration{0, 999 * ms, time.Second, 1001 * ms, 1049 * ms, 1050 * ms, 1051 * ms, 1099 * ms, 1100 * ms, 1101 * ms, 1299 * ms, 1300 * ms, 1301 * ms, 1899 * ms, 1900 * ms, 1901 * ms, 2 * time.Second, 3999 * ms, 4 * time.Second, 9999 * ms, max, 10001 * ms, time.Minute} {
 		for _, failing := range []time.Duration{-2 * time.Second, 0, 500 * ms, 999 * ms, time.Second, 3 * time.Second, 8999 * ms, 9 * time.Second, 9001 * ms, time.Hour} {
 			cases = append(cases, probeCase{fmt.Sprintf("p%d-f%d", since/ms, failing/ms), at(since + failing), at(since)})
 		}
@@ -252,9 +290,10 @@ func TestTickWaitsForAProbeDueWithinIt(t *testing.T) {
 			now := time.Now().UTC()
 			b.webhook("soon", 0)
 			b.due("soon", 10, now.Add(-time.Hour))
-			// Probed half a second ago as it started failing: the next
-			// probe is a second after that.
-			b.setProbe("soon", ptr(now.Add(-500*time.Millisecond)), ptr(now.Add(-500*time.Millisecond)))
+			// Failing for 10 s and probed 1.5 s ago, 8.5 s in: the next
+			// probe is 1.85 s after that, 0.35 s into the tick (and the one
+			// after it 2.035 s later, past the tick's 2 s).
+			b.setProbe("soon", ptr(now.Add(-10*time.Second)), ptr(now.Add(-1500*time.Millisecond)))
 			b.webhook("late", 0)
 			b.due("late", 10, now.Add(-time.Hour))
 			// Failing for an hour and probed now: the next is 10 s away.
@@ -267,7 +306,7 @@ func TestTickWaitsForAProbeDueWithinIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.Probes != 1 || res.Enqueued != 1 || !b.queued()["soon-00001"] {
-				t.Fatalf("tick %+v, queued %v: want soon's probe, due half a second into the tick", res, b.queued())
+				t.Fatalf("tick %+v, queued %v: want soon's probe, due 0.35 s into the tick", res, b.queued())
 			}
 
 			if err := b.db.Exec("UPDATE webhook_health SET failures = 0 WHERE webhook_id = 'soon'").Error; err != nil {
