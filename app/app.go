@@ -18,6 +18,7 @@ import (
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/handoff"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/ratelimit"
 	"github.com/homingdev/homing/redisconn"
@@ -45,6 +46,12 @@ type App struct {
 	// Limiter holds the rate budgets in Redis (webhooks' rate_limit,
 	// tenants' publish_rate); nil when Redis is not a single client.
 	Limiter *ratelimit.Limiter
+	// Handoff carries delivery outcomes to the workers' metrics through
+	// Redis. It is the dispatcher's observer until a worker with metrics
+	// sets its own (worker.New), so that what a process without metrics
+	// makes final (serve, the command line) is still counted; a worker
+	// with metrics drains it at each scrape.
+	Handoff *handoff.Handoff
 	// rateRedis carries the rate limiter's calls.
 	rateRedis redis.UniversalClient
 }
@@ -90,18 +97,20 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		rl = ratelimit.New(rateRedis)
 		limiter = rl
 	}
+	hand := handoff.New(rateRedis, log)
 	d := dispatch.New(db, sender, box, dispatch.Config{
 		Schedule:     retry.Schedule(cfg.Retry.Schedule),
 		DisableAfter: cfg.Health.DisableAfter,
 		Logger:       log,
 		Clock:        opts.Clock,
 		Limiter:      limiter,
+		Observer:     hand,
 		// Bodies are capped while they render, not after.
 		MaxPayloadBytes: cfg.Delivery.MaxPayloadBytes,
 	})
 	a := &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,
-		Box: box, Sender: sender, Dispatcher: d, rateRedis: rateRedis, Limiter: rl,
+		Box: box, Sender: sender, Dispatcher: d, rateRedis: rateRedis, Limiter: rl, Handoff: hand,
 	}
 	return a, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/handoff"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/sweeper"
 )
@@ -55,6 +56,11 @@ type Options struct {
 	// MaxTenantLabels is metrics.max_tenant_labels, the same bound for the
 	// tenant label.
 	MaxTenantLabels int
+	// Handoff takes the delivery outcomes that processes without metrics
+	// handed off (handoff.Handoff.Drain), to count them in
+	// homing_deliveries_total at scrape time; nil counts only this
+	// process's own.
+	Handoff func(ctx context.Context) ([]handoff.Count, error)
 }
 
 // Metrics holds Homing's metrics in a registry of its own, so that two
@@ -132,8 +138,12 @@ func New(opts Options) *Metrics {
 		m.attempts.WithLabelValues(OtherWebhooks, OtherWebhooks, string(c))
 	}
 	m.taskFailures = newTaskFailures()
+	var deliveries prometheus.Collector = m.deliveries
+	if opts.Handoff != nil {
+		deliveries = &drainingCounter{CounterVec: m.deliveries, m: m, drain: opts.Handoff}
+	}
 	m.reg.MustRegister(
-		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
+		deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
