@@ -94,7 +94,7 @@ func New(opts Options) *Metrics {
 		log: opts.Logger,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_deliveries_total",
-			Help: "Deliveries moved to a status, by why (reason): Delivered and Exhausted are final, Failed means a retry is scheduled. Every way a delivery ends Exhausted is counted, by the process that made it so.",
+			Help: "Deliveries moved to a status, by why (reason): Delivered and Exhausted are final, Failed means a retry is scheduled. Every outcome is counted once, whichever process caused it: those of processes without metrics (serve, the command line) are handed off through Redis and counted by the next worker scraped.",
 		}, []string{"tenant", "webhook", "status", "reason"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_attempts_total",
