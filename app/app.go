@@ -176,8 +176,10 @@ func (a *App) Inspector() *asynq.Inspector {
 	return asynq.NewInspectorFromRedisClient(a.rateRedis)
 }
 
-// Close releases the database pool and idle connections.
+// Close sends the delivery outcomes still to be handed off, then releases
+// the database pool and idle connections.
 func (a *App) Close() error {
+	a.Handoff.Flush() // counts still on their way to Redis
 	a.Sender.Close()
 	if a.rateRedis != nil {
 		_ = a.rateRedis.Close()

@@ -150,7 +150,7 @@ func TestCommandLineSaysWhatItCouldNotHandOff(t *testing.T) {
 	if n := s.exhaustedCount("default"); n != 5 {
 		t.Errorf("%d deliveries Exhausted, want 5: the disable must stand without Redis", n)
 	}
-	for _, want := range []string{`"level":"ERROR"`, "not counted in homing_deliveries_total", `"not_counted":5`, `"webhook":"orders"`, `"reason":"webhook_disabled"`, closed} {
+	for _, want := range []string{`"level":"ERROR"`, "not counted in homing_deliveries_total", `"not_counted":5`, "tenant=default webhook=orders status=Exhausted reason=webhook_disabled n=5", closed} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr does not mention %q:\n%s", want, r.stderr)
 		}

@@ -19,10 +19,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/homingdev/homing/models"
 )
 
 // Key is the Redis hash the counts wait in, beside asynq's keys.
@@ -42,10 +46,32 @@ type Count struct {
 
 // Handoff adds counts to the hash and drains them. It is safe for
 // concurrent use.
+//
+// Counts are sent as they come, but never more than one batch at a time:
+// a caller that finds a batch on its way adds its count to the next one and
+// returns, and the caller sending goes on with what gathered meanwhile. So
+// a lone caller (a command, an API request) has sent its count when
+// Deliveries returns, and a busy worker without metrics makes about one
+// Redis call per round trip rather than one per delivery (measured: one
+// HINCRBY per attempt cost the throughput bench 8 % of its deliveries a
+// second).
 type Handoff struct {
 	rdb redis.UniversalClient
 	log *slog.Logger
+
+	mu       sync.Mutex
+	idle     *sync.Cond // broadcast when sending stops
+	pending  map[labels]int64
+	flushing bool // a caller or a goroutine is sending pending
 }
+
+// labels name one series of homing_deliveries_total.
+type labels struct{ tenant, webhook, status, reason string }
+
+// maxRounds is how many batches one caller sends before it leaves the rest
+// to a goroutine, so that an attempt is not held up sending others' counts
+// for long.
+const maxRounds = 4
 
 // New hands counts off through rdb, the Redis asynq uses; a nil rdb cannot
 // hand anything off, and says so in the log each time it is asked to. log
@@ -54,7 +80,9 @@ func New(rdb redis.UniversalClient, log *slog.Logger) *Handoff {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handoff{rdb: rdb, log: log}
+	h := &Handoff{rdb: rdb, log: log, pending: map[labels]int64{}}
+	h.idle = sync.NewCond(&h.mu)
+	return h
 }
 
 // errNoRedis is why counts cannot be handed off by a process with no go-redis
@@ -70,12 +98,16 @@ func (h *Handoff) Deliveries(tenant, webhook, status, reason string, n int) {
 	if n <= 0 {
 		return
 	}
-	c := Count{Tenant: tenant, Webhook: webhook, Status: status, Reason: reason, N: int64(n)}
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
-	defer cancel()
-	if err := h.Add(ctx, c); err != nil {
-		h.log.Error("delivery outcomes not counted in homing_deliveries_total: handing them to the workers' metrics through Redis failed (the deliveries themselves are recorded)",
-			"not_counted", n, "tenant", tenant, "webhook", webhook, "status", status, "reason", reason, "error", err.Error())
+	h.mu.Lock()
+	h.pending[labels{tenant, webhook, status, reason}] += int64(n)
+	if h.flushing {
+		h.mu.Unlock()
+		return // the batch on its way is followed by one with this count
+	}
+	h.flushing = true
+	h.mu.Unlock()
+	if !h.flush(maxRounds) {
+		go h.flush(0)
 	}
 }
 
@@ -91,12 +123,82 @@ func (h *Handoff) Attempt(tenant, webhook, _ string, _ time.Duration, status, re
 // Postponed is not handed off: a postponed attempt is no outcome.
 func (h *Handoff) Postponed(string) {}
 
-// Add adds c to the hash.
-func (h *Handoff) Add(ctx context.Context, c Count) error {
+// Flush returns once every count given to Deliveries has been sent (or
+// logged as not counted): for a process about to exit.
+func (h *Handoff) Flush() {
+	h.mu.Lock()
+	for h.flushing {
+		h.idle.Wait()
+	}
+	if len(h.pending) == 0 {
+		h.mu.Unlock()
+		return
+	}
+	h.flushing = true
+	h.mu.Unlock()
+	h.flush(0)
+}
+
+// flush sends the pending counts, batch after batch, until none is left
+// (and then clears flushing) or it has sent rounds batches (0: no bound);
+// it reports whether none is left. The caller has set flushing.
+func (h *Handoff) flush(rounds int) bool {
+	for i := 0; rounds == 0 || i < rounds; i++ {
+		h.mu.Lock()
+		if len(h.pending) == 0 {
+			h.flushing = false
+			h.idle.Broadcast()
+			h.mu.Unlock()
+			return true
+		}
+		batch := h.pending
+		h.pending = make(map[labels]int64, len(batch))
+		h.mu.Unlock()
+		h.send(batch)
+	}
+	return false
+}
+
+// send adds batch to the hash, or logs what it could not count.
+func (h *Handoff) send(batch map[labels]int64) {
+	counts := make([]Count, 0, len(batch))
+	total := int64(0)
+	for l, n := range batch {
+		counts = append(counts, Count{Tenant: l.tenant, Webhook: l.webhook, Status: l.status, Reason: l.reason, N: n})
+		total += n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if err := h.Add(ctx, counts...); err != nil {
+		series := make([]string, len(counts))
+		for i, c := range counts {
+			series[i] = fmt.Sprintf("tenant=%s webhook=%s status=%s reason=%s n=%d", models.TenantOr(c.Tenant), c.Webhook, c.Status, c.Reason, c.N)
+		}
+		slices.Sort(series)
+		h.log.Error("delivery outcomes not counted in homing_deliveries_total: handing them to the workers' metrics through Redis failed (the deliveries themselves are recorded)",
+			"not_counted", total, "series", series, "error", err.Error())
+	}
+}
+
+// addScript adds ARGV's field, count pairs to the hash in one command: a
+// batch is added all or none, and costs one round trip.
+var addScript = redis.NewScript(`
+for i = 1, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return 0
+`)
+
+// Add adds counts to the hash, all or none.
+func (h *Handoff) Add(ctx context.Context, counts ...Count) error {
 	if h.rdb == nil {
 		return errNoRedis
 	}
-	if err := h.rdb.HIncrBy(ctx, Key, field(c), c.N).Err(); err != nil {
+	args := make([]any, 0, 2*len(counts))
+	for _, c := range counts {
+		args = append(args, field(c), c.N)
+	}
+	if err := addScript.Run(ctx, h.rdb, []string{Key}, args...).Err(); err != nil {
 		return fmt.Errorf("redis HINCRBY %s: %w", Key, err)
 	}
 	return nil

@@ -64,7 +64,7 @@ func TestFailedHandoffIsLogged(t *testing.T) {
 	h := handoff.New(rdb, slog.New(slog.NewTextHandler(&buf, nil)))
 	h.Deliveries("", "orders", "Exhausted", "webhook_disabled", 7)
 	line := buf.String()
-	for _, want := range []string{"level=ERROR", "not counted in homing_deliveries_total", "not_counted=7", "webhook=orders", "reason=webhook_disabled", addr} {
+	for _, want := range []string{"level=ERROR", "not counted in homing_deliveries_total", "not_counted=7", "tenant=default webhook=orders status=Exhausted reason=webhook_disabled n=7", addr} {
 		if !strings.Contains(line, want) {
 			t.Errorf("log does not mention %q:\n%s", want, line)
 		}

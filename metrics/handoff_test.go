@@ -81,6 +81,7 @@ func TestTwoWorkersCountHandedOffOutcomesOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	hand.Flush() // a batch may still be on its way from a goroutine
 	close(done)
 	scrapes.Wait()
 

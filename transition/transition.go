@@ -59,6 +59,7 @@ type Deliverer struct {
 	sender *delivery.Sender
 	disp   *dispatch.Dispatcher
 	rdb    redis.UniversalClient // nil without Config.Redis
+	hand   *handoff.Handoff
 }
 
 // New opens the database and builds the engine.
@@ -87,9 +88,9 @@ func New(cfg Config) (*Deliverer, error) {
 		rdb, _ = opt.MakeRedisClient().(redis.UniversalClient)
 	}
 	sender := delivery.NewSender(app.SenderConfig(cfg.Delivery, nil))
-	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger,
-		Observer: handoff.New(rdb, cfg.Logger)})
-	return &Deliverer{db: db, sender: sender, disp: disp, rdb: rdb}, nil
+	hand := handoff.New(rdb, cfg.Logger)
+	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger, Observer: hand})
+	return &Deliverer{db: db, sender: sender, disp: disp, rdb: rdb, hand: hand}, nil
 }
 
 // DeliverNow makes one attempt per matching webhook, recorded as Delivered
@@ -100,8 +101,10 @@ func (d *Deliverer) DeliverNow(ctx context.Context, ev event.Event) error {
 	return err
 }
 
-// Close releases the database and Redis connections.
+// Close sends the outcomes still to be handed off, then releases the
+// database and Redis connections.
 func (d *Deliverer) Close() error {
+	d.hand.Flush()
 	d.sender.Close()
 	if d.rdb != nil {
 		_ = d.rdb.Close()
