@@ -19,6 +19,7 @@ import (
 	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/handoff"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/ratelimit"
 	"github.com/homingdev/homing/redisconn"
@@ -50,6 +51,12 @@ type App struct {
 	// Limiter holds the rate budgets in Redis (webhooks' rate_limit,
 	// tenants' publish_rate); nil when Redis is not a single client.
 	Limiter *ratelimit.Limiter
+	// Handoff carries delivery outcomes to the workers' metrics through
+	// Redis. It is the dispatcher's observer until a worker with metrics
+	// sets its own (worker.New), so that what a process without metrics
+	// makes final (serve, the command line) is still counted; a worker
+	// with metrics drains it at each scrape.
+	Handoff *handoff.Handoff
 	// rateRedis carries the rate limiter's calls.
 	rateRedis redis.UniversalClient
 }
@@ -95,12 +102,14 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		rl = ratelimit.New(rateRedis)
 		limiter = rl
 	}
+	hand := handoff.New(rateRedis, log)
 	d := dispatch.New(db, sender, box, dispatch.Config{
 		Schedule:     retry.Schedule(cfg.Retry.Schedule),
 		DisableAfter: cfg.Health.DisableAfter,
 		Logger:       log,
 		Clock:        opts.Clock,
 		Limiter:      limiter,
+		Observer:     hand,
 		// Bodies are capped while they render, not after.
 		MaxPayloadBytes: cfg.Delivery.MaxPayloadBytes,
 		// Event tasks' own first attempts in flight, like the tasks'.
@@ -108,7 +117,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 	})
 	a := &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,
-		Box: box, Sender: sender, Dispatcher: d, rateRedis: rateRedis, Limiter: rl,
+		Box: box, Sender: sender, Dispatcher: d, rateRedis: rateRedis, Limiter: rl, Handoff: hand,
 		Database: dbstate.New(dbstate.Config{Probe: store.Probe(db), Clock: opts.Clock, Logger: log}),
 	}
 	return a, nil
@@ -176,8 +185,10 @@ func (a *App) Inspector() *asynq.Inspector {
 	return asynq.NewInspectorFromRedisClient(a.rateRedis)
 }
 
-// Close releases the database pool and idle connections.
+// Close sends the delivery outcomes still to be handed off, then releases
+// the database pool and idle connections.
 func (a *App) Close() error {
+	a.Handoff.Flush() // counts still on their way to Redis
 	a.Sender.Close()
 	if a.rateRedis != nil {
 		_ = a.rateRedis.Close()

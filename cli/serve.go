@@ -77,7 +77,7 @@ func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 	pages := console.New(console.Config{
 		DB: cfg.DB, Webhooks: cfg.Webhooks, Recovery: cfg.Recovery, Tokens: tokens,
 		AsynqmonURL: a.Config.API.AsynqmonURL, Tasks: tasks, DisableAfter: a.Config.Health.DisableAfter,
-		Portal: cfg.Portal, Clock: a.Clock, Logger: a.Log,
+		Portal: cfg.Portal, Tenants: cfg.Tenants, Clock: a.Clock, Logger: a.Log,
 	})
 	mux.Handle(console.Prefix, pages)
 	mux.Handle(console.PortalPrefix, pages) // the same pages, scoped by a portal link's session
@@ -94,6 +94,7 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 		Webhooks:         webhookService(a),
 		Recovery:         recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes),
 		Tokens:           tokens,
+		Tenants:          tenants(a),
 		Portal:           portalLinks(a),
 		MaxBodyBytes:     int64(a.Config.API.MaxBodyBytes),
 		MaxPayloadBytes:  a.Config.Delivery.MaxPayloadBytes,

@@ -25,7 +25,14 @@ func newTenantCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func tenants(a *app.App) *tenant.Service { return tenant.New(a.DB, a.Clock, a.Log) }
+// tenants is the tenant service every command (and the API) uses. The
+// deliveries a disable exhausts are told to the dispatcher, which counts
+// them in the process's metrics or hands them off to a worker's.
+func tenants(a *app.App) *tenant.Service {
+	svc := tenant.New(a.DB, a.Clock, a.Log)
+	svc.SetObserver(a.Dispatcher)
+	return svc
+}
 
 // tenantSettings are the flags of create and update that set a tenant's
 // settings; only those given change.

@@ -269,7 +269,9 @@ func (e *env) webhooks(ctx context.Context) (*webhook.Service, *app.App, error) 
 // SSRF guard unless private networks are allowed, and the process's sender
 // for test sends. The deliveries it
 // exhausts are told to the dispatcher, which counts them in the process's
-// metrics when it has them (a worker's, as in homing dev).
+// metrics when it has them (a worker's, as in homing dev), and otherwise
+// hands them off through Redis to the next scrape of any worker's
+// (package handoff).
 func webhookService(a *app.App) *webhook.Service {
 	svc := webhook.New(a.DB, a.Box, a.Clock, webhook.Defaults{
 		MaxRetries: a.Config.Retry.DefaultMaxRetries,

@@ -20,6 +20,7 @@ import (
 	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
+	"github.com/homingdev/homing/handoff"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/sweeper"
 )
@@ -60,6 +61,11 @@ type Options struct {
 	// homing_database_errors_total and homing_database_up; nil leaves them
 	// out.
 	Database *dbstate.Watcher
+	// Handoff takes the delivery outcomes that processes without metrics
+	// handed off (handoff.Handoff.Drain), to count them in
+	// homing_deliveries_total at scrape time; nil counts only this
+	// process's own.
+	Handoff func(ctx context.Context) ([]handoff.Count, error)
 }
 
 // Metrics holds Homing's metrics in a registry of its own, so that two
@@ -93,7 +99,7 @@ func New(opts Options) *Metrics {
 		log: opts.Logger,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_deliveries_total",
-			Help: "Deliveries moved to a status, by why (reason): Delivered and Exhausted are final, Failed means a retry is scheduled. Every way a delivery ends Exhausted is counted, by the process that made it so.",
+			Help: "Deliveries moved to a status, by why (reason): Delivered and Exhausted are final, Failed means a retry is scheduled. Every outcome is counted once, whichever process caused it: those of processes without metrics (serve, the command line) are handed off through Redis and counted by the next worker scraped.",
 		}, []string{"tenant", "webhook", "status", "reason"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_attempts_total",
@@ -137,8 +143,12 @@ func New(opts Options) *Metrics {
 		m.attempts.WithLabelValues(OtherWebhooks, OtherWebhooks, string(c))
 	}
 	m.taskFailures = newTaskFailures()
+	var deliveries prometheus.Collector = m.deliveries
+	if opts.Handoff != nil {
+		deliveries = &drainingCounter{CounterVec: m.deliveries, m: m, drain: opts.Handoff}
+	}
 	m.reg.MustRegister(
-		m.deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
+		deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -31,13 +31,14 @@ const (
 	ReasonUnbuildable     = "unbuildable"      // Exhausted: the request could not be built (or had no payload)
 	ReasonWebhookDisabled = "webhook_disabled" // Exhausted: its webhook was disabled
 	ReasonWebhookDeleted  = "webhook_deleted"  // Exhausted: its webhook was deleted
+	ReasonTenantDisabled  = "tenant_disabled"  // Exhausted: its tenant was disabled
 )
 
 // Reasons lists every reason by the status it goes with.
 var Reasons = map[string][]string{
 	StatusDelivered: {ReasonAccepted},
 	StatusFailed:    {ReasonRetrying},
-	StatusExhausted: {ReasonRetriesSpent, ReasonGone, ReasonUnhealthy, ReasonSynchronous, ReasonUnbuildable, ReasonWebhookDisabled, ReasonWebhookDeleted},
+	StatusExhausted: {ReasonRetriesSpent, ReasonGone, ReasonUnhealthy, ReasonSynchronous, ReasonUnbuildable, ReasonWebhookDisabled, ReasonWebhookDeleted, ReasonTenantDisabled},
 }
 
 // Document events a webhook can listen to: Frappe's document events.

@@ -68,11 +68,24 @@ type WebhookDeleter interface {
 
 // Service creates, changes and reads tenants.
 type Service struct {
-	db    *gorm.DB
-	clock clock.Clock
-	log   *slog.Logger
-	seen  seen
+	db       *gorm.DB
+	clock    clock.Clock
+	log      *slog.Logger
+	seen     seen
+	observer Observer
 }
+
+// Observer is told of deliveries the service made final: n of webhook's
+// pending retries Exhausted for reason (models.ReasonTenantDisabled) by
+// disabling their tenant. dispatch.Dispatcher is one: it passes them to the
+// process's metrics, or hands them off to a worker's (package handoff).
+type Observer interface {
+	Deliveries(tenant, webhook, status, reason string, n int)
+}
+
+// SetObserver sets who is told of the deliveries the service exhausts;
+// nil is no one. Call it before the service is in use.
+func (s *Service) SetObserver(o Observer) { s.observer = o }
 
 // New builds a Service.
 func New(db *gorm.DB, clk clock.Clock, log *slog.Logger) *Service {
@@ -234,6 +247,7 @@ func (s *Service) Update(ctx context.Context, name string, p Patch) (Tenant, err
 	}
 	m.UpdatedAt = s.now()
 	var exhausted int64
+	byWebhook := map[string]int{}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Model(&models.Tenant{}).Where("name = ?", name).
 			Updates(map[string]any{"enabled": m.Enabled, "portal_origins": m.PortalOrigins, "max_webhooks": m.MaxWebhooks,
@@ -247,16 +261,34 @@ func (s *Service) Update(ctx context.Context, name string, p Patch) (Tenant, err
 		// are made final now, as a disabled webhook's are, rather than
 		// sent when they come due (the claim does not read the tenant, to
 		// stay one statement). Served by deliveries_tenant_created.
-		res := tx.Model(&models.Delivery{}).Where("tenant = ? AND status = ?", name, models.StatusFailed).
-			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": "tenant disabled", "updated_at": m.UpdatedAt})
-		if res.Error != nil {
-			return fmt.Errorf("exhaust pending deliveries of tenant %q: %w", name, res.Error)
+		// RETURNING names each row's webhook, for the counts by webhook
+		// (PostgreSQL, and SQLite from 3.35).
+		rows, err := tx.Raw("UPDATE deliveries SET status = ?, next_retry = NULL, last_error = ?, updated_at = ? WHERE tenant = ? AND status = ? RETURNING webhook_name",
+			models.StatusExhausted, "tenant disabled", m.UpdatedAt, name, models.StatusFailed).Rows()
+		if err != nil {
+			return fmt.Errorf("exhaust pending deliveries of tenant %q: %w", name, err)
 		}
-		exhausted = res.RowsAffected
+		defer rows.Close()
+		for rows.Next() {
+			var hook string
+			if err := rows.Scan(&hook); err != nil {
+				return fmt.Errorf("exhaust pending deliveries of tenant %q: %w", name, err)
+			}
+			byWebhook[hook]++
+			exhausted++
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("exhaust pending deliveries of tenant %q: %w", name, err)
+		}
 		return nil
 	})
 	if err != nil {
 		return Tenant{}, err
+	}
+	if s.observer != nil {
+		for hook, n := range byWebhook {
+			s.observer.Deliveries(name, hook, models.StatusExhausted, models.ReasonTenantDisabled, n)
+		}
 	}
 	s.seen.forget()
 	s.log.Info("tenant updated", "tenant", name, "enabled", m.Enabled, "pending_exhausted", exhausted)

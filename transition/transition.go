@@ -18,10 +18,12 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/handoff"
 	"github.com/homingdev/homing/retry"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/store"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 )
 
@@ -35,13 +37,19 @@ type Config struct {
 	// delivery.allowed_networks); the zero value refuses private and
 	// loopback receivers.
 	Delivery config.Delivery
-	Logger   *slog.Logger
+	// Redis is Homing's redis settings: the outcomes of the deliveries made
+	// here are handed off through it to the workers' metrics
+	// (homing_deliveries_total, package handoff). Without a redis.url (or
+	// Sentinel or Cluster addresses) they cannot be, and each one is
+	// logged at ERROR as not counted.
+	Redis  config.Redis
+	Logger *slog.Logger
 }
 
 // FromConfig takes the synchronous path's settings from Homing's
 // configuration.
 func FromConfig(c config.Config) Config {
-	return Config{DatabaseURL: c.Database.URL, SecretsKey: c.Secrets.Key, Delivery: c.Delivery}
+	return Config{DatabaseURL: c.Database.URL, SecretsKey: c.Secrets.Key, Delivery: c.Delivery, Redis: c.Redis}
 }
 
 // Deliverer delivers workflow_transition events now; it satisfies
@@ -50,6 +58,8 @@ type Deliverer struct {
 	db     *gorm.DB
 	sender *delivery.Sender
 	disp   *dispatch.Dispatcher
+	rdb    redis.UniversalClient // nil without Config.Redis
+	hand   *handoff.Handoff
 }
 
 // New opens the database and builds the engine.
@@ -68,9 +78,19 @@ func New(cfg Config) (*Deliverer, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rdb redis.UniversalClient
+	if cfg.Redis.URL != "" || len(cfg.Redis.Sentinel.Addrs) > 0 || len(cfg.Redis.Cluster.Addrs) > 0 {
+		opt, err := app.RedisConn(cfg.Redis)
+		if err != nil {
+			_ = store.Close(db)
+			return nil, err
+		}
+		rdb, _ = opt.MakeRedisClient().(redis.UniversalClient)
+	}
 	sender := delivery.NewSender(app.SenderConfig(cfg.Delivery, nil))
-	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger})
-	return &Deliverer{db: db, sender: sender, disp: disp}, nil
+	hand := handoff.New(rdb, cfg.Logger)
+	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger, Observer: hand})
+	return &Deliverer{db: db, sender: sender, disp: disp, rdb: rdb, hand: hand}, nil
 }
 
 // DeliverNow makes one attempt per matching webhook, recorded as Delivered
@@ -81,8 +101,13 @@ func (d *Deliverer) DeliverNow(ctx context.Context, ev event.Event) error {
 	return err
 }
 
-// Close releases the database connections.
+// Close sends the outcomes still to be handed off, then releases the
+// database and Redis connections.
 func (d *Deliverer) Close() error {
+	d.hand.Flush()
 	d.sender.Close()
+	if d.rdb != nil {
+		_ = d.rdb.Close()
+	}
 	return store.Close(d.db)
 }

@@ -368,7 +368,8 @@ func (s *Service) exhaustPending(tx *gorm.DB, w models.Webhook, why string) (int
 // Observer is told of deliveries the service made final: n of webhook's
 // pending retries Exhausted for reason (models.Reasons) by disabling or
 // deleting it. dispatch.Dispatcher is one; it passes them to the process's
-// metrics (homing_deliveries_total) when the process has them.
+// metrics (homing_deliveries_total) when the process has them, and
+// otherwise hands them off through Redis to a worker's (package handoff).
 type Observer interface {
 	Deliveries(tenant, webhook, status, reason string, n int)
 }

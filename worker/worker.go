@@ -61,6 +61,9 @@ func New(a *app.App) *Worker {
 			MaxWebhookLabels: cfg.Metrics.MaxWebhookLabels,
 			MaxTenantLabels:  cfg.Metrics.MaxTenantLabels,
 			Database:         a.Database,
+			// What serve, the command line and workers without metrics
+			// made final, counted here at the next scrape.
+			Handoff: a.Handoff.Drain,
 		})
 		a.Dispatcher.SetObserver(m)
 		sweepObs = m

@@ -1,0 +1,81 @@
+package handoff_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/homingdev/homing/handoff"
+	"github.com/homingdev/homing/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// Counts come back as they were handed off, summed by label set, and a
+// drain leaves nothing behind for the next.
+func TestDrainReturnsWhatWasHandedOff(t *testing.T) {
+	t.Parallel()
+	_, rdb := testenv.Redis(t)
+	h := handoff.New(rdb, nil)
+	h.Deliveries("acme", "a\x00b", "Exhausted", "tenant_disabled", 2)
+	h.Deliveries("acme", "a\x00b", "Exhausted", "tenant_disabled", 3)
+	h.Attempt("", "orders", "2xx", 0, "Delivered", "accepted")
+	h.Attempt("", "orders", "5xx", 0, "", "") // no status: nothing to count
+	h.Deliveries("", "orders", "Exhausted", "webhook_deleted", 0)
+	got, err := h.Drain(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[handoff.Count]bool{
+		{Tenant: "acme", Webhook: "a\x00b", Status: "Exhausted", Reason: "tenant_disabled", N: 5}: true,
+		{Tenant: "", Webhook: "orders", Status: "Delivered", Reason: "accepted", N: 1}:            true,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("drained %v, want %v", got, want)
+	}
+	for _, c := range got {
+		if !want[c] {
+			t.Errorf("drained %+v, not handed off", c)
+		}
+	}
+	if again, err := h.Drain(context.Background()); err != nil || len(again) != 0 {
+		t.Errorf("second drain = %v, %v; want nothing", again, err)
+	}
+}
+
+// A Redis that is away loses the counts loudly: one ERROR line saying how
+// many, of what, and why.
+func TestFailedHandoffIsLogged(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer func() { _ = rdb.Close() }()
+	var buf bytes.Buffer
+	h := handoff.New(rdb, slog.New(slog.NewTextHandler(&buf, nil)))
+	h.Deliveries("", "orders", "Exhausted", "webhook_disabled", 7)
+	line := buf.String()
+	for _, want := range []string{"level=ERROR", "not counted in homing_deliveries_total", "not_counted=7", "tenant=default webhook=orders status=Exhausted reason=webhook_disabled n=7", addr} {
+		if !strings.Contains(line, want) {
+			t.Errorf("log does not mention %q:\n%s", want, line)
+		}
+	}
+	if strings.Count(line, "\n") != 1 {
+		t.Errorf("want one line, got:\n%s", line)
+	}
+
+	buf.Reset()
+	handoff.New(nil, slog.New(slog.NewTextHandler(&buf, nil))).Deliveries("", "orders", "Exhausted", "webhook_deleted", 2)
+	if !strings.Contains(buf.String(), "not_counted=2") || !strings.Contains(buf.String(), "set redis.url") {
+		t.Errorf("a process with no Redis does not say so:\n%s", buf.String())
+	}
+}

@@ -1,0 +1,104 @@
+package metrics_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/homingdev/homing/handoff"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/metrics"
+	"github.com/homingdev/homing/models"
+)
+
+// gather scrapes m through its handler, as Prometheus would, and sums
+// homing_deliveries_total by "tenant/webhook/status/reason" (zero series
+// left out).
+func gather(t *testing.T, m *metrics.Metrics) map[string]float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fam, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Errorf("parse scrape: %v", err)
+		return nil
+	}
+	out := map[string]float64{}
+	for _, s := range fam["homing_deliveries_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range s.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if v := s.GetCounter().GetValue(); v != 0 {
+			out[l["tenant"]+"/"+l["webhook"]+"/"+l["status"]+"/"+l["reason"]] = v
+		}
+	}
+	return out
+}
+
+// Two workers scraped while outcomes are being handed off count each
+// outcome once between them: a drain takes the counts it reads out of
+// Redis in the same step (issue 25).
+func TestTwoWorkersCountHandedOffOutcomesOnce(t *testing.T) {
+	t.Parallel()
+	_, rdb := testenv.Redis(t)
+	hand := handoff.New(rdb, nil)
+	workers := []*metrics.Metrics{
+		metrics.New(metrics.Options{Handoff: hand.Drain, MaxWebhookLabels: 10, MaxTenantLabels: 10}),
+		metrics.New(metrics.Options{Handoff: handoff.New(rdb, nil).Drain, MaxWebhookLabels: 10, MaxTenantLabels: 10}),
+	}
+	const writers, each = 4, 150
+	done := make(chan struct{})
+	var wg, scrapes sync.WaitGroup
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A name with the characters a separator would use.
+			hook := fmt.Sprintf(`orders/"%d"|`, i%2)
+			for range each {
+				hand.Deliveries("", hook, models.StatusExhausted, models.ReasonWebhookDisabled, 1)
+			}
+		}()
+	}
+	for _, m := range workers {
+		scrapes.Add(1)
+		go func() {
+			defer scrapes.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					gather(t, m)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	hand.Flush() // a batch may still be on its way from a goroutine
+	close(done)
+	scrapes.Wait()
+
+	total := map[string]float64{}
+	for _, m := range workers {
+		for k, v := range gather(t, m) { // the last scrape drains what is left
+			total[k] += v
+		}
+	}
+	want := map[string]float64{
+		`default/orders/"0"|/Exhausted/webhook_disabled`: writers / 2 * each,
+		`default/orders/"1"|/Exhausted/webhook_disabled`: writers / 2 * each,
+	}
+	if fmt.Sprint(total) != fmt.Sprint(want) {
+		t.Errorf("homing_deliveries_total summed over both workers:\n got %v\nwant %v", total, want)
+	}
+	if n, err := rdb.Exists(t.Context(), handoff.Key).Result(); err != nil || n != 0 {
+		t.Errorf("%s still exists after the last scrapes (%v)", handoff.Key, err)
+	}
+}
