@@ -91,3 +91,35 @@ func TestRetentionDeletesOnlyExpiredFinalRows(t *testing.T) {
 		})
 	}
 }
+
+// TestRetentionContinuesAcrossTiedCreationTimes: each batch continues from
+// the creation time the last one ended at, so rows sharing that time (more
+// of them than a batch holds, and the batch boundary falling among them)
+// must still all be deleted, in one run, and a younger row kept.
+func TestRetentionContinuesAcrossTiedCreationTimes(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			day := 24 * time.Hour
+			tied := now.Add(-45 * day)
+			seed(t, db, "a-older", models.StatusDelivered, tied.Add(-time.Hour))
+			for i := 0; i < 8; i++ {
+				seed(t, db, fmt.Sprintf("b-tied-%d", i), models.StatusDelivered, tied)
+			}
+			seed(t, db, "c-later", models.StatusDelivered, tied.Add(time.Hour))
+			seed(t, db, "d-young", models.StatusDelivered, now.Add(-day))
+			res, err := retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3}).RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			db.Model(&models.Delivery{}).Order("id").Pluck("id", &left)
+			if res.Delivered != 10 || fmt.Sprint(left) != "[d-young]" {
+				t.Fatalf("deleted %d, left %v: want the 10 expired rows deleted in one run and [d-young] left", res.Delivered, left)
+			}
+		})
+	}
+}
