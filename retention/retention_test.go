@@ -123,3 +123,40 @@ func TestRetentionContinuesAcrossTiedCreationTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestRetentionPausesAfterEachFullBatch: retention.pause is waited after
+// every full batch of deliveries (through the injected Wait, so the test
+// takes no time), never after the last, short one, and not at all when
+// turned off.
+func TestRetentionPausesAfterEachFullBatch(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			for i := 0; i < 7; i++ { // batches of 3, 3 and 1
+				seed(t, db, fmt.Sprintf("old-%d", i), models.StatusDelivered, now.Add(-40*24*time.Hour).Add(time.Duration(i)*time.Minute))
+			}
+			var waits []time.Duration
+			rec := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+			res, err := retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3, Pause: 70 * time.Millisecond, Wait: rec}).
+				RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Delivered != 7 || fmt.Sprint(waits) != "[70ms 70ms]" {
+				t.Fatalf("deleted %d with waits %v, want 7 with a 70ms pause after each of the two full batches", res.Delivered, waits)
+			}
+			seed(t, db, "older-0", models.StatusDelivered, now.Add(-50*24*time.Hour))
+			seed(t, db, "older-1", models.StatusDelivered, now.Add(-50*24*time.Hour))
+			seed(t, db, "older-2", models.StatusDelivered, now.Add(-50*24*time.Hour))
+			seed(t, db, "older-3", models.StatusDelivered, now.Add(-50*24*time.Hour))
+			waits = nil
+			res, err = retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3, Pause: -1, Wait: rec}).RunOnce(context.Background())
+			if err != nil || res.Delivered != 4 || len(waits) != 0 {
+				t.Fatalf("with the pause off: deleted %d, waits %v, err %v; want 4 and no wait", res.Delivered, waits, err)
+			}
+		})
+	}
+}
