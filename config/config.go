@@ -112,6 +112,7 @@ type Health struct {
 type Retention struct {
 	Delivered time.Duration // retention.delivered
 	Exhausted time.Duration // retention.exhausted
+	Pause     time.Duration // retention.pause: the wait after each batch of 500 (0: none)
 }
 
 // Redis is where asynq keeps its queues.
@@ -272,6 +273,7 @@ func fields() []field {
 		{"secrets.key", "", into(parseString, func(c *Config) *string { return &c.Secrets.Key })},
 		{"retention.delivered", "720h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Delivered })},
 		{"retention.exhausted", "2160h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Exhausted })},
+		{"retention.pause", "50ms", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Pause })},
 		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
 		{"health.probe_interval", "10s", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.ProbeInterval })},
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
@@ -759,6 +761,9 @@ func (c Config) problems() []*KeyError {
 			bad(key, "must be between %s and %s, got %s", lo, hi, d)
 		}
 	}
+	// At most 400 pauses a run: 1s keeps a run inside the retention
+	// task's 10-minute timeout.
+	betweenD("retention.pause", c.Retention.Pause, 0, time.Second)
 
 	if !hasAnyPrefix(c.Redis.URL, "redis://", "rediss://") {
 		bad("redis.url", "must start with redis:// or rediss://, got %q", redact(c.Redis.URL))

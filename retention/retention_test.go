@@ -91,3 +91,72 @@ func TestRetentionDeletesOnlyExpiredFinalRows(t *testing.T) {
 		})
 	}
 }
+
+// TestRetentionContinuesAcrossTiedCreationTimes: each batch continues from
+// the creation time the last one ended at, so rows sharing that time (more
+// of them than a batch holds, and the batch boundary falling among them)
+// must still all be deleted, in one run, and a younger row kept.
+func TestRetentionContinuesAcrossTiedCreationTimes(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			day := 24 * time.Hour
+			tied := now.Add(-45 * day)
+			seed(t, db, "a-older", models.StatusDelivered, tied.Add(-time.Hour))
+			for i := 0; i < 8; i++ {
+				seed(t, db, fmt.Sprintf("b-tied-%d", i), models.StatusDelivered, tied)
+			}
+			seed(t, db, "c-later", models.StatusDelivered, tied.Add(time.Hour))
+			seed(t, db, "d-young", models.StatusDelivered, now.Add(-day))
+			res, err := retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3}).RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			db.Model(&models.Delivery{}).Order("id").Pluck("id", &left)
+			if res.Delivered != 10 || fmt.Sprint(left) != "[d-young]" {
+				t.Fatalf("deleted %d, left %v: want the 10 expired rows deleted in one run and [d-young] left", res.Delivered, left)
+			}
+		})
+	}
+}
+
+// TestRetentionPausesAfterEachFullBatch: retention.pause is waited after
+// every full batch of deliveries (through the injected Wait, so the test
+// takes no time), never after the last, short one, and not at all when
+// turned off.
+func TestRetentionPausesAfterEachFullBatch(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			for i := 0; i < 7; i++ { // batches of 3, 3 and 1
+				seed(t, db, fmt.Sprintf("old-%d", i), models.StatusDelivered, now.Add(-40*24*time.Hour).Add(time.Duration(i)*time.Minute))
+			}
+			var waits []time.Duration
+			rec := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+			res, err := retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3, Pause: 70 * time.Millisecond, Wait: rec}).
+				RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Delivered != 7 || fmt.Sprint(waits) != "[70ms 70ms]" {
+				t.Fatalf("deleted %d with waits %v, want 7 with a 70ms pause after each of the two full batches", res.Delivered, waits)
+			}
+			seed(t, db, "older-0", models.StatusDelivered, now.Add(-50*24*time.Hour))
+			seed(t, db, "older-1", models.StatusDelivered, now.Add(-50*24*time.Hour))
+			seed(t, db, "older-2", models.StatusDelivered, now.Add(-50*24*time.Hour))
+			seed(t, db, "older-3", models.StatusDelivered, now.Add(-50*24*time.Hour))
+			waits = nil
+			res, err = retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3, Pause: -1, Wait: rec}).RunOnce(context.Background())
+			if err != nil || res.Delivered != 4 || len(waits) != 0 {
+				t.Fatalf("with the pause off: deleted %d, waits %v, err %v; want 4 and no wait", res.Delivered, waits, err)
+			}
+		})
+	}
+}

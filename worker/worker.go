@@ -82,7 +82,8 @@ func New(a *app.App) *Worker {
 		Observer:      sweepObs,
 	})
 	ret := retention.New(a.DB, retention.Config{
-		Delivered: cfg.Retention.Delivered, Exhausted: cfg.Retention.Exhausted, Clock: a.Clock, Logger: a.Log,
+		Delivered: cfg.Retention.Delivered, Exhausted: cfg.Retention.Exhausted, Pause: pauseOrNone(cfg.Retention.Pause),
+		Clock: a.Clock, Logger: a.Log,
 	})
 	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log,
 		Intake: outbox.NewCompleter(a.DB)}
@@ -218,4 +219,13 @@ func withSystemQueue(configured map[string]int) map[string]int {
 	}
 	queues[tasks.SystemQueue] = max(total, 1)
 	return queues
+}
+
+// pauseOrNone maps retention.pause 0 (no pause) to retention.Config's
+// negative "none" (its 0 is the default).
+func pauseOrNone(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

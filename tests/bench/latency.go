@@ -32,6 +32,15 @@ func (e *env) runLatency(ctx context.Context, rate int, d time.Duration, concurr
 	if err := e.createHooks(ctx, 1, 3); err != nil {
 		return latencyResult{}, err
 	}
+	return e.measureLatency(ctx, rate, d, concurrency, nil)
+}
+
+// measureLatency starts a worker, publishes Sales Order on_submit events at
+// rate for d and returns their enqueue → receiver latencies; the database
+// already holds the webhooks (and whatever else the scenario put there).
+// alongside, when set, runs while the events are published, with a context
+// cancelled when publishing ends; measureLatency waits for it to return.
+func (e *env) measureLatency(ctx context.Context, rate int, d time.Duration, concurrency int, alongside func(context.Context)) (latencyResult, error) {
 	pub, err := client.New(client.Config{RedisURL: e.redisURL})
 	if err != nil {
 		return latencyResult{}, err
@@ -46,6 +55,15 @@ func (e *env) runLatency(ctx context.Context, rate int, d time.Duration, concurr
 	total := int(float64(rate) * d.Seconds())
 	done := e.recv.expect(total, 0, true)
 	gap := time.Second / time.Duration(rate)
+	beside, endBeside := context.WithCancel(ctx)
+	besideDone := make(chan struct{})
+	go func() {
+		defer close(besideDone)
+		if alongside != nil {
+			alongside(beside)
+		}
+	}()
+	defer func() { endBeside(); <-besideDone }()
 	start := time.Now()
 	for i := range total {
 		if wait := time.Until(start.Add(time.Duration(i) * gap)); wait > 0 {
@@ -58,6 +76,8 @@ func (e *env) runLatency(ctx context.Context, rate int, d time.Duration, concurr
 		}
 	}
 	achieved := float64(total) / time.Since(start).Seconds()
+	endBeside()
+	<-besideDone
 	if err := waitDone(ctx, done, 2*time.Minute, func() string { return fmt.Sprintf("%+v", e.recv.counts()) }); err != nil {
 		return latencyResult{}, err
 	}

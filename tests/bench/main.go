@@ -29,6 +29,11 @@
 //     webhooks each (all 3 match), beside the same events in one tenant
 //     with 3 webhooks; the fleet's CPU per delivery (worker + database) as
 //     a ratio of one tenant's (target: ≤ 1.1 ×; tenants.go).
+//   - growth (only when named: -scenarios growth): -growth-rows deliveries
+//     (10,000,000 by default) seeded with COPY over 60 days, then the
+//     claim, a sweep tick, the console's pages, a retention pass, and
+//     first-attempt latency at -growth-rate without and with retention
+//     passes running (docs/performance.md, "Growth").
 //
 // Absolute times drift on shared machines: compare the ratios, and medians of
 // several runs. Only 127.0.0.1 is ever contacted.
@@ -67,9 +72,16 @@ type options struct {
 	tenants     int
 	tenantEvts  int
 	outages     []time.Duration
+	growthRows  int
+	growthRate  int
+	growthFor   time.Duration
 }
 
-var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "http", "tenants"}
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "http", "tenants", "growth"}
+
+// defaultScenarios are what make bench runs: all but growth, which seeds
+// millions of rows and runs only when named.
+var defaultScenarios = slices.DeleteFunc(slices.Clone(allScenarios), func(s string) bool { return s == "growth" })
 
 func main() {
 	var (
@@ -87,7 +99,7 @@ func main() {
 	flag.IntVar(&o.n, "n", 20000, "deliveries per throughput run")
 	flag.IntVar(&o.runs, "runs", 3, "runs per scenario; medians are reported")
 	flag.IntVar(&o.concurrency, "concurrency", 200, "worker.concurrency of the worker and the baseline")
-	flag.StringVar(&scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
+	flag.StringVar(&scenarios, "scenarios", strings.Join(defaultScenarios, ","), "comma-separated scenarios to run, of "+strings.Join(allScenarios, ","))
 	flag.StringVar(&o.out, "out", "bench/results.json", "where to write the results")
 	flag.IntVar(&o.latencyRate, "latency-rate", 1000, "events/s in the latency scenario")
 	flag.DurationVar(&o.latencyFor, "latency-duration", 30*time.Second, "how long the latency scenario publishes")
@@ -97,6 +109,9 @@ func main() {
 	flag.IntVar(&o.tenants, "tenants", 10000, "tenants (of 3 webhooks each) in the tenants scenario")
 	flag.IntVar(&o.tenantEvts, "tenant-events", 20000, "events in each case of the tenants scenario (3 deliveries each)")
 	flag.StringVar(&outages, "outages", "5s,15s,30s,50s", "outage lengths at which the outage scenario measures receiver back → first 200, the scheduler running throughout")
+	flag.IntVar(&o.growthRows, "growth-rows", 10000000, "deliveries the growth scenario seeds")
+	flag.IntVar(&o.growthRate, "growth-rate", 500, "events/s of the growth scenario's latency runs")
+	flag.DurationVar(&o.growthFor, "growth-duration", 20*time.Second, "how long each of the growth scenario's latency runs publishes")
 	flag.IntVar(&o.publishers, "publishers", 8, "goroutines publishing in the publish scenario (1 is also measured)")
 	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000, 10000 tenant events")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "run the throughput scenarios' worker in-process and write its CPU profile here (no RSS then)")
@@ -179,6 +194,7 @@ type results struct {
 	Dead        []deadResult               `json:"dead_endpoint,omitempty"`
 	Probe       []probeResult              `json:"probe,omitempty"`
 	HTTP        []httpResult               `json:"http,omitempty"`
+	Growth      *growthResult              `json:"growth,omitempty"`
 	Summary     map[string]float64         `json:"summary"`
 }
 
@@ -308,6 +324,13 @@ func run(ctx context.Context, o options) error {
 			r.HTTP = append(r.HTTP, res)
 		}
 	}
+	if o.scenarios["growth"] {
+		res, err := e.runGrowth(ctx, o.growthRows, o.growthRate, o.growthFor, o.runs, o.concurrency, logf)
+		if err != nil {
+			return fmt.Errorf("growth: %w", err)
+		}
+		r.Growth = &res
+	}
 	summarize(&r, o)
 	printTable(os.Stdout, r, o)
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
@@ -409,6 +432,30 @@ func summarize(r *results, o options) {
 		}
 		r.Summary["http_go_client_per_second"], r.Summary["http_per_second"] = median(gc), median(hp)
 		r.Summary["http_vs_go_client"], r.Summary["http_serve_cpu_ms"] = median(ratio), median(cpu)
+	}
+	if g := r.Growth; g != nil {
+		var without, with []float64
+		for _, l := range g.Latency {
+			if l.Retention {
+				with = append(with, l.P99MS)
+			} else {
+				without = append(without, l.P99MS)
+			}
+		}
+		r.Summary["growth_p99_ms"], r.Summary["growth_p99_retention_ms"] = median(without), median(with)
+		if median(without) > 0 {
+			r.Summary["growth_p99_retention_vs_without"] = median(with) / median(without)
+		}
+		r.Summary["growth_sweep_ms"] = g.Sweep.MedianMS
+		r.Summary["growth_retention_rows_per_second"] = g.Retention.Alone.PerSecond
+		var rows int64
+		var secs float64
+		for _, p := range g.Retention.UnderLoad {
+			rows, secs = rows+p.Delivered+p.Exhausted, secs+p.Seconds
+		}
+		if secs > 0 {
+			r.Summary["growth_retention_under_load_rows_per_second"] = float64(rows) / secs
+		}
 	}
 	for key, rs := range r.Publish {
 		var xs []float64

@@ -107,5 +107,22 @@ func printTable(w io.Writer, r results, o options) {
 		fmt.Fprintf(tw, "end to end, POST /v1/events (16 clients)\t%.0f events/s (%.2f × Go client)\t\t\t%.3f (homing serve)\t≥ 0.60 × Go client\n",
 			v, s["http_vs_go_client"], s["http_serve_cpu_ms"])
 	}
+	if g := r.Growth; g != nil {
+		fmt.Fprintf(tw, "growth: %d deliveries, %d attempts (%.0f + %.0f MiB)\tseeded in %.0f s + indexes %.0f s + VACUUM ANALYZE %.0f s\t\t\t\t\n",
+			g.Rows, g.Attempts, g.DeliveriesMiB, g.AttemptsMiB, g.SeedSeconds, g.IndexSeconds, g.AnalyzeSeconds)
+		for _, c := range g.Claim {
+			fmt.Fprintf(tw, "  claim, %d goroutines\t%.0f claims/s, p50 %.2f ms, p99 %.2f ms\t\t\t\t\n", c.Goroutines, c.PerSecond, c.P50MS, c.P99MS)
+		}
+		fmt.Fprintf(tw, "  sweep tick, %d Failed rows\t%.1f ms (query %.2f ms)\t\t\t\t\n", g.Failed, g.Sweep.MedianMS, g.Sweep.QueryMS)
+		for _, p := range g.Console {
+			fmt.Fprintf(tw, "  console %s\t%.1f ms (max %.1f)\t\t\t\t≤ 200 ms\n", p.Name, p.MedianMS, p.MaxMS)
+		}
+		a := g.Retention.Alone
+		fmt.Fprintf(tw, "  retention pass alone\t%d rows in %.1f s = %.0f rows/s; %d expired = %.1f h, %.0f hourly runs\t\t\t\t\n",
+			a.Delivered+a.Exhausted, a.Seconds, a.PerSecond, g.Retention.Expired, g.Retention.BacklogHours, g.Retention.BacklogRuns)
+		fmt.Fprintf(tw, "  retention under load\t%.0f rows/s; VACUUM after %.0f s\t\t\t\t\n", s["growth_retention_under_load_rows_per_second"], g.Retention.VacuumSeconds)
+		fmt.Fprintf(tw, "  first attempts at %d events/s for %s\tp99 %.1f ms without, %.1f ms during retention (%.2f ×)\t\t\t\t≤ 2 ×\n",
+			o.growthRate, o.growthFor, s["growth_p99_ms"], s["growth_p99_retention_ms"], s["growth_p99_retention_vs_without"])
+	}
 	_ = tw.Flush()
 }
