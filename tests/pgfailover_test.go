@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,9 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/store"
@@ -144,8 +147,12 @@ type pgFlow struct {
 	mu       sync.Mutex
 	accepted map[string]time.Time // event id → when its publish was acknowledged
 	refused  map[string]string    // event id → what its publish was answered
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// wrong lists refusals a publisher could not tell from a bug: an API
+	// answer other than 503 database_unavailable with Retry-After, or a
+	// transaction's error that is not retryable (dbstate.Retryable).
+	wrong []string
+	stop  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func startPGFlow(t *testing.T, api apiClient, db *gorm.DB, every time.Duration) *pgFlow {
@@ -201,7 +208,14 @@ func (f *pgFlow) post(id string) {
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
-		f.record(id, fmt.Errorf("%d %s", resp.StatusCode, strings.TrimSpace(string(b))))
+		why := fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+			!strings.Contains(string(b), api.CodeDatabaseUnavailable) {
+			f.mu.Lock()
+			f.wrong = append(f.wrong, id+": "+why+" (Retry-After "+strconv.Quote(resp.Header.Get("Retry-After"))+")")
+			f.mu.Unlock()
+		}
+		f.record(id, errors.New(why))
 		return
 	}
 	f.record(id, nil)
@@ -215,6 +229,11 @@ func (f *pgFlow) publishTx(id string) {
 			Doc: map[string]any{"name": id}})
 		return err
 	})
+	if err != nil && !dbstate.Retryable(err) && !client.IsRetryable(err) {
+		f.mu.Lock()
+		f.wrong = append(f.wrong, id+": not retryable: "+err.Error())
+		f.mu.Unlock()
+	}
 	f.record(id, err)
 }
 
@@ -354,10 +373,15 @@ func TestPostgresFailover(t *testing.T) {
 	}
 	f.mu.Unlock()
 	slices.Sort(refused)
-	t.Logf("published %d events: %d accepted, %d refused (the lead tightens this once refusals are 503s, branch db-loud)",
-		accepted+len(refused), accepted, len(refused))
+	wrong := slices.Clone(f.wrong)
+	t.Logf("published %d events: %d accepted, %d refused", accepted+len(refused), accepted, len(refused))
 	for _, r := range refused[:min(len(refused), 10)] {
 		t.Logf("  refused %s", r)
+	}
+	// Every refusal says "retry": 503 database_unavailable with Retry-After
+	// from the API, a retryable error from the transaction.
+	if len(wrong) > 0 {
+		t.Errorf("%d refusals a publisher cannot tell from a bug, e.g. %v", len(wrong), wrong[:min(len(wrong), 5)])
 	}
 
 	// Every accepted event arrives; none is lost.

@@ -306,7 +306,11 @@ func run(ctx context.Context, o options) error {
 				r.Probe = append(r.Probe, res)
 			}
 		}
-		res, err := e.runDead(ctx, o.deadRows, o.concurrency, 20*time.Second, time.Minute)
+		// The window starts after the probes' backoff has reached
+		// health.probe_interval (about 90 s, sweeper.ProbeGap): the
+		// first minute and a half (the burst of retries in flight, then
+		// about 20 probes in the first minute) is the burst.
+		res, err := e.runDead(ctx, o.deadRows, o.concurrency, 100*time.Second, time.Minute)
 		if err != nil {
 			return fmt.Errorf("dead endpoint: %w", err)
 		}
