@@ -268,11 +268,7 @@ func docJSON(field string, raw json.RawMessage) (map[string]any, error) {
 // send for doc, without sending it.
 func (s *Server) previewWebhook(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	var req previewRequest
-	if err := decode(r, &req); err != nil {
-		return err
-	}
-	doc, err := docJSON("doc", req.Doc)
+	doc, err := previewDoc(r)
 	if err != nil {
 		return err
 	}
@@ -289,11 +285,7 @@ func (s *Server) previewWebhook(w http.ResponseWriter, r *http.Request) error {
 // one a second per webhook (429 beyond).
 func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	var req previewRequest
-	if err := decode(r, &req); err != nil {
-		return err
-	}
-	doc, err := docJSON("doc", req.Doc)
+	doc, err := previewDoc(r)
 	if err != nil {
 		return err
 	}
@@ -303,6 +295,15 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, res)
 	return nil
+}
+
+// previewDoc is the document of a preview or test request's body.
+func previewDoc(r *http.Request) (map[string]any, error) {
+	var req previewRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return docJSON("doc", req.Doc)
 }
 
 // importWebhooks is POST /v1/webhooks/import: the body is Frappe's export

@@ -173,6 +173,15 @@ func listFlag(values []string) *[]string {
 }
 
 // readTemplate returns the template text, reading @FILE exactly as stored.
+// docFlag is the document --doc gives (inline or @FILE), or an empty one
+// when it is not set: preview's and test's sample.
+func docFlag(cmd *cobra.Command, v string) (map[string]any, error) {
+	if !cmd.Flags().Changed("doc") {
+		return map[string]any{}, nil
+	}
+	return readDocArg("--doc", v)
+}
+
 // readDocArg reads a JSON object given inline or as @FILE, as the worker
 // reads a published document (event.DecodeDoc): 3 stays an int and 1500.0
 // a float, so that a preview or a sample renders what a delivery would.
@@ -716,13 +725,9 @@ func newWebhookPreviewCmd(e *env) *cobra.Command {
 		Short: "Show what a webhook would send for a document, without sending it",
 		Args:  argNames("webhook NAME"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
-			sample := map[string]any{}
-			if cmd.Flags().Changed("doc") {
-				d, err := readDocArg("--doc", doc)
-				if err != nil {
-					return err
-				}
-				sample = d
+			sample, err := docFlag(cmd, doc)
+			if err != nil {
+				return err
 			}
 			svc, a, err := e.webhooks(cmd.Context())
 			if err != nil {
@@ -781,13 +786,9 @@ func newWebhookTestCmd(e *env) *cobra.Command {
 			"Exits 1 unless the receiver answered 2xx.",
 		Args: argNames("webhook NAME"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
-			sample := map[string]any{}
-			if cmd.Flags().Changed("doc") {
-				d, err := readDocArg("--doc", doc)
-				if err != nil {
-					return err
-				}
-				sample = d
+			sample, err := docFlag(cmd, doc)
+			if err != nil {
+				return err
 			}
 			svc, a, err := e.webhooks(cmd.Context())
 			if err != nil {

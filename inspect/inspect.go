@@ -185,7 +185,7 @@ func ListPage(ctx context.Context, db *gorm.DB, tenant string, f Filter) (Page, 
 	}
 	// Each filter leads with an indexed column and every index ends in
 	// created_at, so a page is an index range scan in listing order:
-	// deliveries_created (none, or only since/until), deliveries_status_created,
+	// deliveries_created (none, or only since/until), deliveries_status_created_tenant,
 	// deliveries_webhook_created, deliveries_event_webhook (event_id) and
 	// deliveries_doc (doc_type, doc_name).
 	q := db.WithContext(ctx).Model(&models.Delivery{}).Omit("payload", "last_response", "headers").

@@ -15,7 +15,7 @@ import (
 // only recent rows, and every read is an index range.
 type Overview struct {
 	// LastHour and LastDay count deliveries created in the hour and the
-	// day before At, by status (deliveries_status_created, index only).
+	// day before At, by status (deliveries_status_created_tenant, index only).
 	LastHour map[string]int64 `json:"last_hour"`
 	LastDay  map[string]int64 `json:"last_day"`
 	// DueNow counts Failed deliveries whose retry is due, and OldestDue is
@@ -70,9 +70,10 @@ func ReadOverview(ctx context.Context, db *gorm.DB, tenant string, now time.Time
 }
 
 // countSince counts deliveries created at or after since, by status: one
-// count per status, each an index-only range of deliveries_status_created,
-// which reads no table rows (a GROUP BY over deliveries_created would read
-// every row of the window from the table).
+// count per status, each an index-only range of
+// deliveries_status_created_tenant (which carries the tenant since migration
+// 0017), reading no table rows (a GROUP BY over deliveries_created would
+// read every row of the window from the table).
 func countSince(ctx context.Context, db *gorm.DB, tenant string, since time.Time) (map[string]int64, error) {
 	out := map[string]int64{}
 	for _, s := range Statuses {

@@ -15,6 +15,7 @@ import (
 	"github.com/homingdev/homing/client"
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/asynqinfo"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
@@ -80,12 +81,12 @@ func (s *system) startWorker(t *testing.T) {
 // idle reports whether the default queue has nothing pending or running.
 func (s *system) idle(t *testing.T) bool {
 	t.Helper()
-	info, err := s.insp.GetQueueInfo(tasks.DefaultQueue)
-	if errors.Is(err, asynq.ErrQueueNotFound) {
-		return true
-	}
+	info, err := asynqinfo.QueueInfo(s.insp, tasks.DefaultQueue)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if info == nil { // none yet, or flushed
+		return true
 	}
 	return info.Pending == 0 && info.Active == 0 && info.Retry == 0 && info.Scheduled == 0
 }
@@ -108,12 +109,12 @@ func (s *system) waitDelivered(t *testing.T, eventID string) {
 // processed is how many tasks the default queue has finished today.
 func (s *system) processed(t *testing.T) int {
 	t.Helper()
-	info, err := s.insp.GetQueueInfo(tasks.DefaultQueue)
-	if errors.Is(err, asynq.ErrQueueNotFound) {
-		return 0
-	}
+	info, err := asynqinfo.QueueInfo(s.insp, tasks.DefaultQueue)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if info == nil { // none yet, or flushed
+		return 0
 	}
 	return info.Processed
 }

@@ -220,7 +220,7 @@ func (s *Service) Recover(ctx context.Context, tenant string, f Filter, dryRun b
 	cursor := ""
 	for {
 		var ids []string
-		// Served by deliveries_status_created / the primary key.
+		// Served by deliveries_status_created_tenant / the primary key.
 		if err := base().Where("id > ?", cursor).Order("id").Limit(BatchSize).Pluck("id", &ids).Error; err != nil {
 			return done, fmt.Errorf("select deliveries to recover: %w", err)
 		}

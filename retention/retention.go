@@ -144,7 +144,7 @@ func (r *Retention) purgeEventKeys(ctx context.Context, before time.Time) (int64
 // purge deletes status rows created before before, oldest first, a batch
 // at a time. Each batch's SELECT continues from the creation time the
 // previous batch ended at instead of the start of the range: the rows a
-// pass has deleted stay in deliveries_status_created as dead entries until
+// pass has deleted stay in deliveries_status_created_tenant as dead entries until
 // VACUUM, and walking past all of them again for every batch made a pass
 // quadratic (at 10,000,000 rows, a pass of 100,000 took 2 s on a vacuumed
 // table and 20 s once 800,000 deleted rows were waiting for VACUUM;
@@ -157,7 +157,7 @@ func (r *Retention) purge(ctx context.Context, status string, before time.Time) 
 			ID        string
 			CreatedAt time.Time
 		}
-		// Served by deliveries_status_created (status, created_at).
+		// Served by deliveries_status_created_tenant (status, created_at).
 		q := r.db.WithContext(ctx).Model(&models.Delivery{}).Select("id", "created_at").
 			Where("status = ? AND created_at < ?", status, before)
 		if from != nil {

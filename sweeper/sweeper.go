@@ -36,6 +36,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/internal/asynqinfo"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/store"
 )
@@ -351,12 +352,12 @@ func budgetEnded(ctx context.Context) bool {
 func (s *Sweeper) fullQueues(queues map[string]bool) ([]string, error) {
 	var full []string
 	for q := range queues {
-		info, err := s.inspector.GetQueueInfo(q)
+		info, err := asynqinfo.QueueInfo(s.inspector, q)
 		switch {
-		case errors.Is(err, asynq.ErrQueueNotFound):
-			continue
 		case err != nil:
 			return nil, fmt.Errorf("read depth of queue %s: %w", q, err)
+		case info == nil:
+			continue // lost with Redis's data, or never seen: empty
 		}
 		if info.Pending >= s.cfg.MaxPending {
 			full = append(full, q)
