@@ -122,15 +122,17 @@ func TestPortalInABrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#headers"), "X-Shop: acme"),
 		chromedp.Click(chromedp.CSS("#generate_secret")))
 	b.shot("portal-webhook-new")
-	b.run(chromedp.Click(chromedp.CSS("#save")), chromedp.WaitVisible(chromedp.CSS("#secret")))
-	first := strings.TrimSpace(b.text("#secret"))
+	// pre#secret: the form has an input #secret of its own, visible before
+	// the click's page arrives.
+	b.run(chromedp.Click(chromedp.CSS("#save")), chromedp.WaitVisible(chromedp.CSS("pre#secret")))
+	first := strings.TrimSpace(b.text("pre#secret"))
 	if !strings.HasPrefix(first, "whsec_") {
 		t.Fatalf("the created webhook's secret page: %q", b.text("body"))
 	}
 	acme.expect(t, http.StatusOK, "GET", "/v1/webhooks/acme-invoices", "")
 	clients["globex"].expect(t, http.StatusNotFound, "GET", "/v1/webhooks/acme-invoices", "")
 	b.run(chromedp.Navigate(op.base+"/portal/webhooks/acme-invoices"), chromedp.Click(chromedp.CSS("#rotate-secret")), chromedp.WaitVisible(chromedp.CSS("#grace")))
-	rotated := strings.TrimSpace(b.text("#secret"))
+	rotated := strings.TrimSpace(b.text("pre#secret"))
 	if !strings.HasPrefix(rotated, "whsec_") || rotated == first {
 		t.Fatalf("the rotated secret %q (was %q)", rotated, first)
 	}
