@@ -2,7 +2,9 @@
 # A throw-away highly available PostgreSQL on loopback, for the failover test
 # (tests/pgfailover_test.go) and for trying Homing through a failover by hand:
 # a pg_auto_failover monitor and two data nodes (a primary and its
-# synchronous standby), all under one directory, as the postgres OS user.
+# synchronous standby), or three (PGHA_NODES=3: a primary and two standbys,
+# with number-sync-standbys 1 so that the primary always waits for one of
+# them), all under one directory, as the postgres OS user.
 #
 #   scripts/pgha.sh start         install pg_auto_failover if missing, create
 #                                 the monitor and both nodes, wait until one is
@@ -21,8 +23,8 @@
 #                                 may or may not fail over meanwhile)
 #   scripts/pgha.sh wait-primary [PORT]  wait until a node (other than PORT)
 #                                 takes writes and print its port
-#   scripts/pgha.sh wait-ready    wait until one node is primary and the other
-#                                 its secondary again, and print the primary
+#   scripts/pgha.sh wait-ready    wait until one node is primary and the others
+#                                 its secondaries again, and print the primary
 #   scripts/pgha.sh stop          stop every process started here and remove
 #                                 the directory (safe to run twice, or after a
 #                                 start that failed half-way)
@@ -30,7 +32,8 @@
 # start exits 3 when pg_auto_failover is missing and cannot be installed.
 #
 # PGHA_DIR (default /tmp/homing-pgha) holds everything; PGHA_PORT (default
-# 5441) is the monitor's port and the nodes use the next two. Several groups
+# 5441) is the monitor's port and the nodes use the next PGHA_NODES (default
+# 2; 3 sets the formation's number-sync-standbys to 1). Several groups
 # can run at once with different PGHA_DIR and PGHA_PORT. PGHA_DB (default
 # homing) is the database created on the nodes.
 set -euo pipefail
@@ -38,7 +41,14 @@ set -euo pipefail
 cmd=${1:-}
 dir=${PGHA_DIR:-/tmp/homing-pgha}
 mon_port=${PGHA_PORT:-5441}
-ports=("$((mon_port + 1))" "$((mon_port + 2))")
+nodes=${PGHA_NODES:-2}
+case $nodes in 2 | 3) ;; *)
+  echo "pgha: PGHA_NODES must be 2 or 3, not $nodes" >&2
+  exit 2
+  ;;
+esac
+ports=()
+for ((i = 1; i <= nodes; i++)); do ports+=("$((mon_port + i))"); done
 db=${PGHA_DB:-homing}
 pgbin=${PGHA_PGBIN:-}
 export PGCONNECT_TIMEOUT=3
@@ -147,13 +157,15 @@ primary_port() {
 # has_single is true once the first node runs alone.
 has_single() { [ "$(monitor_sql "SELECT count(*) FROM pgautofailover.node WHERE reportedstate = 'single' AND goalstate = 'single'" 2>/dev/null)" = 1 ]; }
 
-ready() { # one primary and one secondary, both settled
-  [ "$(monitor_sql "SELECT count(*) FROM pgautofailover.node WHERE goalstate = reportedstate AND reportedstate IN ('primary', 'secondary')" 2>/dev/null)" = 2 ] &&
+ready() { # one primary and every other node its secondary, all settled
+  [ "$(monitor_sql "SELECT count(*) FROM pgautofailover.node WHERE goalstate = reportedstate AND reportedstate IN ('primary', 'secondary')" 2>/dev/null)" = "$nodes" ] &&
     [ "$(monitor_sql "SELECT count(*) FROM pgautofailover.node WHERE reportedstate = 'primary'" 2>/dev/null)" = 1 ]
 }
 
 url() {
-  echo "postgres://postgres@127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}/$db?sslmode=disable&target_session_attrs=read-write"
+  local hosts p
+  hosts=$(for p in "${ports[@]}"; do printf '127.0.0.1:%s,' "$p"; done)
+  echo "postgres://postgres@${hosts%,}/$db?sslmode=disable&target_session_attrs=read-write"
 }
 
 start() {
@@ -189,10 +201,10 @@ start() {
   done
   monitor_sql "SELECT pg_reload_conf()" >/dev/null
 
-  # The nodes one after the other: the first becomes primary, the second
-  # its standby (a base backup of it).
+  # The nodes one after the other: the first becomes primary, the others
+  # its standbys (base backups of it).
   local i
-  for i in 0 1; do
+  for ((i = 0; i < nodes; i++)); do
     spawn "node$((i + 1))" create postgres --pgdata "$dir/node$((i + 1))" --pgport "${ports[$i]}" --pgctl "$pgbin/pg_ctl" \
       --hostname 127.0.0.1 --listen 127.0.0.1 --name "node$((i + 1))" --dbname "$db" --monitor "$(monitor_url)" \
       --auth trust --no-ssl --run
@@ -203,7 +215,14 @@ start() {
       as_pg psql -X -h 127.0.0.1 -p "${ports[0]}" -d postgres -tAc CHECKPOINT >/dev/null
     fi
   done
-  wait_until 120 "a primary and a secondary" ready
+  wait_until 120 "a primary and its secondaries" ready
+  if [ "$nodes" = 3 ]; then
+    # The primary then waits for one of its two standbys at every commit,
+    # even while the other is away (two nodes would leave it none: the
+    # monitor refuses the setting there).
+    as_pg pg_autoctl set formation number-sync-standbys 1 --monitor "$(monitor_url)" >/dev/null
+    wait_until 60 "number-sync-standbys 1 to apply" sync_standbys_set
+  fi
   touch "$dir/started"
   url
 }
@@ -236,9 +255,16 @@ stop() {
   rm -rf "$dir"
 }
 
+# sync_standbys_set is true once the primary names its synchronous standbys.
+sync_standbys_set() {
+  local p
+  p=$(primary_port) && [ -n "$p" ] &&
+    [ -n "$(as_pg psql -X -h 127.0.0.1 -p "$p" -d postgres -tAc 'SHOW synchronous_standby_names' 2>/dev/null)" ]
+}
+
 node_of_port() { # port → node directory name
   local i
-  for i in 0 1; do
+  for ((i = 0; i < nodes; i++)); do
     [ "${ports[$i]}" = "$1" ] && echo "node$((i + 1))" && return 0
   done
   return 1
@@ -310,7 +336,7 @@ wait-primary)
   ;;
 wait-ready)
   find_pgbin
-  wait_until 120 "a primary and a secondary" ready
+  wait_until 120 "a primary and its secondaries" ready
   primary_port
   ;;
 *) usage ;;
