@@ -115,7 +115,7 @@ func New(cfg Config) *Console {
 		c.mux.HandleFunc("POST "+p+"deliveries/{id}/resend", c.action(c.resend))
 		c.mux.HandleFunc("GET "+p+"webhooks", c.page(c.webhooks))
 		c.mux.HandleFunc("GET "+p+"webhooks/{name}", c.page(c.webhook))
-		c.mux.HandleFunc("GET "+p+"webhooks/new", c.page(c.newWebhook))
+		c.mux.HandleFunc("GET "+p+"new-webhook", c.page(c.newWebhook))
 		c.mux.HandleFunc("POST "+p+"webhooks", c.action(c.createWebhook))
 		c.mux.HandleFunc("GET "+p+"webhooks/{name}/edit", c.page(c.editWebhook))
 		c.mux.HandleFunc("POST "+p+"webhooks/{name}", c.action(c.updateWebhook))

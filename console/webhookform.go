@@ -131,7 +131,8 @@ func (f webhookForm) input(was *webhook.View, secret string) (webhook.Input, err
 	return in, nil
 }
 
-// newWebhook is GET {p}webhooks/new: the create form.
+// newWebhook is GET {p}new-webhook: the create form. It lives outside
+// {p}webhooks/ so that every name, "new" too, opens its own webhook.
 func (c *Console) newWebhook(w http.ResponseWriter, r *http.Request, s session) {
 	f := webhookForm{Event: "on_submit", Method: "POST", Structure: delivery.StructureJSON, ConditionLanguage: models.ConditionExpr, Enabled: true}
 	c.render(w, r, http.StatusOK, "webhookform", view{Title: "New webhook", Now: c.now(), Data: f})

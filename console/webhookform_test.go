@@ -36,10 +36,10 @@ func TestCreateWebhookFromTheForm(t *testing.T) {
 	c := s.login(s.admin)
 	ctx := context.Background()
 	res, body := s.do("GET", "/console/webhooks", nil, c, nil)
-	if res.StatusCode != http.StatusOK || !strings.Contains(body, `href="/console/webhooks/new"`) {
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `href="/console/new-webhook"`) {
 		t.Fatalf("webhooks page has no New webhook link: %d", res.StatusCode)
 	}
-	csrf := s.csrf(c, "/console/webhooks/new")
+	csrf := s.csrf(c, "/console/new-webhook")
 
 	bad := newForm(csrf, "invoices", "ftp://example.com/x")
 	res, body = s.do("POST", "/console/webhooks", bad, c, nil)
@@ -71,6 +71,15 @@ func TestCreateWebhookFromTheForm(t *testing.T) {
 	if sealed, ok := webhook.SealedHeader(w.Headers["Authorization"]); !ok || sealed == "" {
 		t.Errorf("the Authorization header is stored %q, want sealed", w.Headers["Authorization"])
 	}
+	// Every name opens its own page, "new" too: the create form lives
+	// outside webhooks/.
+	if res, body := s.do("POST", "/console/webhooks", newForm(csrf, "new", "https://example.com/new"), c, nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create a webhook named new: %d\n%s", res.StatusCode, body)
+	}
+	if res, body := s.do("GET", "/console/webhooks/new", nil, c, nil); res.StatusCode != http.StatusOK || !strings.Contains(body, "https://example.com/new") ||
+		strings.Contains(body, `id="webhook-form"`) {
+		t.Errorf("GET /console/webhooks/new is not the webhook named new: %d\n%s", res.StatusCode, body)
+	}
 	for _, path := range []string{"/console/webhooks/invoices", "/console/webhooks/invoices/edit", "/console/webhooks"} {
 		if _, body := s.do("GET", path, nil, c, nil); strings.Contains(body, m[1]) || strings.Contains(body, "s3cret") {
 			t.Errorf("%s shows the secret or the sealed header", path)
@@ -93,7 +102,7 @@ func TestPortalCreatesInItsTenantUpToItsLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck := s.open(link.Token)
-	csrf := s.csrf(ck, "/portal/webhooks/new")
+	csrf := s.csrf(ck, "/portal/new-webhook")
 	form := newForm(csrf, "acme-invoices", "https://acme.example/invoices")
 	form.Set("tenant", "default")
 	res, _ := s.do("POST", "/portal/webhooks", form, ck, nil)
