@@ -192,8 +192,8 @@ func TestWebhookPreviewAndSecretHeaders(t *testing.T) {
 	s.expect(http.StatusCreated, "POST", "/v1/webhooks", s.admin, `{
 		"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": "https://erp.example.com/hook",
 		"template": "{\"name\": \"{{ doc.name }}\", \"total\": {{ doc.total }}}", "condition": "doc.total > 10",
-		"headers": {"X-Api-Key": "k3y"}, "secret_headers": {"X-Token": "t0ken"},
-		"sample_doc": {"name": "SO-1", "total": 20}}`)
+		"headers": {"X-Api-Key": "k3y"}, "secret_headers": {"X-Token": "t0ken"}, "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		"signature": "both", "sample_doc": {"name": "SO-1", "total": 20}}`)
 
 	shown := s.expect(http.StatusOK, "GET", "/v1/webhooks/orders", s.admin, "").object(t)
 	if h, _ := shown["headers"].(map[string]any); h["X-Api-Key"] != "****" || h["X-Token"] != "****" {
@@ -206,6 +206,10 @@ func TestWebhookPreviewAndSecretHeaders(t *testing.T) {
 		h["X-Api-Key"] != "****" || h["Content-Type"] != "application/json" ||
 		p["body"] != `{"name": "SO-1\", \"x\": \"", "total": 20}` {
 		t.Errorf("preview = %v", p)
+	}
+	// Signed, but no signature shown: a preview is no signing oracle.
+	if h["Webhook-Signature"] != "****" || h["X-Frappe-Webhook-Signature"] != "****" || h["Webhook-Id"] != "preview" || h["Webhook-Timestamp"] == nil {
+		t.Errorf("preview's signature headers = %v, want present and masked", h)
 	}
 	if p := s.expect(http.StatusOK, "POST", "/v1/webhooks/orders/preview", s.admin, `{"doc": {"total": 1}}`).object(t); p["matched"] != false {
 		t.Errorf("preview of a document the condition refuses = %v, want matched false", p)

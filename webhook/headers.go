@@ -195,6 +195,15 @@ func (s *Service) Preview(ctx context.Context, tenant, name string, doc map[stri
 		scheme = signing.SchemeNone
 	}
 	signing.Sign(h, scheme, secrets, "preview", s.now(), b.body)
+	// The headers are shown, the signatures' values are not: a preview of
+	// any document would otherwise sign whatever body its caller chose
+	// with the webhook's live secret, valid for the receiver (a signing
+	// oracle for anyone who may preview but was never shown the secret).
+	for _, k := range []string{signing.HeaderSignature, signing.HeaderFrappe} {
+		if h.Get(k) != "" {
+			h.Set(k, delivery.Masked)
+		}
+	}
 	b.Headers = flatHeaders(h)
 	return b.Preview, nil
 }
