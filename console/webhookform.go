@@ -1,13 +1,16 @@
 package console
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/event"
@@ -24,6 +27,10 @@ type webhookForm struct {
 	Name, DocType, Event, URL, URLTemplate, Method string
 	Condition, ConditionLanguage, Structure        string
 	Template, Fields, Headers                      string
+	// Delivery settings, as typed: numbers and a duration are parsed by
+	// input, so that a bad one is refused in the form with what was typed.
+	MaxRetries, Timeout, RateLimit, FollowRedirects string
+	Queue, Signature, Compat                        string
 	// HeadersShown is the headers text the edit form showed (secrets as
 	// ****): unchanged, the headers are left as they are.
 	HeadersShown   string
@@ -37,6 +44,11 @@ type webhookForm struct {
 func (webhookForm) Events() []string  { return models.DocEvents }
 func (webhookForm) Methods() []string { return webhook.Methods }
 
+// Signatures are the signature schemes a webhook can use.
+func (webhookForm) Signatures() []string {
+	return []string{signing.SchemeBoth, signing.SchemeStandard, signing.SchemeFrappe, signing.SchemeNone}
+}
+
 // formOf reads the form's fields from r (the secret is read apart, never
 // kept in the form).
 func formOf(r *http.Request) webhookForm {
@@ -46,9 +58,16 @@ func formOf(r *http.Request) webhookForm {
 		URLTemplate: strings.TrimSpace(v("url_template")), Method: v("method"), Condition: v("condition"),
 		ConditionLanguage: v("condition_language"), Structure: v("structure"), Template: v("template"),
 		Fields: v("fields"), Headers: v("headers"), HeadersShown: v("headers_shown"),
+		MaxRetries: strings.TrimSpace(v("max_retries")), Timeout: strings.TrimSpace(v("timeout")),
+		RateLimit: strings.TrimSpace(v("rate_limit")), FollowRedirects: strings.TrimSpace(v("follow_redirects")),
+		Queue: strings.TrimSpace(v("queue")), Signature: v("signature"), Compat: v("compat"),
 		Enabled: r.PostFormValue("enabled") != "", GenerateSecret: r.PostFormValue("generate_secret") != "",
 	}
 }
+
+// compatHoming is the form's name for Compat "" (Homing's own bodies), so
+// that an empty value can mean "not in the form".
+const compatHoming = "homing"
 
 // formFrom is the edit form of v.
 func formFrom(v webhook.View) webhookForm {
@@ -57,6 +76,8 @@ func formFrom(v webhook.View) webhookForm {
 		Editing: v.Name, Name: v.Name, DocType: v.DocType, Event: v.Event, URL: v.URL, URLTemplate: v.URLTemplate,
 		Method: v.Method, Condition: v.Condition, ConditionLanguage: v.ConditionLanguage, Structure: v.Structure,
 		Template: v.Template, Fields: strings.Join(v.Fields, "\n"), Headers: headers, HeadersShown: headers, Enabled: v.Enabled,
+		MaxRetries: strconv.Itoa(v.MaxRetries), Timeout: v.Timeout, RateLimit: strconv.Itoa(v.RateLimit),
+		FollowRedirects: strconv.Itoa(v.FollowRedirects), Queue: v.Queue, Signature: v.Signature, Compat: cmp.Or(v.Compat, compatHoming),
 	}
 }
 
@@ -108,6 +129,52 @@ func (f webhookForm) input(was *webhook.View, secret string) (webhook.Input, err
 	str(f.ConditionLanguage, old.ConditionLanguage, &in.ConditionLanguage, true)
 	str(f.Structure, old.Structure, &in.Structure, true)
 	str(f.Template, old.Template, &in.Template, true)
+	// Empty is "unchanged" (or the default) for these: a form without them
+	// (an older page, a script) changes none of them.
+	choice := func(form, old string, dst **string) {
+		if form != "" && (was == nil || form != old) {
+			*dst = &form
+		}
+	}
+	choice(f.Queue, old.Queue, &in.Queue)
+	choice(f.Signature, old.Signature, &in.Signature)
+	if f.Compat != "" {
+		// compatHoming is the form's name for "", Homing's own bodies.
+		compat := f.Compat
+		if compat == compatHoming {
+			compat = ""
+		}
+		if was == nil || compat != old.Compat {
+			in.Compat = &compat
+		}
+	}
+	number := func(field, form string, old int, dst **int) error {
+		if form == "" || (was != nil && form == strconv.Itoa(old)) {
+			return nil
+		}
+		n, err := strconv.Atoi(form)
+		if err != nil {
+			return &webhook.FieldError{Field: field, Message: fmt.Sprintf("%s %q must be a whole number", strings.ReplaceAll(field, "_", " "), form)}
+		}
+		*dst = &n
+		return nil
+	}
+	if err := number("max_retries", f.MaxRetries, old.MaxRetries, &in.MaxRetries); err != nil {
+		return in, err
+	}
+	if err := number("rate_limit", f.RateLimit, old.RateLimit, &in.RateLimit); err != nil {
+		return in, err
+	}
+	if err := number("follow_redirects", f.FollowRedirects, old.FollowRedirects, &in.FollowRedirects); err != nil {
+		return in, err
+	}
+	if f.Timeout != "" && (was == nil || f.Timeout != old.Timeout) {
+		d, err := time.ParseDuration(f.Timeout)
+		if err != nil {
+			return in, &webhook.FieldError{Field: "timeout", Message: fmt.Sprintf("timeout %q must be a duration such as 10s or 1500ms", f.Timeout)}
+		}
+		in.Timeout = &d
+	}
 	if was != nil && in.URL != nil && *in.URL == "" && f.URLTemplate != "" {
 		in.URL = nil // the URL comes from the template
 	}

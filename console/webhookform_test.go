@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
@@ -162,6 +164,60 @@ func TestEditWebhook(t *testing.T) {
 	}
 	if res, _ := s.do("POST", "/console/webhooks/orders", url.Values{"name": {"x"}}, c, nil); res.StatusCode != http.StatusForbidden {
 		t.Errorf("edit without CSRF: %d, want 403", res.StatusCode)
+	}
+}
+
+// The delivery settings are in the form: shown as stored, changed by an
+// edit, a bad number refused in the form with what was typed and nothing
+// changed.
+func TestEditDeliverySettings(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	c := s.login(s.admin)
+	ctx := context.Background()
+	was, _ := s.hooks.Get(ctx, "", "orders")
+	_, body := s.do("GET", "/console/webhooks/orders/edit", nil, c, nil)
+	for _, want := range []string{`name="max_retries" id="max_retries" value="` + strconv.Itoa(was.MaxRetries) + `"`, `name="timeout"`, `name="rate_limit"`,
+		`name="follow_redirects"`, `name="queue" id="queue" value="default"`,
+		`<option selected>` + webhook.ViewOf(was).Signature + `</option>`, `<option value="homing" selected>homing</option>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("edit form lacks %s", want)
+		}
+	}
+	csrf := s.csrf(c, "/console/webhooks/orders/edit")
+	form := url.Values{"csrf": {csrf}, "name": {"orders"}, "doctype": {"Sales Order"}, "event": {"on_submit"}, "method": {"POST"},
+		"url": {"https://example.com/hook"}, "condition_language": {"expr"}, "structure": {"json"}, "enabled": {"on"},
+		"max_retries": {"7"}, "timeout": {"1500ms"}, "rate_limit": {"20"}, "follow_redirects": {"2"}, "queue": {"critical"},
+		"signature": {"standard"}, "compat": {"frappe"}}
+	if res, body := s.do("POST", "/console/webhooks/orders", form, c, nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save: %d\n%s", res.StatusCode, body)
+	}
+	w, _ := s.hooks.Get(ctx, "", "orders")
+	if w.MaxRetries != 7 || w.Timeout() != 1500*time.Millisecond || w.RateLimit != 20 || w.FollowRedirects != 2 || w.Queue != "critical" ||
+		w.SignatureScheme != "standard" || w.Compat != "frappe" {
+		t.Fatalf("after the edit: retries %d timeout %s rate %d redirects %d queue %q signature %q compat %q",
+			w.MaxRetries, w.Timeout(), w.RateLimit, w.FollowRedirects, w.Queue, w.SignatureScheme, w.Compat)
+	}
+	form.Set("compat", "homing")
+	form.Set("max_retries", "seven")
+	res, body := s.do("POST", "/console/webhooks/orders", form, c, nil)
+	if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `data-field="max_retries"`) || !strings.Contains(body, `value="seven"`) {
+		t.Fatalf("a bad number: %d\n%s", res.StatusCode, body)
+	}
+	form.Set("max_retries", "7")
+	form.Set("timeout", "soon")
+	if res, body := s.do("POST", "/console/webhooks/orders", form, c, nil); res.StatusCode != http.StatusBadRequest || !strings.Contains(body, `data-field="timeout"`) {
+		t.Fatalf("a bad timeout: %d\n%s", res.StatusCode, body)
+	}
+	if w, _ := s.hooks.Get(ctx, "", "orders"); w.Compat != "frappe" {
+		t.Errorf("a refused edit changed compat to %q", w.Compat)
+	}
+	form.Set("timeout", "1500ms")
+	if res, body := s.do("POST", "/console/webhooks/orders", form, c, nil); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save: %d\n%s", res.StatusCode, body)
+	}
+	if w, _ := s.hooks.Get(ctx, "", "orders"); w.Compat != "" || w.MaxRetries != 7 {
+		t.Errorf("compat homing stored %q (want \"\"), retries %d", w.Compat, w.MaxRetries)
 	}
 }
 
