@@ -21,6 +21,11 @@
 //     running throughout, the time from the receiver's return to the first
 //     200 after outages of -outages (5s,15s,30s,50s): what the probes'
 //     backoff decides.
+//   - retries: N fresh events, then N due retries (Failed rows seeded with
+//     COPY) drained by the same worker with a scheduler at
+//     sweeper.interval 1s, receiver up: the drain rate as a ratio of the
+//     fresh rate, and the worker's and database's CPU per delivery of
+//     each (issue 27).
 //   - http: N events posted to homing serve's POST /v1/events by 16
 //     keep-alive clients, end to end until every delivery is Delivered,
 //     beside the same N through the Go client in the same run (target:
@@ -77,7 +82,7 @@ type options struct {
 	growthFor   time.Duration
 }
 
-var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "http", "tenants", "growth"}
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "retries", "http", "tenants", "growth"}
 
 // defaultScenarios are what make bench runs: all but growth, which seeds
 // millions of rows and runs only when named.
@@ -193,6 +198,7 @@ type results struct {
 	Outage      []outageResult             `json:"outage,omitempty"`
 	Dead        []deadResult               `json:"dead_endpoint,omitempty"`
 	Probe       []probeResult              `json:"probe,omitempty"`
+	Retries     []retriesResult            `json:"retries,omitempty"`
 	HTTP        []httpResult               `json:"http,omitempty"`
 	Growth      *growthResult              `json:"growth,omitempty"`
 	Summary     map[string]float64         `json:"summary"`
@@ -317,6 +323,16 @@ func run(ctx context.Context, o options) error {
 		logf("dead endpoint: %+v", res)
 		r.Dead = append(r.Dead, res)
 	}
+	if o.scenarios["retries"] {
+		for i := range o.runs {
+			res, err := e.runRetries(ctx, o.n, o.concurrency)
+			if err != nil {
+				return fmt.Errorf("retries: %w", err)
+			}
+			logf("retries run %d: %+v", i+1, res)
+			r.Retries = append(r.Retries, res)
+		}
+	}
 	if o.scenarios["http"] {
 		for i := range o.runs {
 			res, err := e.runHTTP(ctx, o.n, o.concurrency)
@@ -413,6 +429,18 @@ func summarize(r *results, o options) {
 			r.Summary["outage_detect_seconds_"+interval] = median(detect)
 			r.Summary["outage_overall_per_second_"+interval] = median(overall)
 		}
+	}
+	if len(r.Retries) > 0 {
+		var fresh, drain, ratio, overall, fw, fd, dw, dd []float64
+		for _, x := range r.Retries {
+			fresh, drain, ratio, overall = append(fresh, x.FreshPerSecond), append(drain, x.DrainPerSecond), append(ratio, x.DrainVsFresh), append(overall, x.OverallPerSecond)
+			fw, fd = append(fw, x.FreshWorkerCPUMS), append(fd, x.FreshDatabaseCPUMS)
+			dw, dd = append(dw, x.DrainWorkerCPUMS), append(dd, x.DrainDatabaseCPUMS)
+		}
+		r.Summary["retries_fresh_per_second"], r.Summary["retries_drain_per_second"] = median(fresh), median(drain)
+		r.Summary["retries_drain_vs_fresh"], r.Summary["retries_overall_per_second"] = median(ratio), median(overall)
+		r.Summary["retries_fresh_worker_cpu_ms"], r.Summary["retries_fresh_database_cpu_ms"] = median(fw), median(fd)
+		r.Summary["retries_drain_worker_cpu_ms"], r.Summary["retries_drain_database_cpu_ms"] = median(dw), median(dd)
 	}
 	if len(r.Dead) > 0 {
 		r.Summary["dead_endpoint_requests_per_minute"] = r.Dead[0].PerMinute
