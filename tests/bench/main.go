@@ -110,10 +110,10 @@ func main() {
 	flag.DurationVar(&o.latencyFor, "latency-duration", 30*time.Second, "how long the latency scenario publishes")
 	flag.StringVar(&sweepSizes, "sweep-sizes", "1000,100000,1000000", "Failed rows in the sweep scenario, ascending")
 	flag.IntVar(&o.sweepBatch, "sweep-batch", 500, "sweeper.batch_size, and how many rows are due")
-	flag.IntVar(&o.deadRows, "dead-rows", 100000, "due retries of the dead endpoint in the outage scenario")
+	flag.IntVar(&o.deadRows, "dead-rows", 100000, "due retries of the dead endpoint in the outage scenario (0: no dead endpoint part)")
 	flag.IntVar(&o.tenants, "tenants", 10000, "tenants (of 3 webhooks each) in the tenants scenario")
 	flag.IntVar(&o.tenantEvts, "tenant-events", 20000, "events in each case of the tenants scenario (3 deliveries each)")
-	flag.StringVar(&outages, "outages", "5s,15s,30s,50s", "outage lengths at which the outage scenario measures receiver back → first 200, the scheduler running throughout")
+	flag.StringVar(&outages, "outages", "5s,15s,30s,50s", "outage lengths at which the outage scenario measures receiver back → first 200, the scheduler running throughout (none: no such part)")
 	flag.IntVar(&o.growthRows, "growth-rows", 10000000, "deliveries the growth scenario seeds")
 	flag.IntVar(&o.growthRate, "growth-rate", 500, "events/s of the growth scenario's latency runs")
 	flag.DurationVar(&o.growthFor, "growth-duration", 20*time.Second, "how long each of the growth scenario's latency runs publishes")
@@ -138,6 +138,9 @@ func main() {
 	}
 	o.cpuProfile = cpuProfile
 	for _, v := range strings.Split(outages, ",") {
+		if outages == "none" {
+			break
+		}
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
 			fmt.Fprintf(os.Stderr, "bench: -outages: %q is not a positive duration (5s,30s)\n", v)
@@ -316,12 +319,14 @@ func run(ctx context.Context, o options) error {
 		// health.probe_interval (about 90 s, sweeper.ProbeGap): the
 		// first minute and a half (the burst of retries in flight, then
 		// about 20 probes in the first minute) is the burst.
-		res, err := e.runDead(ctx, o.deadRows, o.concurrency, 100*time.Second, time.Minute)
-		if err != nil {
-			return fmt.Errorf("dead endpoint: %w", err)
+		if o.deadRows > 0 {
+			res, err := e.runDead(ctx, o.deadRows, o.concurrency, 100*time.Second, time.Minute)
+			if err != nil {
+				return fmt.Errorf("dead endpoint: %w", err)
+			}
+			logf("dead endpoint: %+v", res)
+			r.Dead = append(r.Dead, res)
 		}
-		logf("dead endpoint: %+v", res)
-		r.Dead = append(r.Dead, res)
 	}
 	if o.scenarios["retries"] {
 		for i := range o.runs {
