@@ -139,6 +139,12 @@ type Result struct {
 	// Revived is how many had a dead task (archived or completed) holding
 	// their TaskID, which was deleted and replaced.
 	Revived int
+	// Busy is how many had their TaskID held by a task still active: a
+	// task that has claimed the row already (the row is due again after
+	// a failed attempt, a refusal or a release) and will not claim it
+	// again. They are handed back, to be queued by a step after that task
+	// ends.
+	Busy int
 	// Probes is how many rows were taken as a failing webhook's probe.
 	Probes int
 	// Steps is how many steps ran.
@@ -152,6 +158,7 @@ func (r *Result) add(o Result) {
 	r.Enqueued += o.Enqueued
 	r.InHand += o.InHand
 	r.Revived += o.Revived
+	r.Busy += o.Busy
 	r.Probes += o.Probes
 	r.Steps += o.Steps
 }
@@ -308,9 +315,9 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 			}
 			probing = true
 		}
-		if r.Due == 0 || (len(st.full) > 0 && len(st.full) == len(touched)) || (probing && !r.more) {
-			// Everything left waits for a full queue or a probe: give
-			// the workers time, then look again.
+		if r.Due == 0 || r.Due == r.Busy || (len(st.full) > 0 && len(st.full) == len(touched)) || (probing && !r.more) {
+			// Everything left waits for a full queue, a probe or active
+			// tasks: give the workers time, then look again.
 			t := time.NewTimer(pollFull)
 			select {
 			case <-ctx.Done():
@@ -327,7 +334,7 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	}
 	if total.Due > 0 {
 		s.cfg.Logger.Info("sweep", "due", total.Due, "enqueued", total.Enqueued, "in_hand", total.InHand,
-			"revived", total.Revived, "probes", total.Probes, "steps", total.Steps)
+			"revived", total.Revived, "busy", total.Busy, "probes", total.Probes, "steps", total.Steps)
 	}
 	if s.cfg.Observer != nil {
 		s.cfg.Observer.Sweep(s.cfg.Clock.Now().Sub(start), total.Enqueued)
@@ -366,10 +373,29 @@ func (s *Sweeper) fullQueues(queues map[string]bool) ([]string, error) {
 	return full, nil
 }
 
+// stepTimeout bounds the part of a step after its rows are marked queued.
+const stepTimeout = 10 * time.Second
+
 // step takes one batch and enqueues its retries, reporting the queues it
 // enqueued to.
+//
+// Once it has read its rows, a step finishes them whatever ctx (the tick's
+// budget) says: each row ends the step with its retry task queued or its
+// mark handed back (unmark), never marked without a task, which would keep
+// it out of every step for the mark's lease (queuedLease, a minute). pgx
+// answers a context that ends by closing the connection, not by cancelling
+// the statement, so a mark cut by the budget still commits on the server
+// while the step sees an error (the drain stall of issue 27:
+// TestBudgetEndingDuringTheMarkLeavesNoRowMarkedWithoutATask). So the
+// writes (probe choice, mark) and the enqueues run on fin, detached from ctx
+// and bounded by stepTimeout: a tick may overrun its budget by one step's
+// writes and enqueues (milliseconds), which two ticks at once already allow
+// (the marks keep them apart).
 func (s *Sweeper) step(ctx context.Context, st *step) (Result, map[string]bool, error) {
-	rows, more, err := s.take(ctx, st)
+	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
+	defer cancel()
+	rows, more, err := s.take(ctx, fin, st)
+	ctx = fin
 	if err != nil {
 		return Result{Steps: 1}, map[string]bool{}, err
 	}
@@ -399,6 +425,9 @@ func (s *Sweeper) step(ctx context.Context, st *step) (Result, map[string]bool, 
 				case outcome == revived:
 					res.Enqueued++
 					res.Revived++
+				case outcome == busy:
+					res.Busy++
+					failed = append(failed, q.row.ID)
 				}
 				mu.Unlock()
 			}
@@ -448,10 +477,10 @@ func (s *Sweeper) step(ctx context.Context, st *step) (Result, map[string]bool, 
 	return res, touched, nil
 }
 
-// take selects a step's rows, makes the failing webhooks' rows their
-// probes, and marks the rows queued, so that the next step does not read
-// them again.
-func (s *Sweeper) take(ctx context.Context, st *step) ([]dueRow, bool, error) {
+// take selects a step's rows (on ctx), makes the failing webhooks' rows
+// their probes, and marks the rows queued, so that the next step does not
+// read them again (on fin: see step).
+func (s *Sweeper) take(ctx, fin context.Context, st *step) ([]dueRow, bool, error) {
 	tick := s.tickBudget()
 	args := s.probeArgs(st.now)
 	args["now"] = st.now
@@ -504,7 +533,7 @@ func (s *Sweeper) take(ctx context.Context, st *step) ([]dueRow, bool, error) {
 			r.Queue = "default"
 		}
 		if r.Probe {
-			ok, err := s.chooseProbe(ctx, r, st.now)
+			ok, err := s.chooseProbe(fin, r, st.now)
 			if err != nil {
 				return nil, false, err
 			}
@@ -517,8 +546,11 @@ func (s *Sweeper) take(ctx context.Context, st *step) ([]dueRow, bool, error) {
 	}
 	if len(ids) > 0 {
 		// Served by the primary key.
-		if err := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("id IN ? AND status = ?", ids, models.StatusFailed).
+		if err := s.db.WithContext(fin).Model(&models.Delivery{}).Where("id IN ? AND status = ?", ids, models.StatusFailed).
 			Update("queued_at", st.now).Error; err != nil {
+			// The mark may have committed all the same (a connection lost
+			// after the statement was sent): hand the rows back.
+			s.unmark(ids)
 			return nil, false, fmt.Errorf("mark due deliveries queued: %w", err)
 		}
 	}
@@ -601,6 +633,7 @@ const (
 	enqueued enqueueOutcome = iota
 	inHand
 	revived
+	busy
 )
 
 // queued is one retry to enqueue, in ProcessIn when its webhook's rate
@@ -640,6 +673,14 @@ func (s *Sweeper) enqueue(ctx context.Context, q queued) (enqueueOutcome, error)
 			return enqueued, fmt.Errorf("inspect retry task of delivery %s: %w", id, err)
 		}
 		switch info.State {
+		case asynq.TaskStateActive:
+			// The row is due and was not marked queued, so this task
+			// claimed it already (a claim clears the mark) and will not
+			// again; or its mark's lease ran out while the task waited,
+			// and it claims the row in a moment. Either way the row is
+			// handed back: the next step queues it once the task has
+			// ended, or finds it claimed (not due).
+			return busy, nil
 		case asynq.TaskStateArchived, asynq.TaskStateCompleted:
 			if err := s.inspector.DeleteTask(queue, taskID); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
 				return enqueued, fmt.Errorf("delete dead retry task of delivery %s: %w", id, err)

@@ -21,6 +21,11 @@
 //     running throughout, the time from the receiver's return to the first
 //     200 after outages of -outages (5s,15s,30s,50s): what the probes'
 //     backoff decides.
+//   - retries: N fresh events, then N due retries (Failed rows seeded with
+//     COPY) drained by the same worker with a scheduler at
+//     sweeper.interval 1s, receiver up: the drain rate as a ratio of the
+//     fresh rate, and the worker's and database's CPU per delivery of
+//     each (issue 27).
 //   - http: N events posted to homing serve's POST /v1/events by 16
 //     keep-alive clients, end to end until every delivery is Delivered,
 //     beside the same N through the Go client in the same run (target:
@@ -77,7 +82,7 @@ type options struct {
 	growthFor   time.Duration
 }
 
-var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "http", "tenants", "growth"}
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "retries", "http", "tenants", "growth"}
 
 // defaultScenarios are what make bench runs: all but growth, which seeds
 // millions of rows and runs only when named.
@@ -105,10 +110,10 @@ func main() {
 	flag.DurationVar(&o.latencyFor, "latency-duration", 30*time.Second, "how long the latency scenario publishes")
 	flag.StringVar(&sweepSizes, "sweep-sizes", "1000,100000,1000000", "Failed rows in the sweep scenario, ascending")
 	flag.IntVar(&o.sweepBatch, "sweep-batch", 500, "sweeper.batch_size, and how many rows are due")
-	flag.IntVar(&o.deadRows, "dead-rows", 100000, "due retries of the dead endpoint in the outage scenario")
+	flag.IntVar(&o.deadRows, "dead-rows", 100000, "due retries of the dead endpoint in the outage scenario (0: no dead endpoint part)")
 	flag.IntVar(&o.tenants, "tenants", 10000, "tenants (of 3 webhooks each) in the tenants scenario")
 	flag.IntVar(&o.tenantEvts, "tenant-events", 20000, "events in each case of the tenants scenario (3 deliveries each)")
-	flag.StringVar(&outages, "outages", "5s,15s,30s,50s", "outage lengths at which the outage scenario measures receiver back → first 200, the scheduler running throughout")
+	flag.StringVar(&outages, "outages", "5s,15s,30s,50s", "outage lengths at which the outage scenario measures receiver back → first 200, the scheduler running throughout (none: no such part)")
 	flag.IntVar(&o.growthRows, "growth-rows", 10000000, "deliveries the growth scenario seeds")
 	flag.IntVar(&o.growthRate, "growth-rate", 500, "events/s of the growth scenario's latency runs")
 	flag.DurationVar(&o.growthFor, "growth-duration", 20*time.Second, "how long each of the growth scenario's latency runs publishes")
@@ -133,6 +138,9 @@ func main() {
 	}
 	o.cpuProfile = cpuProfile
 	for _, v := range strings.Split(outages, ",") {
+		if outages == "none" {
+			break
+		}
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
 			fmt.Fprintf(os.Stderr, "bench: -outages: %q is not a positive duration (5s,30s)\n", v)
@@ -193,6 +201,7 @@ type results struct {
 	Outage      []outageResult             `json:"outage,omitempty"`
 	Dead        []deadResult               `json:"dead_endpoint,omitempty"`
 	Probe       []probeResult              `json:"probe,omitempty"`
+	Retries     []retriesResult            `json:"retries,omitempty"`
 	HTTP        []httpResult               `json:"http,omitempty"`
 	Growth      *growthResult              `json:"growth,omitempty"`
 	Summary     map[string]float64         `json:"summary"`
@@ -310,12 +319,24 @@ func run(ctx context.Context, o options) error {
 		// health.probe_interval (about 90 s, sweeper.ProbeGap): the
 		// first minute and a half (the burst of retries in flight, then
 		// about 20 probes in the first minute) is the burst.
-		res, err := e.runDead(ctx, o.deadRows, o.concurrency, 100*time.Second, time.Minute)
-		if err != nil {
-			return fmt.Errorf("dead endpoint: %w", err)
+		if o.deadRows > 0 {
+			res, err := e.runDead(ctx, o.deadRows, o.concurrency, 100*time.Second, time.Minute)
+			if err != nil {
+				return fmt.Errorf("dead endpoint: %w", err)
+			}
+			logf("dead endpoint: %+v", res)
+			r.Dead = append(r.Dead, res)
 		}
-		logf("dead endpoint: %+v", res)
-		r.Dead = append(r.Dead, res)
+	}
+	if o.scenarios["retries"] {
+		for i := range o.runs {
+			res, err := e.runRetries(ctx, o.n, o.concurrency)
+			if err != nil {
+				return fmt.Errorf("retries: %w", err)
+			}
+			logf("retries run %d: %+v", i+1, res)
+			r.Retries = append(r.Retries, res)
+		}
 	}
 	if o.scenarios["http"] {
 		for i := range o.runs {
@@ -413,6 +434,18 @@ func summarize(r *results, o options) {
 			r.Summary["outage_detect_seconds_"+interval] = median(detect)
 			r.Summary["outage_overall_per_second_"+interval] = median(overall)
 		}
+	}
+	if len(r.Retries) > 0 {
+		var fresh, drain, ratio, overall, fw, fd, dw, dd []float64
+		for _, x := range r.Retries {
+			fresh, drain, ratio, overall = append(fresh, x.FreshPerSecond), append(drain, x.DrainPerSecond), append(ratio, x.DrainVsFresh), append(overall, x.OverallPerSecond)
+			fw, fd = append(fw, x.FreshWorkerCPUMS), append(fd, x.FreshDatabaseCPUMS)
+			dw, dd = append(dw, x.DrainWorkerCPUMS), append(dd, x.DrainDatabaseCPUMS)
+		}
+		r.Summary["retries_fresh_per_second"], r.Summary["retries_drain_per_second"] = median(fresh), median(drain)
+		r.Summary["retries_drain_vs_fresh"], r.Summary["retries_overall_per_second"] = median(ratio), median(overall)
+		r.Summary["retries_fresh_worker_cpu_ms"], r.Summary["retries_fresh_database_cpu_ms"] = median(fw), median(fd)
+		r.Summary["retries_drain_worker_cpu_ms"], r.Summary["retries_drain_database_cpu_ms"] = median(dw), median(dd)
 	}
 	if len(r.Dead) > 0 {
 		r.Summary["dead_endpoint_requests_per_minute"] = r.Dead[0].PerMinute

@@ -93,6 +93,11 @@ func printTable(w io.Writer, r results, o options) {
 				interval, s["outage_drain_per_second_"+interval], s["outage_detect_seconds_"+interval], s["outage_overall_per_second_"+interval], v)
 		}
 	}
+	if v, ok := s["retries_drain_vs_fresh"]; ok {
+		fmt.Fprintf(tw, "retries drain (N due rows, sweeper.interval 1s)\t%.0f deliveries/s (fresh %.0f/s, %.0f/s from the scheduler's start)\t%.2f × fresh\t\t%.3f + %.3f (fresh %.3f + %.3f)\t≥ 0.90 × fresh\n",
+			s["retries_drain_per_second"], s["retries_fresh_per_second"], s["retries_overall_per_second"], v,
+			s["retries_drain_worker_cpu_ms"], s["retries_drain_database_cpu_ms"], s["retries_fresh_worker_cpu_ms"], s["retries_fresh_database_cpu_ms"])
+	}
 	for _, d := range r.Dead {
 		fmt.Fprintf(tw, "dead endpoint, %d due retries\t%.1f requests/min (burst %d in the first %.0f s)\t\t\t\t≤ 10 requests/min\n",
 			d.DueRows, d.PerMinute, d.Burst, d.FirstSeconds)
