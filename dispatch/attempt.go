@@ -212,23 +212,10 @@ func (d *Dispatcher) request(row models.Delivery, hook *models.Webhook, secrets 
 	for k, v := range row.Headers {
 		h.Set(k, v)
 	}
-	var secret []string
-	for k, v := range hook.Headers {
-		if !webhook.FromWebhook(k, v) {
-			continue
-		}
-		secret = append(secret, k)
-		plain, err := webhook.OpenHeader(d.box, v)
-		if err != nil {
-			return req, ErrSecretUnavailable, fmt.Errorf("webhook %q: header %s: %w", hook.Name, k, err)
-		}
-		h.Set(k, plain)
+	secret, err := webhook.Sign(d.box, hook, h, secrets, row.ID, now, row.Payload)
+	if err != nil {
+		return req, ErrSecretUnavailable, err
 	}
-	scheme := hook.SignatureScheme
-	if len(secrets) == 0 {
-		scheme = signing.SchemeNone
-	}
-	secret = append(secret, signing.Sign(h, scheme, secrets, row.ID, now, row.Payload)...)
 	url, err := d.url(row, hook, now)
 	if err != nil {
 		return req, ErrRequestUnbuildable, fmt.Errorf("webhook %q: %w", hook.Name, err)
@@ -262,25 +249,7 @@ func (d *Dispatcher) url(row models.Delivery, hook *models.Webhook, now time.Tim
 // secrets opens the webhook's current secret and those still inside their
 // rotation grace period, current first.
 func (d *Dispatcher) secrets(hook *models.Webhook, now time.Time) ([]signing.Secret, error) {
-	if hook.Secret == "" {
-		return nil, nil
-	}
-	plain, err := d.box.Open(hook.Secret)
-	if err != nil {
-		return nil, fmt.Errorf("webhook %q: open secret: %w", hook.Name, err)
-	}
-	out := []signing.Secret{signing.Secret(plain)}
-	for _, p := range hook.PreviousSecrets {
-		if !p.ExpiresAt.After(now) {
-			continue
-		}
-		old, err := d.box.Open(p.Sealed)
-		if err != nil {
-			return nil, fmt.Errorf("webhook %q: open previous secret: %w", hook.Name, err)
-		}
-		out = append(out, signing.Secret(old))
-	}
-	return out, nil
+	return webhook.LiveSecrets(d.box, hook, now)
 }
 
 // recordSent decides the attempt's outcome and has the store write it: the

@@ -147,55 +147,17 @@ func (s *Service) TestSend(ctx context.Context, tenant, name string, doc map[str
 // both kept from redirects to another origin.
 func (s *Service) testRequest(w models.Webhook, b rendered) (delivery.Request, error) {
 	h := b.header.Clone()
-	var secret []string
-	for k, v := range w.Headers {
-		if !FromWebhook(k, v) {
-			continue
-		}
-		plain, err := OpenHeader(s.box, v)
-		if err != nil {
-			return delivery.Request{}, fmt.Errorf("webhook %q: header %s: %w", w.Name, k, err)
-		}
-		h.Set(k, plain)
-		secret = append(secret, k)
-	}
-	secrets, err := s.liveSecrets(w)
+	now := s.now()
+	secrets, err := LiveSecrets(s.box, &w, now)
 	if err != nil {
 		return delivery.Request{}, err
 	}
-	scheme := w.SignatureScheme
-	if len(secrets) == 0 {
-		scheme = signing.SchemeNone
+	secret, err := Sign(s.box, &w, h, secrets, "test_"+uuid.Must(uuid.NewV7()).String(), now, b.body)
+	if err != nil {
+		return delivery.Request{}, err
 	}
-	id := "test_" + uuid.Must(uuid.NewV7()).String()
-	secret = append(secret, signing.Sign(h, scheme, secrets, id, s.now(), b.body)...)
 	return delivery.Request{Method: w.RequestMethod, URL: b.URL, Header: h, Body: b.body,
 		Timeout: w.Timeout(), FollowRedirects: w.FollowRedirects, Secret: secret}, nil
-}
-
-// liveSecrets opens w's current secret and those still inside their
-// rotation grace period, current first.
-func (s *Service) liveSecrets(w models.Webhook) ([]signing.Secret, error) {
-	if w.Secret == "" {
-		return nil, nil
-	}
-	plain, err := s.box.Open(w.Secret)
-	if err != nil {
-		return nil, fmt.Errorf("webhook %q: open secret: %w", w.Name, err)
-	}
-	out := []signing.Secret{signing.Secret(plain)}
-	now := s.now()
-	for _, p := range w.PreviousSecrets {
-		if !p.ExpiresAt.After(now) {
-			continue
-		}
-		old, err := s.box.Open(p.Sealed)
-		if err != nil {
-			return nil, fmt.Errorf("webhook %q: open previous secret: %w", w.Name, err)
-		}
-		out = append(out, signing.Secret(old))
-	}
-	return out, nil
 }
 
 // maskedRequest is req's headers as a view shows them: the sealed ones
