@@ -36,6 +36,9 @@ type env struct {
 	// cpuProfile, when set, runs the throughput scenarios' worker in this
 	// process and writes a CPU profile of each run there.
 	cpuProfile string
+	// serveProfile, when set, is where homing serve of the http scenario
+	// writes its CPU profile (cli.CPUProfileEnv), run after run.
+	serveProfile string
 	// workerEnv is added to the worker's and scheduler's environment.
 	workerEnv []string
 }
