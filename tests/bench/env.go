@@ -151,11 +151,20 @@ func (e *env) homingEnv(extra ...string) []string {
 // workerAppName is the application_name of the worker's connections.
 const workerAppName = "homing_bench_worker"
 
+// serveAppName is the application_name of homing serve's connections in
+// the http scenario.
+const serveAppName = "homing_bench_serve"
+
 // backendCPU is the CPU time used so far by the PostgreSQL backends serving
 // the worker (they live as long as its pool keeps them).
 func (e *env) backendCPU(ctx context.Context) (time.Duration, error) {
+	return e.backendCPUOf(ctx, workerAppName)
+}
+
+// backendCPUOf is backendCPU for the connections named app.
+func (e *env) backendCPUOf(ctx context.Context, app string) (time.Duration, error) {
 	var pids []int
-	if err := e.db.WithContext(ctx).Raw("SELECT pid FROM pg_stat_activity WHERE application_name = ?", workerAppName).Scan(&pids).Error; err != nil {
+	if err := e.db.WithContext(ctx).Raw("SELECT pid FROM pg_stat_activity WHERE application_name = ?", app).Scan(&pids).Error; err != nil {
 		return 0, err
 	}
 	var total time.Duration

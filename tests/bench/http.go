@@ -43,6 +43,8 @@ type httpResult struct {
 	GoClientDBMS     float64 `json:"go_client_database_cpu_ms_per_event"`
 	HTTPWorkerMS     float64 `json:"http_worker_cpu_ms_per_event"`
 	HTTPDBMS         float64 `json:"http_database_cpu_ms_per_event"`
+	// ServeDBMS is the CPU per event of homing serve's PostgreSQL backends.
+	ServeDBMS float64 `json:"serve_database_cpu_ms_per_event"`
 }
 
 // httpClients is how many keep-alive HTTP clients post at once, as in the
@@ -105,9 +107,10 @@ func (e *env) runHTTP(ctx context.Context, n, concurrency int) (httpResult, erro
 		return res, err
 	}
 	defer func() { _ = worker.stop() }()
-	serveEnv := environ
+	// Its own application_name tells its PostgreSQL backends apart.
+	serveEnv := append(slices.Clone(environ), "HOMING_DATABASE_URL="+e.dsn+"&application_name="+serveAppName)
 	if e.serveProfile != "" {
-		serveEnv = append(slices.Clone(environ), "HOMING_TEST_CPUPROFILE="+e.serveProfile)
+		serveEnv = append(serveEnv, "HOMING_TEST_CPUPROFILE="+e.serveProfile)
 	}
 	serve, err := startProcess("serve", e.binDir, filepath.Join(e.binDir, "homing"), []string{"serve"}, serveEnv, "api started")
 	if err != nil {
@@ -136,15 +139,17 @@ func (e *env) runHTTP(ctx context.Context, n, concurrency int) (httpResult, erro
 	if cpu, err := cpuTime(serve.cmd.Process.Pid); err == nil {
 		res.ServeCPUMS = perDelivery(cpu-cpuBefore, n)
 		res.HTTPWorkerMS, res.HTTPDBMS = e.pathCPU(ctx, n, worker)
-		res.HTTPCPUMS = res.HTTPWorkerMS + res.HTTPDBMS + perDelivery(cpu, n)
+		if db, err := e.backendCPUOf(ctx, serveAppName); err == nil {
+			res.ServeDBMS = perDelivery(db, n)
+		}
+		res.HTTPCPUMS = res.HTTPWorkerMS + res.HTTPDBMS + res.ServeDBMS + perDelivery(cpu, n)
 	}
 	res.Ratio = res.HTTP.PerSecond / res.GoClient.PerSecond
 	return res, nil
 }
 
 // pathCPU is the CPU per event, in ms, of worker (since it started) and of
-// the PostgreSQL backends of the processes started with homingEnv (the
-// worker's and homing serve's); 0 when it cannot be read.
+// its PostgreSQL backends; 0 when it cannot be read.
 func (e *env) pathCPU(ctx context.Context, n int, worker *process) (workerMS, databaseMS float64) {
 	if w, err := cpuTime(worker.cmd.Process.Pid); err == nil {
 		workerMS = perDelivery(w, n)

@@ -325,9 +325,9 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("http: %w", err)
 			}
-			logf("http run %d: go client %.0f/s, http %.0f/s (%.2f ×), homing serve %.3f ms CPU/event, CPU/event go client %.3f ms (worker %.3f + database %.3f), http %.3f ms (worker %.3f + serve + database %.3f), duplicates %d + %d",
+			logf("http run %d: go client %.0f/s, http %.0f/s (%.2f ×), homing serve %.3f ms CPU/event, CPU/event go client %.3f ms (worker %.3f + database %.3f), http %.3f ms (worker %.3f + its database %.3f + serve %.3f + its database %.3f), duplicates %d + %d",
 				i+1, res.GoClient.PerSecond, res.HTTP.PerSecond, res.Ratio, res.ServeCPUMS, res.GoClientCPUMS, res.GoClientWorkerMS, res.GoClientDBMS,
-				res.HTTPCPUMS, res.HTTPWorkerMS, res.HTTPDBMS, res.GoClient.Duplicates, res.HTTP.Duplicates)
+				res.HTTPCPUMS, res.HTTPWorkerMS, res.HTTPDBMS, res.ServeCPUMS, res.ServeDBMS, res.GoClient.Duplicates, res.HTTP.Duplicates)
 			r.HTTP = append(r.HTTP, res)
 		}
 	}
