@@ -79,7 +79,7 @@ func NewWriter(db *gorm.DB, cfg WriterConfig) *Writer {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	queued := cfg.Queue != nil
-	write := func(ctx context.Context, ins []writeIn) ([]Outcome, error) {
+	return &Writer{db: db, queue: cfg.Queue, log: cfg.Logger, g: groupcommit.New(func(ctx context.Context, ins []writeIn) ([]Outcome, error) {
 		var outs []Outcome
 		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			var err error
@@ -87,13 +87,7 @@ func NewWriter(db *gorm.DB, cfg WriterConfig) *Writer {
 			return err
 		})
 		return outs, err
-	}
-	if sqlDB, err := db.DB(); err == nil && db.Dialector.Name() == "postgres" {
-		write = func(ctx context.Context, ins []writeIn) ([]Outcome, error) {
-			return writeBatchPostgres(ctx, sqlDB, db, ins, queued)
-		}
-	}
-	return &Writer{db: db, queue: cfg.Queue, log: cfg.Logger, g: groupcommit.New(write, writerBatch, 1, groupTimeout)}
+	}, writerBatch, 1, groupTimeout)}
 }
 
 // AddJSON is Add for an event whose document is already encoded as JSON
@@ -172,7 +166,10 @@ func writeBatch(tx *gorm.DB, ins []writeIn, queued bool) ([]Outcome, error) {
 
 	// 2. The new events, each once (the first of an ID repeated in the batch).
 	outs := make([]Outcome, len(ins))
-	var again []eventKey
+	var (
+		again []eventKey
+		err   error
+	)
 	sql.Reset()
 	args = args[:0]
 	sql.WriteString("INSERT INTO outbox_events (tenant, event_id, payload, created_at, queued_at) VALUES ")
@@ -203,26 +200,17 @@ func writeBatch(tx *gorm.DB, ins []writeIn, queued bool) ([]Outcome, error) {
 	if len(again) == 0 {
 		return outs, nil
 	}
-	return outs, handleRepeats(tx, ins, outs, again)
-}
-
-// handleRepeats settles the Outcome of each repeat in ins (again: their
-// keys, outs[i] not Added): a Conflict when its body differs from the one
-// recorded for its ID, else Requeued when its event is still in the outbox
-// (queued again), else Repeated.
-func handleRepeats(tx *gorm.DB, ins []writeIn, outs []Outcome, again []eventKey) error {
 	// 3. IDs accepted before with another body are refused, and not queued
 	// again. Only repeats pay for this read (published_events' primary key).
-	again, err := refuseChanged(tx, ins, outs, again)
-	if err != nil || len(again) == 0 {
-		return err
+	if again, err = refuseChanged(tx, ins, outs, again); err != nil || len(again) == 0 {
+		return outs, err
 	}
 
 	// 4. IDs accepted before: queued again when not fanned out yet.
 	var requeued []models.OutboxEvent
 	// Served by outbox_events_event (event_id).
 	if err := tx.Raw("UPDATE outbox_events SET queued_at = NULL WHERE (tenant, event_id) IN ? RETURNING tenant, event_id", tuples(again)).Scan(&requeued).Error; err != nil {
-		return fmt.Errorf("queue %d events again: %w", len(again), err)
+		return nil, fmt.Errorf("queue %d events again: %w", len(again), err)
 	}
 	waiting := make(map[eventKey]bool, len(requeued))
 	for _, r := range requeued {
@@ -233,7 +221,7 @@ func handleRepeats(tx *gorm.DB, ins []writeIn, outs []Outcome, again []eventKey)
 			outs[i] = Requeued
 		}
 	}
-	return nil
+	return outs, nil
 }
 
 // refuseChanged marks Conflict each repeat in ins whose hash differs from the
