@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
@@ -50,6 +51,10 @@ type Config struct {
 	Portal *portal.Links
 	// Tenants resolves the tenant a request names; nil builds one on DB.
 	Tenants *tenant.Service
+	// Queue, when set, queues each event POST /v1/events accepts right
+	// after its commit (outbox.WriterConfig.Queue), so that it does not
+	// wait for the outbox relay; nil leaves every event to the relay.
+	Queue *asynq.Client
 	// PublishLimiter enforces tenants' publish_rate on POST /v1/events;
 	// nil accepts events at any rate.
 	PublishLimiter PublishLimiter
@@ -119,7 +124,7 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, tenants: cfg.Tenants,
 		intake: newIntake(cfg.MaxInflightBytes, cfg.Clock, cfg.Logger)}
 	if cfg.DB != nil {
-		s.outbox = outbox.NewWriter(cfg.DB)
+		s.outbox = outbox.NewWriter(cfg.DB, outbox.WriterConfig{Queue: cfg.Queue, Logger: cfg.Logger})
 		if s.tenants == nil {
 			s.tenants = tenant.New(cfg.DB, cfg.Clock, cfg.Logger)
 		}

@@ -185,6 +185,17 @@ func (a *App) Inspector() *asynq.Inspector {
 	return asynq.NewInspectorFromRedisClient(a.rateRedis)
 }
 
+// Queue is an asynq client over the App's Redis connection, for queueing
+// tasks from a request (homing serve's accepted events); nil when that
+// connection is not a go-redis client. Closing it leaves the connection
+// open: the App closes it.
+func (a *App) Queue() *asynq.Client {
+	if a.rateRedis == nil {
+		return nil
+	}
+	return asynq.NewClientFromRedisClient(a.rateRedis)
+}
+
 // Close sends the delivery outcomes still to be handed off, then releases
 // the database pool and idle connections.
 func (a *App) Close() error {

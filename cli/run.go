@@ -55,6 +55,11 @@ func (e *env) runService(cmd *cobra.Command, fn func(ctx context.Context, stop c
 		return err
 	}
 	routeRedisLogs(log, slog.LevelDebug)
+	stopProfile, err := startCPUProfile()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ctx, stop := untilSignalled(cmd.Context())
 	defer stop()
 	a, err := app.Open(ctx, cfg, log, app.Options{})

@@ -110,6 +110,9 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 	if a.Limiter != nil {
 		cfg.PublishLimiter = a.Limiter
 	}
+	// Accepted events are queued by the request that accepted them, not
+	// at the relay's next wake-up (outbox.Writer).
+	cfg.Queue = a.Queue()
 	return cfg
 }
 

@@ -175,7 +175,7 @@ func (r *Relay) Recover(ctx context.Context) (looked, requeued int, err error) {
 		if n == 0 {
 			continue
 		}
-		msg := "outbox events were queued but their tasks are gone from Redis (check that Redis persists, see homing stats); queued them again"
+		msg := "outbox events were queued but their tasks are gone from Redis (check that Redis persists, see homing stats; or the homing serve that accepted them stopped before queueing them); queued them again"
 		if why == TaskArchived {
 			msg = "outbox events' tasks were archived before their fan-out (by asynq after repeated failures, or from the monitor); deleted and queued them again"
 		}

@@ -37,7 +37,7 @@ func TestOutboxKeysEventsByTenant(t *testing.T) {
 			if got, err := outbox.Add(ctx, db, ev, t0); err != nil || got != outbox.Requeued {
 				t.Fatalf("acme's ev-1 again: %v, %v; want its own repeat", got, err)
 			}
-			w := outbox.NewWriter(db)
+			w := outbox.NewWriter(db, outbox.WriterConfig{})
 			ev2 := sampleEvent("ev-2")
 			if got, err := w.AddJSON(ctx, ev2, []byte(`{"name": "SO-1"}`), t0); err != nil || got != outbox.Added {
 				t.Fatalf("writer, default's ev-2: %v, %v", got, err)

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/event"
@@ -22,9 +25,37 @@ import (
 // the IDs, write the new events, queue the repeats again) instead of two or
 // three per event. Each event gets the Outcome Add would give it alone,
 // also an ID repeated within one batch.
+//
+// With a queue (WriterConfig.Queue) the Writer also queues each new event's
+// task itself once its transaction has committed, as the relay would: the
+// row is written already marked queued (queued_at), so the relay never
+// reads, locks or updates it, and the event reaches the workers without
+// waiting for the relay's wake-up. What the Writer fails to queue (Redis
+// away, or the process killed between the commit and the enqueue) is
+// still in the outbox: a failed enqueue hands the row back to the relay
+// (queued_at cleared, which notifies it), and a row left marked by a
+// killed process is found by the relay's Recover once outbox.recover_after
+// has passed (its task missing from Redis), so no accepted event is lost;
+// it waits at most outbox.recover_after and a quarter more.
 type Writer struct {
-	g *groupcommit.Group[writeIn, Outcome]
+	g     *groupcommit.Group[writeIn, Outcome]
+	db    *gorm.DB
+	queue *asynq.Client
+	log   *slog.Logger
 }
+
+// WriterConfig says whether a Writer queues the events it writes.
+type WriterConfig struct {
+	// Queue, when set, is the asynq client the Writer queues each new
+	// event's task with after its commit; nil leaves them to the relay.
+	Queue  *asynq.Client
+	Logger *slog.Logger
+}
+
+// queueTimeout bounds a Writer's enqueue of one event, and the hand-back
+// of its row to the relay when that fails: the request that published it
+// waits for both.
+const queueTimeout = 5 * time.Second
 
 type writeIn struct {
 	tenant  string
@@ -39,16 +70,20 @@ type writeIn struct {
 func (in writeIn) key() eventKey { return eventKey{in.tenant, in.id} }
 
 // writerBatch bounds one transaction: a few hundred events of up to
-// delivery.max_payload_bytes each, and 3 parameters per event.
+// delivery.max_payload_bytes each, and 5 parameters per event.
 const writerBatch = 200
 
 // NewWriter builds a Writer over db's outbox.
-func NewWriter(db *gorm.DB) *Writer {
-	return &Writer{g: groupcommit.New(func(ctx context.Context, ins []writeIn) ([]Outcome, error) {
+func NewWriter(db *gorm.DB, cfg WriterConfig) *Writer {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	queued := cfg.Queue != nil
+	return &Writer{db: db, queue: cfg.Queue, log: cfg.Logger, g: groupcommit.New(func(ctx context.Context, ins []writeIn) ([]Outcome, error) {
 		var outs []Outcome
 		err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 			var err error
-			outs, err = writeBatch(tx, ins)
+			outs, err = writeBatch(tx, ins, queued)
 			return err
 		})
 		return outs, err
@@ -70,12 +105,43 @@ func (w *Writer) AddJSON(ctx context.Context, ev event.Event, doc json.RawMessag
 		return Repeated, err
 	}
 	sum := sha256.Sum256(payload)
-	return w.g.Do(ctx, writeIn{tenant: models.TenantOr(ev.Tenant), id: ev.ID, payload: payload, hash: hex.EncodeToString(sum[:]), now: now.UTC().Truncate(time.Microsecond)})
+	in := writeIn{tenant: models.TenantOr(ev.Tenant), id: ev.ID, payload: payload, hash: hex.EncodeToString(sum[:]), now: now.UTC().Truncate(time.Microsecond)}
+	outcome, err := w.g.Do(ctx, in)
+	if err == nil && outcome == Added && w.queue != nil {
+		w.enqueue(ctx, in)
+	}
+	return outcome, err
+}
+
+// enqueue queues the task of in, committed already marked queued, as the
+// relay would; when Redis refuses it, the row is handed back to the relay.
+// The event is accepted either way: it is in the outbox.
+func (w *Writer) enqueue(ctx context.Context, in writeIn) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queueTimeout)
+	defer cancel()
+	_, err := w.queue.EnqueueContext(ctx, event.OutboxTask(in.tenant, in.id, in.payload))
+	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
+		// A conflict: the event's task is in Redis already (a republish
+		// queued it meanwhile).
+		return
+	}
+	// The relay queues it at its next poll, and warns while Redis is away.
+	// Served by outbox_events_event (event_id); a row fanned out meanwhile
+	// is gone.
+	back := w.db.WithContext(ctx).Model(&models.OutboxEvent{}).
+		Where("tenant = ? AND event_id = ?", in.tenant, in.id).Update("queued_at", nil)
+	if back.Error != nil {
+		w.log.Warn("published event not queued, and not handed to the relay either: the relay's recovery queues it within outbox.recover_after",
+			"tenant", in.tenant, "event_id", in.id, "error", err.Error(), "hand_back_error", back.Error.Error())
+		return
+	}
+	w.log.Debug("published event not queued; handed to the outbox relay", "tenant", in.tenant, "event_id", in.id, "error", err.Error())
 }
 
 // writeBatch writes ins through tx in three statements and returns each
-// one's Outcome.
-func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
+// one's Outcome. With queued, new rows are written marked queued at their
+// time (the Writer queues them itself).
+func writeBatch(tx *gorm.DB, ins []writeIn, queued bool) ([]Outcome, error) {
 	// 1. The idempotency records; RETURNING names the IDs new to the outbox.
 	// Served by published_events' primary key.
 	var sql strings.Builder
@@ -106,7 +172,7 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 	)
 	sql.Reset()
 	args = args[:0]
-	sql.WriteString("INSERT INTO outbox_events (tenant, event_id, payload, created_at) VALUES ")
+	sql.WriteString("INSERT INTO outbox_events (tenant, event_id, payload, created_at, queued_at) VALUES ")
 	for i, in := range ins {
 		k := in.key()
 		if !isNew[k] {
@@ -116,14 +182,18 @@ func writeBatch(tx *gorm.DB, ins []writeIn) ([]Outcome, error) {
 		if len(args) > 0 {
 			sql.WriteString(", ")
 		}
-		sql.WriteString("(?, ?, ?, ?)")
-		args = append(args, in.tenant, in.id, string(in.payload), in.now)
+		sql.WriteString("(?, ?, ?, ?, ?)")
+		var queuedAt *time.Time
+		if queued {
+			queuedAt = &in.now
+		}
+		args = append(args, in.tenant, in.id, string(in.payload), in.now, queuedAt)
 		outs[i] = Added
 		delete(isNew, k) // a repeat later in the batch is queued again
 	}
 	if len(args) > 0 {
 		if err := tx.Exec(sql.String(), args...).Error; err != nil {
-			return nil, fmt.Errorf("write %d events to the outbox: %w", len(args)/4, err)
+			return nil, fmt.Errorf("write %d events to the outbox: %w", len(args)/5, err)
 		}
 	}
 

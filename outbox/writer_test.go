@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
@@ -23,7 +27,7 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := open(t)
-			w := outbox.NewWriter(db)
+			w := outbox.NewWriter(db, outbox.WriterConfig{})
 			const ids, repeats = 100, 3
 			var (
 				wg      sync.WaitGroup
@@ -95,4 +99,101 @@ func TestWriterGroupsConcurrentAdds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWriterQueuesWhatItAdds: a Writer with a queue queues each new event's
+// task itself after the commit and writes its row marked queued, so the
+// relay has nothing to move and the task is queued once; a repeat queues
+// nothing more.
+func TestWriterQueuesWhatItAdds(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			q := newQueue(t)
+			w := outbox.NewWriter(db, outbox.WriterConfig{Queue: q.client})
+			for _, id := range []string{"ev-1", "ev-2", "ev-1"} {
+				if _, err := w.AddJSON(context.Background(), sampleEvent(id), []byte(`{"name": "SO-1"}`), t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := q.pending(t)
+			for _, id := range []string{"ev-1", "ev-2"} {
+				info, ok := got[event.TaskID("", id)]
+				if !ok {
+					t.Errorf("no task %s in Redis after AddJSON; have %v", event.TaskID("", id), keys(got))
+					continue
+				}
+				if ev, err := event.Decode(info.Payload); err != nil || ev.ID != id {
+					t.Errorf("task %s carries %+v, %v", info.ID, ev, err)
+				}
+			}
+			if len(got) != 2 {
+				t.Errorf("%d tasks queued, want 2", len(got))
+			}
+			// ev-1's repeat was not fanned out yet, so it is handed to the
+			// relay again (Requeued), as without a queue; ev-2 is not.
+			if rows := unqueued(t, db); len(rows) != 1 || rows[0].EventID != "ev-1" {
+				t.Errorf("rows left to the relay: %+v, want only the repeated ev-1", rows)
+			}
+			n, err := outbox.NewRelay(db, q.client, outbox.RelayConfig{}).RunOnce(context.Background())
+			if err != nil || n != 1 {
+				t.Errorf("relay RunOnce = %d, %v; want the repeated ev-1 only", n, err)
+			}
+			if got := q.pending(t); len(got) != 2 {
+				t.Errorf("%d tasks queued after the relay ran, want still 2 (TaskID)", len(got))
+			}
+		})
+	}
+}
+
+// TestWriterHandsWhatItCannotQueueToTheRelay: when Redis refuses the
+// Writer's enqueue, the event is accepted all the same and its row is left
+// to the relay, which queues it once Redis answers.
+func TestWriterHandsWhatItCannotQueueToTheRelay(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			down := asynq.NewClient(asynq.RedisClientOpt{Addr: deadAddr(t), DialTimeout: 100 * time.Millisecond})
+			t.Cleanup(func() { _ = down.Close() })
+			w := outbox.NewWriter(db, outbox.WriterConfig{Queue: down})
+			got, err := w.AddJSON(context.Background(), sampleEvent("ev-1"), []byte(`{"name": "SO-1"}`), t0)
+			if err != nil || got != outbox.Added {
+				t.Fatalf("AddJSON with Redis away = %v, %v; want Added (the outbox has it)", got, err)
+			}
+			if rows := unqueued(t, db); len(rows) != 1 || rows[0].EventID != "ev-1" {
+				t.Fatalf("rows left to the relay: %+v, want ev-1", rows)
+			}
+			q := newQueue(t)
+			if n, err := outbox.NewRelay(db, q.client, outbox.RelayConfig{}).RunOnce(context.Background()); err != nil || n != 1 {
+				t.Fatalf("relay RunOnce = %d, %v; want 1", n, err)
+			}
+			if _, ok := q.pending(t)[event.TaskID("", "ev-1")]; !ok {
+				t.Error("the relay did not queue the event the Writer could not")
+			}
+		})
+	}
+}
+
+// deadAddr is a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

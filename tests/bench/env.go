@@ -36,6 +36,9 @@ type env struct {
 	// cpuProfile, when set, runs the throughput scenarios' worker in this
 	// process and writes a CPU profile of each run there.
 	cpuProfile string
+	// serveProfile, when set, is where homing serve of the http scenario
+	// writes its CPU profile (cli.CPUProfileEnv), run after run.
+	serveProfile string
 	// workerEnv is added to the worker's and scheduler's environment.
 	workerEnv []string
 }
@@ -148,11 +151,20 @@ func (e *env) homingEnv(extra ...string) []string {
 // workerAppName is the application_name of the worker's connections.
 const workerAppName = "homing_bench_worker"
 
+// serveAppName is the application_name of homing serve's connections in
+// the http scenario.
+const serveAppName = "homing_bench_serve"
+
 // backendCPU is the CPU time used so far by the PostgreSQL backends serving
 // the worker (they live as long as its pool keeps them).
 func (e *env) backendCPU(ctx context.Context) (time.Duration, error) {
+	return e.backendCPUOf(ctx, workerAppName)
+}
+
+// backendCPUOf is backendCPU for the connections named app.
+func (e *env) backendCPUOf(ctx context.Context, app string) (time.Duration, error) {
 	var pids []int
-	if err := e.db.WithContext(ctx).Raw("SELECT pid FROM pg_stat_activity WHERE application_name = ?", workerAppName).Scan(&pids).Error; err != nil {
+	if err := e.db.WithContext(ctx).Raw("SELECT pid FROM pg_stat_activity WHERE application_name = ?", app).Scan(&pids).Error; err != nil {
 		return 0, err
 	}
 	var total time.Duration

@@ -72,6 +72,7 @@ type options struct {
 	sweepBatch  int
 	publishers  int
 	cpuProfile  string
+	serveProf   string
 	workerEnv   []string
 	deadRows    int
 	tenants     int
@@ -120,6 +121,7 @@ func main() {
 	flag.IntVar(&o.publishers, "publishers", 8, "goroutines publishing in the publish scenario (1 is also measured)")
 	flag.BoolVar(&quick, "quick", false, "a fast pass for iteration: -n 2000, 5s of latency, sweep sizes 1000,10000,100000, 10000 tenant events")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "run the throughput scenarios' worker in-process and write its CPU profile here (no RSS then)")
+	flag.StringVar(&o.serveProf, "serve-cpuprofile", "", "write homing serve's CPU profile in the http scenario here (HOMING_TEST_CPUPROFILE; each run overwrites it)")
 	flag.StringVar(&workerEnv, "worker-env", "", "extra HOMING_* settings (and GO* runtime settings) for the worker and scheduler, comma-separated: HOMING_DATABASE_MAX_OPEN_CONNS=64,GOGC=200,...")
 	flag.StringVar(&role, "role", "", "internal: baseline runs the bare asynq worker")
 	flag.StringVar(&redisURL, "redis-url", "", "internal: the baseline's Redis")
@@ -217,7 +219,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	e.cpuProfile, e.workerEnv = o.cpuProfile, o.workerEnv
+	e.cpuProfile, e.workerEnv, e.serveProfile = o.cpuProfile, o.workerEnv, o.serveProf
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -344,8 +346,9 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("http: %w", err)
 			}
-			logf("http run %d: go client %.0f/s, http %.0f/s (%.2f ×), homing serve %.3f ms CPU/event, duplicates %d + %d",
-				i+1, res.GoClient.PerSecond, res.HTTP.PerSecond, res.Ratio, res.ServeCPUMS, res.GoClient.Duplicates, res.HTTP.Duplicates)
+			logf("http run %d: go client %.0f/s, http %.0f/s (%.2f ×), homing serve %.3f ms CPU/event, CPU/event go client %.3f ms (worker %.3f + database %.3f), http %.3f ms (worker %.3f + its database %.3f + serve %.3f + its database %.3f), duplicates %d + %d",
+				i+1, res.GoClient.PerSecond, res.HTTP.PerSecond, res.Ratio, res.ServeCPUMS, res.GoClientCPUMS, res.GoClientWorkerMS, res.GoClientDBMS,
+				res.HTTPCPUMS, res.HTTPWorkerMS, res.HTTPDBMS, res.ServeCPUMS, res.ServeDBMS, res.GoClient.Duplicates, res.HTTP.Duplicates)
 			r.HTTP = append(r.HTTP, res)
 		}
 	}
@@ -463,10 +466,12 @@ func summarize(r *results, o options) {
 		r.Summary["probe_detect_seconds"] = median(allDetect)
 	}
 	if len(r.HTTP) > 0 {
-		var gc, hp, ratio, cpu []float64
+		var gc, hp, ratio, cpu, gcCPU, hpCPU []float64
 		for _, h := range r.HTTP {
 			gc, hp, ratio, cpu = append(gc, h.GoClient.PerSecond), append(hp, h.HTTP.PerSecond), append(ratio, h.Ratio), append(cpu, h.ServeCPUMS)
+			gcCPU, hpCPU = append(gcCPU, h.GoClientCPUMS), append(hpCPU, h.HTTPCPUMS)
 		}
+		r.Summary["http_go_client_cpu_ms"], r.Summary["http_cpu_ms"] = median(gcCPU), median(hpCPU)
 		r.Summary["http_go_client_per_second"], r.Summary["http_per_second"] = median(gc), median(hp)
 		r.Summary["http_vs_go_client"], r.Summary["http_serve_cpu_ms"] = median(ratio), median(cpu)
 	}
