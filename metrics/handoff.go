@@ -19,22 +19,42 @@ import (
 // scrape of any worker; a worker nobody scrapes takes none, where a ticker
 // would count them into a registry no one reads. And there is no loop to
 // start and stop.
+//
+// It also collects homing_attempt_duration_seconds, after the counters:
+// Metrics.Attempt observes the duration and counts the outcome before it
+// counts the attempt, so collecting the attempts first, then the rest in
+// the same goroutine, keeps the promise that a scrape seeing n attempts
+// sees their n durations and outcomes (a drain's Redis round trip between
+// the collectors of a concurrent gathering broke it).
 type drainingCounter struct {
 	deliveries, attempts *prometheus.CounterVec
+	duration             prometheus.Histogram
 	m                    *Metrics
-	drain                func(ctx context.Context) ([]handoff.Count, error)
+	// drain is nil in a process that takes no handed-off counts.
+	drain func(ctx context.Context) ([]handoff.Count, error)
 }
 
-// Describe describes both counters.
+// Describe describes the counters and the histogram.
 func (c *drainingCounter) Describe(ch chan<- *prometheus.Desc) {
 	c.deliveries.Describe(ch)
 	c.attempts.Describe(ch)
+	c.duration.Describe(ch)
 }
 
 // Collect drains the handed-off counts into the counters, then collects
 // them. A Redis that fails leaves the counts in Redis for the next scrape
 // (of this worker or another) and the counters as they were.
 func (c *drainingCounter) Collect(ch chan<- prometheus.Metric) {
+	if c.drain != nil {
+		c.drainCounts()
+	}
+	c.attempts.Collect(ch)
+	c.deliveries.Collect(ch)
+	c.duration.Collect(ch)
+}
+
+// drainCounts drains the handed-off counts into the counters.
+func (c *drainingCounter) drainCounts() {
 	ctx, cancel := context.WithTimeout(context.Background(), handoff.Timeout)
 	counts, err := c.drain(ctx)
 	cancel()
@@ -56,8 +76,6 @@ func (c *drainingCounter) Collect(ch chan<- prometheus.Metric) {
 	if outcomes+attempts > 0 {
 		c.m.log.Debug("handed-off delivery outcomes and attempts counted", "outcomes", outcomes, "attempts", attempts, "series", len(counts))
 	}
-	c.deliveries.Collect(ch)
-	c.attempts.Collect(ch)
 }
 
 var _ prometheus.Collector = (*drainingCounter)(nil)

@@ -143,13 +143,12 @@ func New(opts Options) *Metrics {
 		m.attempts.WithLabelValues(OtherWebhooks, OtherWebhooks, string(c))
 	}
 	m.taskFailures = newTaskFailures()
-	var counters []prometheus.Collector = []prometheus.Collector{m.deliveries, m.attempts}
-	if opts.Handoff != nil {
-		counters = []prometheus.Collector{&drainingCounter{deliveries: m.deliveries, attempts: m.attempts, m: m, drain: opts.Handoff}}
-	}
-	m.reg.MustRegister(counters...)
+	// The attempts' counters and durations in one collector, in order
+	// (drainingCounter), with what other processes handed off when
+	// opts.Handoff is set.
+	counters := &drainingCounter{deliveries: m.deliveries, attempts: m.attempts, duration: m.attemptDuration, m: m, drain: opts.Handoff}
 	m.reg.MustRegister(
-		m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
+		counters, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
