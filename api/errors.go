@@ -137,13 +137,7 @@ func apiError(err error) *Error {
 // safe: a publish carries its event ID, and an ID stored by a commit whose
 // answer was lost is answered 200 on the repeat.
 func databaseUnavailable(k dbstate.Kind) *Error {
-	why := map[dbstate.Kind]string{
-		dbstate.Unavailable: "the database is unavailable (unreachable, shutting down or starting up: a failover, or a restart)",
-		dbstate.ReadOnly:    "the database is read-only (this server reached a primary that a failover demoted, or a standby)",
-		dbstate.Timeout:     "the database did not answer in time",
-		dbstate.Busy:        "the database is locked by another writer",
-		dbstate.Conflict:    "the database could not complete the request alongside a concurrent one",
-	}[k]
+	why := k.Explain()
 	return &Error{Status: http.StatusServiceUnavailable, Code: CodeDatabaseUnavailable, RetryAfter: int(dbstate.RetryAfter / time.Second),
 		Message: why + "; try again after Retry-After seconds (a publish with the same event ID is safe to repeat)"}
 }

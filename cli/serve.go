@@ -77,7 +77,7 @@ func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 	pages := console.New(console.Config{
 		DB: cfg.DB, Webhooks: cfg.Webhooks, Recovery: cfg.Recovery, Tokens: tokens,
 		AsynqmonURL: a.Config.API.AsynqmonURL, Tasks: tasks, DisableAfter: a.Config.Health.DisableAfter,
-		Portal: cfg.Portal, Tenants: cfg.Tenants, Clock: a.Clock, Logger: a.Log,
+		Portal: cfg.Portal, Tenants: cfg.Tenants, Database: a.Database, Clock: a.Clock, Logger: a.Log,
 	})
 	mux.Handle(console.Prefix, pages)
 	mux.Handle(console.PortalPrefix, pages) // the same pages, scoped by a portal link's session

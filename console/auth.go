@@ -7,8 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/internal/sameorigin"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tenant"
@@ -117,6 +120,9 @@ func (c *Console) page(h func(w http.ResponseWriter, r *http.Request, s session)
 	return func(w http.ResponseWriter, r *http.Request) {
 		s, ok, err := c.authenticate(r)
 		if err != nil {
+			if c.unavailable(w, r, err) {
+				return
+			}
 			c.log.Error("console: authenticate", "error", err.Error())
 			http.Error(w, "the console could not check the session; see the serve log", http.StatusInternalServerError)
 			return
@@ -131,6 +137,9 @@ func (c *Console) page(h func(w http.ResponseWriter, r *http.Request, s session)
 		}
 		if isPortal(r) {
 			if err := c.frameAncestors(w, r, s.tenant); err != nil {
+				if c.unavailable(w, r, err) {
+					return
+				}
 				c.log.Error("console: read the tenant's portal origins", "error", err.Error())
 				http.Error(w, "the portal could not read its settings; see the serve log", http.StatusInternalServerError)
 				return
@@ -183,6 +192,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, token.ErrUnknown):
 		fail(http.StatusUnauthorized, "That token is not valid: it was revoked, or this Homing never issued it (see homing token list).")
+		return
+	case err != nil && c.cfg.Database.Observe(err).Retryable():
+		w.Header().Set("Retry-After", strconv.Itoa(int(dbstate.RetryAfter/time.Second)))
+		fail(http.StatusServiceUnavailable, "The token could not be checked: "+dbstate.Classify(err).Explain()+". Try again in a few seconds.")
 		return
 	case err != nil:
 		c.log.Error("console: login", "error", err.Error())

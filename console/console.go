@@ -26,6 +26,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/recovery"
@@ -60,8 +61,13 @@ type Config struct {
 	// Tenants reads tenants (the operator's tenant filter, the portal's
 	// frame origins); nil builds one on DB.
 	Tenants *tenant.Service
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Database watches the database for outages: a page the database
+	// cannot serve now is a 503 (Console.unavailable), observed here so the
+	// outage is logged once and counted with the API's. Nil still answers
+	// 503, logging each such page at WARN.
+	Database *dbstate.Watcher
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // TaskLookup finds a task in Redis; *asynq.Inspector is one.

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/console"
+	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
@@ -46,7 +48,13 @@ var portalKey = []byte("console test portal key, 32 byte")
 
 func newSite(t testing.TB) *site {
 	t.Helper()
-	db := testenv.Postgres(t)
+	return newSiteOn(t, testenv.Postgres(t), nil, nil)
+}
+
+// newSiteOn is newSite on db, with the database watcher and the log the
+// console is given (nil: none).
+func newSiteOn(t testing.TB, db *gorm.DB, watcher *dbstate.Watcher, log *slog.Logger) *site {
+	t.Helper()
 	box := testenv.SecretBox(t)
 	var err error
 	clk := clock.Real{}
@@ -80,7 +88,8 @@ func newSite(t testing.TB) *site {
 	t.Cleanup(func() { _ = insp.Close() })
 	s.links = portal.New(db, portalKey, clk)
 	s.srv = httptest.NewServer(console.New(console.Config{DB: db, Webhooks: hooks, Recovery: recovery.New(db, clk, 0), Tokens: tokens,
-		AsynqmonURL: "http://127.0.0.1:8080", Tasks: insp, DisableAfter: 120 * time.Hour, Portal: s.links, Clock: clk}))
+		AsynqmonURL: "http://127.0.0.1:8080", Tasks: insp, DisableAfter: 120 * time.Hour, Portal: s.links, Clock: clk,
+		Database: watcher, Logger: log}))
 	t.Cleanup(s.srv.Close)
 	return s
 }

@@ -50,6 +50,19 @@ const (
 	Other Kind = "other"
 )
 
+// Explain says what a retryable kind means for a request the database
+// could not serve, for the API's database_unavailable and the console's
+// 503 page; "" for None and Other.
+func (k Kind) Explain() string {
+	return map[Kind]string{
+		Unavailable: "the database is unavailable (unreachable, shutting down or starting up: a failover, or a restart)",
+		ReadOnly:    "the database is read-only (this server reached a primary that a failover demoted, or a standby)",
+		Timeout:     "the database did not answer in time",
+		Busy:        "the database is locked by another writer",
+		Conflict:    "the database could not complete the request alongside a concurrent one",
+	}[k]
+}
+
 // Kinds lists every Kind but None, so a metric can start each at zero.
 func Kinds() []Kind { return []Kind{Unavailable, ReadOnly, Timeout, Busy, Conflict, Other} }
 

@@ -2,9 +2,12 @@
 // metrics (homing serve, the command line, a publisher's synchronous
 // transitions, a worker with metrics.addr empty) to the processes that do,
 // so that homing_deliveries_total counts every outcome once across the
-// fleet, whichever process caused it (issue 25).
+// fleet, whichever process caused it (issue 25), and homing_attempts_total
+// every attempt (the attempts homing serve makes for workflow_transition,
+// those of a worker without metrics).
 //
-// A process without metrics adds its counts to one Redis hash (Key) with
+// A process without metrics adds its counts to one Redis hash per metric
+// (Key, AttemptsKey) with
 // HINCRBY, one field per label set: the hash is bounded by the labels'
 // cardinality, not by the number of events, and costs nothing while no
 // worker drains it. A process with metrics drains the hash at scrape time
@@ -29,8 +32,16 @@ import (
 	"github.com/homingdev/homing/models"
 )
 
-// Key is the Redis hash the counts wait in, beside asynq's keys.
+// Key is the Redis hash the counts of homing_deliveries_total wait in,
+// beside asynq's keys.
 const Key = "homing:outcomes"
+
+// AttemptsKey is the Redis hash the counts of homing_attempts_total wait in.
+// Its hash tag is Key, so that on Redis Cluster both hashes are in one slot
+// and one script adds to (or drains) both. It is a hash of its own rather
+// than fields of Key so that a worker of an older version, which drains
+// Key only, never reads an attempt's count as an outcome.
+const AttemptsKey = "{" + Key + "}:attempts"
 
 // Timeout bounds one Redis call of Add or Drain: a Redis that does not
 // answer costs a command or an API request this long at most, and a scrape
@@ -38,11 +49,18 @@ const Key = "homing:outcomes"
 const Timeout = 2 * time.Second
 
 // Count is n deliveries moved to Status for Reason, of Tenant's Webhook: one
-// series of homing_deliveries_total and how much to add to it.
+// series of homing_deliveries_total and how much to add to it; or, when
+// Class is set (and Status and Reason are not), n attempts of that class:
+// one series of homing_attempts_total.
 type Count struct {
 	Tenant, Webhook, Status, Reason string
+	Class                           string
 	N                               int64
 }
+
+// IsAttempt reports whether c counts attempts (homing_attempts_total)
+// rather than outcomes.
+func (c Count) IsAttempt() bool { return c.Class != "" }
 
 // Handoff adds counts to the hash and drains them. It is safe for
 // concurrent use.
@@ -65,8 +83,9 @@ type Handoff struct {
 	flushing bool // a caller or a goroutine is sending pending
 }
 
-// labels name one series of homing_deliveries_total.
-type labels struct{ tenant, webhook, status, reason string }
+// labels name one series of homing_deliveries_total, or with class set one
+// of homing_attempts_total.
+type labels struct{ tenant, webhook, status, reason, class string }
 
 // maxRounds is how many batches one caller sends before it leaves the rest
 // to a goroutine, so that an attempt is not held up sending others' counts
@@ -99,7 +118,13 @@ func (h *Handoff) Deliveries(tenant, webhook, status, reason string, n int) {
 		return
 	}
 	h.mu.Lock()
-	h.pending[labels{tenant, webhook, status, reason}] += int64(n)
+	h.pending[labels{tenant: tenant, webhook: webhook, status: status, reason: reason}] += int64(n)
+	h.sendLocked()
+}
+
+// sendLocked sends what is pending, unless a batch is on its way (which is
+// then followed by one with it). The caller holds mu; it is released.
+func (h *Handoff) sendLocked() {
 	if h.flushing {
 		h.mu.Unlock()
 		return // the batch on its way is followed by one with this count
@@ -111,13 +136,23 @@ func (h *Handoff) Deliveries(tenant, webhook, status, reason string, n int) {
 	}
 }
 
-// Attempt hands off the status an attempt left its delivery in; the
-// attempt's class and duration stay with homing_attempts_total of the
-// process that made it, which has none here.
-func (h *Handoff) Attempt(tenant, webhook, _ string, _ time.Duration, status, reason string) {
-	if status != "" {
-		h.Deliveries(tenant, webhook, status, reason, 1)
+// Attempt hands off the attempt, by class (homing_attempts_total), and the
+// status it left its delivery in, in one batch. Its duration is not handed
+// off: homing_attempt_duration_seconds is a histogram of the process that
+// made the attempt, and this process serves none.
+func (h *Handoff) Attempt(tenant, webhook, class string, _ time.Duration, status, reason string) {
+	h.mu.Lock()
+	if class != "" {
+		h.pending[labels{tenant: tenant, webhook: webhook, class: class}]++
 	}
+	if status != "" {
+		h.pending[labels{tenant: tenant, webhook: webhook, status: status, reason: reason}]++
+	}
+	if len(h.pending) == 0 {
+		h.mu.Unlock()
+		return
+	}
+	h.sendLocked()
 }
 
 // Postponed is not handed off: a postponed attempt is no outcome.
@@ -164,93 +199,133 @@ func (h *Handoff) send(batch map[labels]int64) {
 	counts := make([]Count, 0, len(batch))
 	total := int64(0)
 	for l, n := range batch {
-		counts = append(counts, Count{Tenant: l.tenant, Webhook: l.webhook, Status: l.status, Reason: l.reason, N: n})
-		total += n
+		counts = append(counts, Count{Tenant: l.tenant, Webhook: l.webhook, Status: l.status, Reason: l.reason, Class: l.class, N: n})
+		if l.class == "" {
+			total += n
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	if err := h.Add(ctx, counts...); err != nil {
-		series := make([]string, len(counts))
-		for i, c := range counts {
-			series[i] = fmt.Sprintf("tenant=%s webhook=%s status=%s reason=%s n=%d", models.TenantOr(c.Tenant), c.Webhook, c.Status, c.Reason, c.N)
+		var series, attempts []string
+		for _, c := range counts {
+			if c.IsAttempt() {
+				attempts = append(attempts, fmt.Sprintf("tenant=%s webhook=%s class=%s n=%d", models.TenantOr(c.Tenant), c.Webhook, c.Class, c.N))
+			} else {
+				series = append(series, fmt.Sprintf("tenant=%s webhook=%s status=%s reason=%s n=%d", models.TenantOr(c.Tenant), c.Webhook, c.Status, c.Reason, c.N))
+			}
 		}
 		slices.Sort(series)
-		h.log.Error("delivery outcomes not counted in homing_deliveries_total: handing them to the workers' metrics through Redis failed (the deliveries themselves are recorded)",
-			"not_counted", total, "series", series, "error", err.Error())
+		slices.Sort(attempts)
+		h.log.Error("delivery outcomes not counted in homing_deliveries_total (nor attempts in homing_attempts_total): handing them to the workers' metrics through Redis failed (the deliveries and attempts themselves are recorded)",
+			"not_counted", total, "series", series, "attempts_not_counted", attempts, "error", err.Error())
 	}
 }
 
-// addScript adds ARGV's field, count pairs to the hash in one command: a
-// batch is added all or none, and costs one round trip.
+// addScript adds field, count pairs to the hashes in one command: ARGV[1]
+// pairs to KEYS[1] (outcomes), the rest to KEYS[2] (attempts). A batch is
+// added all or none, and costs one round trip.
 var addScript = redis.NewScript(`
-for i = 1, #ARGV, 2 do
-  redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+local outcomes = tonumber(ARGV[1])
+for i = 2, #ARGV, 2 do
+  local key = KEYS[1]
+  if (i - 2) / 2 >= outcomes then key = KEYS[2] end
+  redis.call('HINCRBY', key, ARGV[i], ARGV[i + 1])
 end
 return 0
 `)
 
-// Add adds counts to the hash, all or none.
+// Add adds counts to the hashes, all or none.
 func (h *Handoff) Add(ctx context.Context, counts ...Count) error {
 	if h.rdb == nil {
 		return errNoRedis
 	}
-	args := make([]any, 0, 2*len(counts))
-	for _, c := range counts {
+	outcomes := slices.DeleteFunc(slices.Clone(counts), Count.IsAttempt)
+	args := make([]any, 1, 1+2*len(counts))
+	args[0] = len(outcomes)
+	for _, c := range outcomes {
 		args = append(args, field(c), c.N)
 	}
-	if err := addScript.Run(ctx, h.rdb, []string{Key}, args...).Err(); err != nil {
-		return fmt.Errorf("redis HINCRBY %s: %w", Key, err)
+	for _, c := range counts {
+		if c.IsAttempt() {
+			args = append(args, field(c), c.N)
+		}
+	}
+	if err := addScript.Run(ctx, h.rdb, []string{Key, AttemptsKey}, args...).Err(); err != nil {
+		return fmt.Errorf("redis HINCRBY %s, %s: %w", Key, AttemptsKey, err)
 	}
 	return nil
 }
 
-// drainScript reads and deletes the hash in one step, so that no
+// drainScript reads and deletes both hashes in one step, so that no
 // increment is read twice (by two scrapes) or lost between the read and
 // the delete.
 var drainScript = redis.NewScript(`
 local v = redis.call('HGETALL', KEYS[1])
-redis.call('DEL', KEYS[1])
-return v
+local a = redis.call('HGETALL', KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2])
+return {v, a}
 `)
 
-// Drain takes every count handed off so far out of the hash. A field that
+// Drain takes every count handed off so far out of the hashes. A field that
 // does not decode (written by something other than Homing) is dropped
 // with a warning naming it; the others are returned.
 func (h *Handoff) Drain(ctx context.Context) ([]Count, error) {
 	if h.rdb == nil {
 		return nil, errNoRedis
 	}
-	v, err := drainScript.Run(ctx, h.rdb, []string{Key}).StringSlice()
+	res, err := drainScript.Run(ctx, h.rdb, []string{Key, AttemptsKey}).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("drain redis hash %s: %w", Key, err)
+		return nil, fmt.Errorf("drain redis hashes %s, %s: %w", Key, AttemptsKey, err)
 	}
-	out := make([]Count, 0, len(v)/2)
-	for i := 0; i+1 < len(v); i += 2 {
-		c, err := parse(v[i], v[i+1])
-		if err != nil {
-			h.log.Warn("handed-off delivery outcome dropped: not one of Homing's", "key", Key, "field", v[i], "value", v[i+1], "error", err.Error())
-			continue
+	var out []Count
+	for k, key := range []string{Key, AttemptsKey} {
+		var v []any
+		if k < len(res) {
+			v, _ = res[k].([]any)
 		}
-		out = append(out, c)
+		for i := 0; i+1 < len(v); i += 2 {
+			f, _ := v[i].(string)
+			n, _ := v[i+1].(string)
+			c, err := parse(f, n, key == AttemptsKey)
+			if err != nil {
+				h.log.Warn("handed-off count dropped: not one of Homing's", "key", key, "field", f, "value", n, "error", err.Error())
+				continue
+			}
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }
 
 // field is c's labels as a JSON array: no separator a tenant or webhook name
-// could contain can split it wrongly.
+// could contain can split it wrongly. An outcome's is [tenant, webhook,
+// status, reason], an attempt's [tenant, webhook, class].
 func field(c Count) string {
-	b, _ := json.Marshal([4]string{c.Tenant, c.Webhook, c.Status, c.Reason})
+	var b []byte
+	if c.IsAttempt() {
+		b, _ = json.Marshal([3]string{c.Tenant, c.Webhook, c.Class})
+	} else {
+		b, _ = json.Marshal([4]string{c.Tenant, c.Webhook, c.Status, c.Reason})
+	}
 	return string(b)
 }
 
-func parse(f, n string) (Count, error) {
-	var labels [4]string
-	if err := json.Unmarshal([]byte(f), &labels); err != nil {
-		return Count{}, fmt.Errorf("field is not a JSON array of tenant, webhook, status, reason: %w", err)
+func parse(f, n string, attempt bool) (Count, error) {
+	var labels []string
+	err := json.Unmarshal([]byte(f), &labels)
+	switch {
+	case attempt && (err != nil || len(labels) != 3 || labels[2] == ""):
+		return Count{}, fmt.Errorf("field is not a JSON array of tenant, webhook, class")
+	case !attempt && (err != nil || len(labels) != 4):
+		return Count{}, fmt.Errorf("field is not a JSON array of tenant, webhook, status, reason")
 	}
 	v, err := strconv.ParseInt(n, 10, 64)
 	if err != nil {
 		return Count{}, fmt.Errorf("count %q is not an integer: %w", n, err)
+	}
+	if attempt {
+		return Count{Tenant: labels[0], Webhook: labels[1], Class: labels[2], N: v}, nil
 	}
 	return Count{Tenant: labels[0], Webhook: labels[1], Status: labels[2], Reason: labels[3], N: v}, nil
 }

@@ -16,8 +16,9 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// Counts come back as they were handed off, summed by label set, and a
-// drain leaves nothing behind for the next.
+// Counts come back as they were handed off, summed by label set, outcomes
+// and attempts (by class) apart, and a drain leaves nothing behind for the
+// next.
 func TestDrainReturnsWhatWasHandedOff(t *testing.T) {
 	t.Parallel()
 	_, rdb := testenv.Redis(t)
@@ -25,7 +26,8 @@ func TestDrainReturnsWhatWasHandedOff(t *testing.T) {
 	h.Deliveries("acme", "a\x00b", "Exhausted", "tenant_disabled", 2)
 	h.Deliveries("acme", "a\x00b", "Exhausted", "tenant_disabled", 3)
 	h.Attempt("", "orders", "2xx", 0, "Delivered", "accepted")
-	h.Attempt("", "orders", "5xx", 0, "", "") // no status: nothing to count
+	h.Attempt("", "orders", "5xx", 0, "", "") // no status: an attempt only
+	h.Attempt("", "orders", "5xx", 0, "", "")
 	h.Deliveries("", "orders", "Exhausted", "webhook_deleted", 0)
 	got, err := h.Drain(context.Background())
 	if err != nil {
@@ -34,6 +36,8 @@ func TestDrainReturnsWhatWasHandedOff(t *testing.T) {
 	want := map[handoff.Count]bool{
 		{Tenant: "acme", Webhook: "a\x00b", Status: "Exhausted", Reason: "tenant_disabled", N: 5}: true,
 		{Tenant: "", Webhook: "orders", Status: "Delivered", Reason: "accepted", N: 1}:            true,
+		{Tenant: "", Webhook: "orders", Class: "2xx", N: 1}:                                       true,
+		{Tenant: "", Webhook: "orders", Class: "5xx", N: 2}:                                       true,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("drained %v, want %v", got, want)
@@ -45,6 +49,34 @@ func TestDrainReturnsWhatWasHandedOff(t *testing.T) {
 	}
 	if again, err := h.Drain(context.Background()); err != nil || len(again) != 0 {
 		t.Errorf("second drain = %v, %v; want nothing", again, err)
+	}
+}
+
+// A worker of the version before attempts were handed off drains Key only,
+// reading every field as [tenant, webhook, status, reason]: attempts wait
+// in a hash of their own, in Key's Redis Cluster slot, so that such a
+// worker never counts an attempt as an outcome.
+func TestAttemptsWaitApartFromOutcomes(t *testing.T) {
+	t.Parallel()
+	_, rdb := testenv.Redis(t)
+	h := handoff.New(rdb, nil)
+	h.Attempt("acme", "orders", "2xx", 0, "Delivered", "accepted")
+	outcomes, err := rdb.HGetAll(t.Context(), handoff.Key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outcomes) != 1 || outcomes[`["acme","orders","Delivered","accepted"]`] != "1" {
+		t.Errorf("%s holds %v, want the outcome only", handoff.Key, outcomes)
+	}
+	attempts, err := rdb.HGetAll(t.Context(), handoff.AttemptsKey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attempts) != 1 || attempts[`["acme","orders","2xx"]`] != "1" {
+		t.Errorf("%s holds %v, want the attempt", handoff.AttemptsKey, attempts)
+	}
+	if !strings.HasPrefix(handoff.AttemptsKey, "{"+handoff.Key+"}") {
+		t.Errorf("%s does not share %s's cluster slot: one script adds to both", handoff.AttemptsKey, handoff.Key)
 	}
 }
 

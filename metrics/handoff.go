@@ -8,40 +8,74 @@ import (
 	"github.com/homingdev/homing/handoff"
 )
 
-// drainingCounter is homing_deliveries_total with the outcomes other
-// processes handed off (package handoff) added to it as it is collected.
+// drainingCounter is homing_deliveries_total and homing_attempts_total with
+// the outcomes and attempts other processes handed off (package handoff)
+// added to them as they are collected. One collector holds both, because a
+// registry collects its collectors concurrently: attempts drained by the
+// deliveries' collector could otherwise miss the scrape that drained them.
 //
 // Why at scrape time, not on a ticker: the counts land in the registry that
 // is being read, on the scrape that reads them, so they show on the next
 // scrape of any worker; a worker nobody scrapes takes none, where a ticker
 // would count them into a registry no one reads. And there is no loop to
 // start and stop.
+//
+// It also collects homing_attempt_duration_seconds, after the counters:
+// Metrics.Attempt observes the duration and counts the outcome before it
+// counts the attempt, so collecting the attempts first, then the rest in
+// the same goroutine, keeps the promise that a scrape seeing n attempts
+// sees their n durations and outcomes (a drain's Redis round trip between
+// the collectors of a concurrent gathering broke it).
 type drainingCounter struct {
-	*prometheus.CounterVec
-	m     *Metrics
+	deliveries, attempts *prometheus.CounterVec
+	duration             prometheus.Histogram
+	m                    *Metrics
+	// drain is nil in a process that takes no handed-off counts.
 	drain func(ctx context.Context) ([]handoff.Count, error)
 }
 
-// Collect drains the handed-off counts into the counter, then collects it.
-// A Redis that fails leaves the counts in Redis for the next scrape (of
-// this worker or another) and the counter as it was.
+// Describe describes the counters and the histogram.
+func (c *drainingCounter) Describe(ch chan<- *prometheus.Desc) {
+	c.deliveries.Describe(ch)
+	c.attempts.Describe(ch)
+	c.duration.Describe(ch)
+}
+
+// Collect drains the handed-off counts into the counters, then collects
+// them. A Redis that fails leaves the counts in Redis for the next scrape
+// (of this worker or another) and the counters as they were.
 func (c *drainingCounter) Collect(ch chan<- prometheus.Metric) {
+	if c.drain != nil {
+		c.drainCounts()
+	}
+	c.attempts.Collect(ch)
+	c.deliveries.Collect(ch)
+	c.duration.Collect(ch)
+}
+
+// drainCounts drains the handed-off counts into the counters.
+func (c *drainingCounter) drainCounts() {
 	ctx, cancel := context.WithTimeout(context.Background(), handoff.Timeout)
 	counts, err := c.drain(ctx)
 	cancel()
 	if err != nil {
-		c.m.log.Warn("handed-off delivery outcomes not read: they wait in Redis for the next scrape",
-			"metric", "homing_deliveries_total", "error", err.Error())
+		c.m.log.Warn("handed-off delivery outcomes and attempts not read: they wait in Redis for the next scrape",
+			"metric", "homing_deliveries_total, homing_attempts_total", "error", err.Error())
 	}
-	n := int64(0)
+	outcomes, attempts := int64(0), int64(0)
 	for _, h := range counts {
+		if h.IsAttempt() {
+			ten, hook := c.m.labels(h.Tenant, h.Webhook)
+			c.attempts.WithLabelValues(ten, hook, h.Class).Add(float64(h.N))
+			attempts += h.N
+			continue
+		}
 		c.m.Deliveries(h.Tenant, h.Webhook, h.Status, h.Reason, int(h.N))
-		n += h.N
+		outcomes += h.N
 	}
-	if n > 0 {
-		c.m.log.Debug("handed-off delivery outcomes counted", "outcomes", n, "series", len(counts))
+	if outcomes+attempts > 0 {
+		c.m.log.Debug("handed-off delivery outcomes and attempts counted", "outcomes", outcomes, "attempts", attempts, "series", len(counts))
 	}
-	c.CounterVec.Collect(ch)
 }
 
 var _ prometheus.Collector = (*drainingCounter)(nil)

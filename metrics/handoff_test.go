@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -20,6 +21,13 @@ import (
 // left out).
 func gather(t *testing.T, m *metrics.Metrics) map[string]float64 {
 	t.Helper()
+	return gatherFamily(t, m, "homing_deliveries_total", "tenant", "webhook", "status", "reason")
+}
+
+// gatherFamily scrapes m and sums family's series by their label values
+// joined with "/" (zero series left out).
+func gatherFamily(t *testing.T, m *metrics.Metrics, family string, names ...string) map[string]float64 {
+	t.Helper()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -29,13 +37,17 @@ func gather(t *testing.T, m *metrics.Metrics) map[string]float64 {
 		return nil
 	}
 	out := map[string]float64{}
-	for _, s := range fam["homing_deliveries_total"].GetMetric() {
+	for _, s := range fam[family].GetMetric() {
 		l := map[string]string{}
 		for _, p := range s.GetLabel() {
 			l[p.GetName()] = p.GetValue()
 		}
 		if v := s.GetCounter().GetValue(); v != 0 {
-			out[l["tenant"]+"/"+l["webhook"]+"/"+l["status"]+"/"+l["reason"]] = v
+			key := make([]string, len(names))
+			for i, n := range names {
+				key[i] = l[n]
+			}
+			out[strings.Join(key, "/")] += v
 		}
 	}
 	return out
@@ -100,5 +112,37 @@ func TestTwoWorkersCountHandedOffOutcomesOnce(t *testing.T) {
 	}
 	if n, err := rdb.Exists(t.Context(), handoff.Key).Result(); err != nil || n != 0 {
 		t.Errorf("%s still exists after the last scrapes (%v)", handoff.Key, err)
+	}
+}
+
+// Attempts handed off are in homing_attempts_total at the scrape that
+// drains them, under the webhook's bounded labels, beside the outcomes
+// drained with them.
+func TestHandedOffAttemptsAreCountedAtTheScrape(t *testing.T) {
+	t.Parallel()
+	_, rdb := testenv.Redis(t)
+	hand := handoff.New(rdb, nil)
+	hand.Attempt("acme", "orders", "2xx", 0, models.StatusDelivered, models.ReasonAccepted)
+	hand.Attempt("acme", "orders", "5xx", 0, "", "")
+	hand.Attempt("acme", "orders", "5xx", 0, models.StatusExhausted, models.ReasonRetriesSpent)
+	hand.Attempt("", "invoices", "timeout", 0, "", "")
+	hand.Flush()
+	m := metrics.New(metrics.Options{Handoff: handoff.New(rdb, nil).Drain, MaxWebhookLabels: 1, MaxTenantLabels: 10})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 {
+		t.Fatalf("scrape: %d %s", rec.Code, rec.Body)
+	}
+	got := gatherFamily(t, m, "homing_attempts_total", "tenant", "webhook", "class")
+	// One webhook label: invoices, seen second, is "other".
+	want := map[string]float64{"acme/orders/2xx": 1, "acme/orders/5xx": 2, "default/other/timeout": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("homing_attempts_total after one scrape:\n got %v\nwant %v", got, want)
+	}
+	if d := gather(t, m); d["acme/orders/Delivered/accepted"] != 1 || d["acme/orders/Exhausted/retries_spent"] != 1 {
+		t.Errorf("homing_deliveries_total: %v", d)
+	}
+	if n, err := rdb.Exists(t.Context(), handoff.Key, handoff.AttemptsKey).Result(); err != nil || n != 0 {
+		t.Errorf("%d of the hashes left after the scrape (%v)", n, err)
 	}
 }

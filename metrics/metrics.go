@@ -61,10 +61,10 @@ type Options struct {
 	// homing_database_errors_total and homing_database_up; nil leaves them
 	// out.
 	Database *dbstate.Watcher
-	// Handoff takes the delivery outcomes that processes without metrics
-	// handed off (handoff.Handoff.Drain), to count them in
-	// homing_deliveries_total at scrape time; nil counts only this
-	// process's own.
+	// Handoff takes the delivery outcomes and attempts that processes
+	// without metrics handed off (handoff.Handoff.Drain), to count them in
+	// homing_deliveries_total and homing_attempts_total at scrape time; nil
+	// counts only this process's own.
 	Handoff func(ctx context.Context) ([]handoff.Count, error)
 }
 
@@ -103,7 +103,7 @@ func New(opts Options) *Metrics {
 		}, []string{"tenant", "webhook", "status", "reason"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_attempts_total",
-			Help: "Delivery attempts by outcome class: 2xx, 3xx, 4xx, 5xx, timeout, connection, invalid (no request could be built), canceled.",
+			Help: "Delivery attempts by outcome class: 2xx, 3xx, 4xx, 5xx, timeout, connection, invalid (no request could be built), canceled. Counted once, whichever process made the attempt: those of processes without metrics (serve's workflow_transition) are handed off through Redis and counted by the next worker scraped.",
 		}, []string{"tenant", "webhook", "class"}),
 		attemptDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "homing_attempt_duration_seconds",
@@ -143,12 +143,12 @@ func New(opts Options) *Metrics {
 		m.attempts.WithLabelValues(OtherWebhooks, OtherWebhooks, string(c))
 	}
 	m.taskFailures = newTaskFailures()
-	var deliveries prometheus.Collector = m.deliveries
-	if opts.Handoff != nil {
-		deliveries = &drainingCounter{CounterVec: m.deliveries, m: m, drain: opts.Handoff}
-	}
+	// The attempts' counters and durations in one collector, in order
+	// (drainingCounter), with what other processes handed off when
+	// opts.Handoff is set.
+	counters := &drainingCounter{deliveries: m.deliveries, attempts: m.attempts, duration: m.attemptDuration, m: m, drain: opts.Handoff}
 	m.reg.MustRegister(
-		deliveries, m.attempts, m.attemptDuration, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
+		counters, m.sweepDuration, m.sweepEnqueued, m.postponed, m.taskFailures,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

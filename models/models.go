@@ -364,3 +364,31 @@ type PortalLink struct {
 
 // TableName pins the table name the migrations create.
 func (PortalLink) TableName() string { return "portal_links" }
+
+// ActivityHour is one closed hour's counts of one tenant's webhook, kept by
+// the console's rollup (inspect.rollHours) so that a 24-hour page reads 24
+// rows instead of the day's deliveries and attempts.
+type ActivityHour struct {
+	Tenant  string    `gorm:"column:tenant;primaryKey"`
+	Webhook string    `gorm:"column:webhook_name;primaryKey"`
+	Hour    time.Time `gorm:"column:hour;primaryKey"`
+	// Deliveries counts the deliveries created in the hour; Attempts the
+	// attempts made in it, Succeeded those answered 2xx and Failed the
+	// others.
+	Deliveries int64 `gorm:"column:deliveries"`
+	Attempts   int64 `gorm:"column:attempts"`
+	Succeeded  int64 `gorm:"column:succeeded"`
+	Failed     int64 `gorm:"column:failed"`
+}
+
+// TableName pins the table name the migrations create.
+func (ActivityHour) TableName() string { return "activity_rollup" }
+
+// RolledHour says that an hour's ActivityHour rows are complete.
+type RolledHour struct {
+	Hour     time.Time `gorm:"column:hour;primaryKey"`
+	RolledAt time.Time `gorm:"column:rolled_at"`
+}
+
+// TableName pins the table name the migrations create.
+func (RolledHour) TableName() string { return "activity_rollup_hours" }

@@ -23,7 +23,8 @@ var metricsAddr = regexp.MustCompile(`msg="worker started".* metrics_addr=(\S+)`
 // and the command line serve no metrics, yet what they make final is in the
 // worker's homing_deliveries_total at its next scrape (issue 25): a webhook
 // deleted through the API, one disabled with homing webhook disable, and a
-// workflow_transition serve delivered in its request.
+// workflow_transition serve delivered in its request, whose attempt is in
+// the worker's homing_attempts_total.
 func TestOutcomesOfServeAndTheCommandLineReachAWorkersMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
@@ -92,6 +93,21 @@ func TestOutcomesOfServeAndTheCommandLineReachAWorkersMetrics(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("the worker's homing_deliveries_total:\n got %v\nwant %v", got, want)
+	}
+	// The transition's attempt, made by serve, is the worker's
+	// homing_attempts_total too: the worker made none.
+	attempts := map[string]float64{}
+	for _, s := range fam["homing_attempts_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range s.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if v := s.GetCounter().GetValue(); v != 0 {
+			attempts[l["webhook"]+"/"+l["class"]] = v
+		}
+	}
+	if want := map[string]float64{"approvals/2xx": 1}; fmt.Sprint(attempts) != fmt.Sprint(want) {
+		t.Errorf("the worker's homing_attempts_total:\n got %v\nwant %v", attempts, want)
 	}
 	s.stop()
 }

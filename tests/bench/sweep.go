@@ -149,7 +149,7 @@ func explainSweep(ctx context.Context, conn *pgx.Conn, batch int) (string, float
 	// queued, no queue full: the named parameters become positional.
 	q := strings.NewReplacer(
 		"CAST(@full AS text[])", "'{}'::text[]", "CAST(@spent AS text[])", "'{}'::text[]",
-		"@now", "$1", "@stale", "$1", "@probe_before", "$1", "@failing", strconv.Itoa(models.FailingAfter),
+		"@now", "$1", "@stale", "$1", "@probe_max_before", "$1", "@probe_min_before", "$1", "@failing", strconv.Itoa(models.FailingAfter),
 		"@per", "$2", "@tick_seconds", "4", "@batch", "$2",
 	).Replace(sweeper.SelectDuePostgres)
 	// As the sweeper runs it: without JIT (sweeper.selectRows).
