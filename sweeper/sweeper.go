@@ -305,10 +305,20 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 		}
 		probing = probing || r.Probes > 0
 		if !r.more && !wasFull && len(st.full) == 0 && !probing {
-			// Nothing more is due now. A failing webhook whose next
-			// probe comes due before the tick ends keeps it looking:
-			// the next tick could be up to sweeper.interval late for a
-			// probe gap of a second.
+			// Nothing more is due now. A retry that comes due before
+			// the tick ends (a short retry.schedule) is waited for:
+			// left to the next tick, it would wait up to
+			// sweeper.interval.
+			var next time.Time
+			if next, err = s.nextRetryBefore(ctx, st, end); err != nil {
+				break
+			}
+			if !next.IsZero() {
+				waitUntil(ctx, next.Sub(st.now))
+				continue
+			}
+			// A failing webhook whose next probe comes due before the
+			// tick ends keeps it looking, for the same reason.
 			var wait bool
 			if wait, err = s.nextProbeBefore(ctx, st.now, end); err != nil || !wait {
 				break
@@ -340,6 +350,16 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 		s.cfg.Observer.Sweep(s.cfg.Clock.Now().Sub(start), total.Enqueued)
 	}
 	return total, err
+}
+
+// waitUntil waits d, or until ctx ends.
+func waitUntil(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // budgetEnded reports whether ctx has ended or its deadline has passed. A

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/sweeper"
@@ -157,6 +158,40 @@ func TestRowDueAgainWhileItsTaskIsActiveIsQueuedOnceTheTaskEnds(t *testing.T) {
 			defer mu.Unlock()
 			if runs != 1 {
 				t.Fatalf("the task ran %d times, want 1", runs)
+			}
+		})
+	}
+}
+
+// A retry that comes due while a tick runs is taken by that tick, not left
+// to the next one up to sweeper.interval later: with a retry.schedule of
+// 100ms (the failing-receiver benchmark) every round of retries waited for
+// the next tick. The tick that finds nothing due yet waits for it (real
+// clock here: the row comes due 300 ms after the tick starts).
+func TestTickTakesARetryThatComesDueWithinIt(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{})
+			b.webhook("a", 0)
+			b.webhook("failing", 0)
+			b.setHealth("failing", models.FailingAfter)
+			now := time.Now().UTC()
+			ids := b.due("a", 1, now.Add(300*time.Millisecond))
+			b.due("failing", 1, now.Add(100*time.Millisecond)) // waits for its probe, not for the tick
+			b.due("a", 1, now.Add(time.Hour))                  // after the tick: not waited for
+			client := asynq.NewClient(b.opt)
+			t.Cleanup(func() { _ = client.Close() })
+			s := sweeper.New(b.db, client, b.insp, sweeper.Config{Interval: 3 * time.Second, Clock: clock.Real{}, NewTask: tasks.NewRetryTask, TaskID: tasks.RetryTaskID})
+			ctx, cancel := context.WithTimeout(context.Background(), s.TickBudget())
+			defer cancel()
+			res, err := s.Tick(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := b.queued(); !got[ids[0]] || res.Enqueued < 1 {
+				t.Fatalf("tick %+v queued %v; want the retry due 300 ms in (%s)", res, got, ids[0])
 			}
 		})
 	}
