@@ -158,6 +158,7 @@ type pgFlow struct {
 	// transaction's error that is not retryable (dbstate.Retryable).
 	wrong []string
 	stop  chan struct{}
+	once  sync.Once
 	wg    sync.WaitGroup
 }
 
@@ -243,10 +244,46 @@ func (f *pgFlow) publishTx(id string) {
 	f.record(id, err)
 }
 
-// halt stops publishing and waits for the publishes in flight.
+// halt stops publishing and waits for the publishes in flight; again, it
+// does nothing.
 func (f *pgFlow) halt() {
-	close(f.stop)
+	f.once.Do(func() { close(f.stop) })
 	f.wg.Wait()
+}
+
+// startPGRun runs Homing on g's multi-host URL (migrate, webhook A to a
+// receiver answering 200, a worker with concurrency, the scheduler when
+// asked, `homing serve`), starts a flow of events at 50/s through the API
+// and client.PublishTx, halted when the test ends, and waits for the first
+// deliveries.
+func startPGRun(t *testing.T, g *pgha, concurrency int, scheduler bool) (*system, *testreceiver.Receiver, *pgFlow) {
+	t.Helper()
+	s := newSystem(t)
+	s.env = withEnv(s.env, "HOMING_DATABASE_URL", g.url)
+	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
+	s.env = withEnv(s.env, "HOMING_OUTBOX_RECOVER_AFTER", "5s")
+	s.env = withEnv(s.env, "HOMING_WORKER_CONCURRENCY", fmt.Sprint(concurrency))
+	s.ok(t, nil, "homing", "migrate")
+	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
+	s.ok(t, nil, "homing", "webhook", "create", "--name", "A", "--doctype", "A", "--event", "on_submit",
+		"--url", rc.URL, "--field", "name=e", "--max-retries", "100", "--timeout", "2s")
+	s.start("worker", "worker started")
+	if scheduler {
+		s.start("scheduler", "scheduler started")
+	}
+	api := s.startAPI(t)
+	producer, err := store.OpenWith(g.url, store.Options{MaxOpenConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close(producer) })
+	f := startPGFlow(t, api, producer, 20*time.Millisecond)
+	t.Cleanup(f.halt)
+	within(t, 30*time.Second, "deliveries before the first failure", func() (bool, string) {
+		got := pgArrivals(rc)
+		return len(got) >= 20, fmt.Sprintf("%d arrivals", len(got))
+	})
+	return s, rc, f
 }
 
 // arrivals maps each event id to the times a 2xx request carried it.
@@ -295,36 +332,7 @@ func TestPostgresFailover(t *testing.T) {
 	t.Logf("pg_auto_failover group up in %s: %s", time.Since(began).Round(100*time.Millisecond), g.url)
 
 	const concurrency = 10
-	s := newSystem(t)
-	s.env = withEnv(s.env, "HOMING_DATABASE_URL", g.url)
-	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
-	s.env = withEnv(s.env, "HOMING_OUTBOX_RECOVER_AFTER", "5s")
-	s.env = withEnv(s.env, "HOMING_WORKER_CONCURRENCY", fmt.Sprint(concurrency))
-	s.ok(t, nil, "homing", "migrate")
-	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
-	s.ok(t, nil, "homing", "webhook", "create", "--name", "A", "--doctype", "A", "--event", "on_submit",
-		"--url", rc.URL, "--field", "name=e", "--max-retries", "100", "--timeout", "2s")
-	s.start("worker", "worker started")
-	s.start("scheduler", "scheduler started")
-	api := s.startAPI(t)
-
-	producer, err := store.OpenWith(g.url, store.Options{MaxOpenConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(producer) })
-
-	f := startPGFlow(t, api, producer, 20*time.Millisecond)
-	halted := false
-	defer func() {
-		if !halted {
-			f.halt()
-		}
-	}()
-	within(t, 30*time.Second, "deliveries before the first failover", func() (bool, string) {
-		got := pgArrivals(rc)
-		return len(got) >= 20, fmt.Sprintf("%d arrivals", len(got))
-	})
+	s, rc, f := startPGRun(t, g, concurrency, true)
 
 	// Three failovers while events flow, each promotion timed from the
 	// failure: (a) planned, the old primary demoted first; (b) SIGKILL of the
@@ -369,7 +377,6 @@ func TestPostgresFailover(t *testing.T) {
 		})
 	}
 	f.halt()
-	halted = true
 
 	f.mu.Lock()
 	accepted := len(f.accepted)
@@ -467,33 +474,7 @@ func TestPostgresThreeNodesKeepEveryAcceptedEvent(t *testing.T) {
 	g := startPGHA(t, 3)
 	t.Logf("pg_auto_failover group of three up in %s: %s", time.Since(began).Round(100*time.Millisecond), g.url)
 
-	s := newSystem(t)
-	s.env = withEnv(s.env, "HOMING_DATABASE_URL", g.url)
-	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
-	s.env = withEnv(s.env, "HOMING_WORKER_CONCURRENCY", "10")
-	s.ok(t, nil, "homing", "migrate")
-	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
-	s.ok(t, nil, "homing", "webhook", "create", "--name", "A", "--doctype", "A", "--event", "on_submit",
-		"--url", rc.URL, "--field", "name=e", "--max-retries", "100", "--timeout", "2s")
-	s.start("worker", "worker started")
-	api := s.startAPI(t)
-	producer, err := store.OpenWith(g.url, store.Options{MaxOpenConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close(producer) })
-
-	f := startPGFlow(t, api, producer, 20*time.Millisecond)
-	halted := false
-	defer func() {
-		if !halted {
-			f.halt()
-		}
-	}()
-	within(t, 30*time.Second, "deliveries before the first loss", func() (bool, string) {
-		got := pgArrivals(rc)
-		return len(got) >= 20, fmt.Sprintf("%d arrivals", len(got))
-	})
+	s, rc, f := startPGRun(t, g, 10, false)
 
 	first := g.must("kill-primary")
 	down := time.Now()
@@ -518,7 +499,6 @@ func TestPostgresThreeNodesKeepEveryAcceptedEvent(t *testing.T) {
 	g.must("kill-primary")
 	time.Sleep(2 * time.Second)
 	f.halt()
-	halted = true
 	s.stop()
 
 	var last int
