@@ -507,15 +507,21 @@ func TestPostgresThreeNodesKeepEveryAcceptedEvent(t *testing.T) {
 			last = p
 		}
 	}
-	node, err := store.OpenWith(fmt.Sprintf("postgres://postgres@127.0.0.1:%d/homing?sslmode=disable", last), store.Options{MaxOpenConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = store.Close(node) }()
+	// Its pg_autoctl may be restarting it (it reports its LSN to the
+	// monitor, which may ask it to follow or wait): read it once it answers.
 	var kept []string
-	if err := node.Model(&models.PublishedEvent{}).Pluck("event_id", &kept).Error; err != nil {
-		t.Fatalf("read published_events on the last node (%d): %v", last, err)
-	}
+	within(t, time.Minute, fmt.Sprintf("the last node (%d) answering", last), func() (bool, string) {
+		node, err := store.OpenWith(fmt.Sprintf("postgres://postgres@127.0.0.1:%d/homing?sslmode=disable", last), store.Options{MaxOpenConns: 1})
+		if err != nil {
+			return false, err.Error()
+		}
+		defer func() { _ = store.Close(node) }()
+		kept = nil
+		if err := node.Model(&models.PublishedEvent{}).Pluck("event_id", &kept).Error; err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 	has := make(map[string]bool, len(kept))
 	for _, id := range kept {
 		has[id] = true
