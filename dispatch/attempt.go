@@ -115,7 +115,7 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 	// problem (a wrong secrets.key), not the receiver's: fail the task, and
 	// give the row back as it was.
 	own := claimed{row: c.Row, prevNext: c.PrevNext, hook: *c.Hook, at: now}
-	if own.secrets, err = d.secrets(c.Hook, now); err != nil {
+	if own.secrets, err = webhook.LiveSecrets(d.box, c.Hook, now); err != nil {
 		return Outcome{}, d.notSent(ctx, own, ErrSecretUnavailable, err)
 	}
 	return d.send(ctx, own, mode)
@@ -244,12 +244,6 @@ func (d *Dispatcher) url(row models.Delivery, hook *models.Webhook, now time.Tim
 		return delivery.RenderFrozenURL(hook.URLTemplate, *row.URLDoc, hook.Compat, now)
 	}
 	return row.URL, nil
-}
-
-// secrets opens the webhook's current secret and those still inside their
-// rotation grace period, current first.
-func (d *Dispatcher) secrets(hook *models.Webhook, now time.Time) ([]signing.Secret, error) {
-	return webhook.LiveSecrets(d.box, hook, now)
 }
 
 // recordSent decides the attempt's outcome and has the store write it: the

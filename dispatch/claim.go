@@ -8,6 +8,7 @@ import (
 	"github.com/homingdev/homing/dispatch/storage"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/webhook"
 )
 
 // claimed is a delivery this attempt owns: taken by the store's Claim, or
@@ -28,7 +29,7 @@ type claimed struct {
 // planned, when the webhook's secret cannot be opened: that row's
 // webhook:deliver task then fails the way it always has.
 func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now time.Time) *claimed {
-	secrets, err := d.secrets(&w, now)
+	secrets, err := webhook.LiveSecrets(d.box, &w, now)
 	if err != nil {
 		return nil
 	}

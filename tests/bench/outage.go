@@ -68,13 +68,7 @@ func (e *env) runOutage(ctx context.Context, n, concurrency int, interval string
 	environ := e.homingEnv("HOMING_WORKER_CONCURRENCY="+strconv.Itoa(concurrency), "HOMING_RETRY_SCHEDULE=1s",
 		"HOMING_SWEEPER_INTERVAL="+interval)
 	// Fresh: N events queued while the queue is paused, then delivered.
-	if err := publishAll(ctx, pub, 1, 1, benchDoc); err != nil {
-		return res, err
-	}
-	if err := insp.PauseQueue(tasks.DefaultQueue); err != nil {
-		return res, err
-	}
-	if err := publishAll(ctx, pub, n-1, 8, func(i int) map[string]any { return benchDoc(i + 1) }); err != nil {
+	if err := publishPaused(ctx, pub, insp, n); err != nil {
 		return res, err
 	}
 	worker, err := startProcess("worker", e.binDir, filepath.Join(e.binDir, "worker"), nil, environ, "worker started")
@@ -261,4 +255,17 @@ func (e *env) runProbe(ctx context.Context, events, concurrency int, outage time
 	res.DetectSeconds = first.Sub(recovered).Seconds()
 	res.DrainSeconds = end.Sub(first).Seconds()
 	return res, e.waitDelivered(ctx, events)
+}
+
+// publishPaused publishes n fresh events for a worker not yet started: the
+// first one alone (so that the default queue exists), then, with the queue
+// paused, the other n-1 from 8 goroutines. The caller unpauses it.
+func publishPaused(ctx context.Context, pub *client.Client, insp *asynq.Inspector, n int) error {
+	if err := publishAll(ctx, pub, 1, 1, benchDoc); err != nil {
+		return err
+	}
+	if err := insp.PauseQueue(tasks.DefaultQueue); err != nil {
+		return err
+	}
+	return publishAll(ctx, pub, n-1, 8, func(i int) map[string]any { return benchDoc(i + 1) })
 }

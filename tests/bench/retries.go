@@ -59,13 +59,7 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	insp := asynq.NewInspector(e.redis)
 	defer insp.Close()
 	environ := e.homingEnv("HOMING_WORKER_CONCURRENCY="+strconv.Itoa(concurrency), "HOMING_SWEEPER_INTERVAL=1s")
-	if err := publishAll(ctx, pub, 1, 1, benchDoc); err != nil {
-		return res, err
-	}
-	if err := insp.PauseQueue(tasks.DefaultQueue); err != nil {
-		return res, err
-	}
-	if err := publishAll(ctx, pub, n-1, 8, func(i int) map[string]any { return benchDoc(i + 1) }); err != nil {
+	if err := publishPaused(ctx, pub, insp, n); err != nil {
 		return res, err
 	}
 	worker, err := startProcess("worker", e.binDir, filepath.Join(e.binDir, "worker"), nil, environ, "worker started")
