@@ -265,11 +265,13 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	// The clock starts before the deadline does, so a timed-out request
+	// never reports a Duration shorter than its timeout.
+	start := s.now()
 	reqCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	httpReq = httpReq.WithContext(reqCtx)
 
-	start := s.now()
 	resp, err := s.clientFor(req).Do(httpReq)
 	if errors.Is(err, ErrTooManyRedirects) && resp != nil {
 		// The last 3xx answer is the result, saying why it was not followed.
