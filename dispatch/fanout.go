@@ -36,7 +36,7 @@ type Pending struct {
 // no re-runs to count (its callers publish synchronously and answer the
 // error), so the stop fails the call like the heap ceiling does.
 func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
-	pending, _, err := d.fanOut(ctx, ev, Inline{})
+	pending, _, _, err := d.fanOut(ctx, ev, Inline{})
 	return pending, err
 }
 
@@ -48,8 +48,13 @@ type Inline struct {
 	// itself, instead of through a webhook:deliver task each: one task per
 	// event. "" sends none inline.
 	Queue string
+	// Outbox says the event came through the durable intake: the store
+	// deletes its outbox row in the commit that writes its deliveries
+	// when it can (storage.EventKey.Outbox).
+	Outbox bool
 	// Committed, when set, is told once the event's deliveries are
-	// committed (the durable intake lets the event go).
+	// committed, unless the store released the event's outbox row in that
+	// commit (the durable intake then lets the event go itself).
 	Committed func(ctx context.Context)
 	// Enqueue queues the first attempt of a delivery not sent here. A
 	// task that is already queued is not an error. It may be called from
@@ -96,11 +101,11 @@ type Inline struct {
 // slow receivers apart, and workflow_transition keeps its synchronous
 // path (DeliverNow).
 func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error {
-	pending, inline, err := d.fanOut(ctx, ev, in)
+	pending, inline, released, err := d.fanOut(ctx, ev, in)
 	if err != nil {
 		return fmt.Errorf("fan out event %s: %w", ev.ID, err)
 	}
-	if in.Committed != nil {
+	if in.Committed != nil && !released {
 		in.Committed(ctx)
 	}
 	for _, p := range pending {
@@ -114,25 +119,30 @@ func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error
 }
 
 // fanOut is FanOut, claiming at insert the deliveries on in.Queue that
-// HandleEvent sends itself when in.Queue is not empty.
-func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) ([]Pending, []*claimed, error) {
+// HandleEvent sends itself when in.Queue is not empty, and releasing the
+// event's outbox row with them when in.Outbox is set (released says it was).
+func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) (pending []Pending, inline []*claimed, released bool, err error) {
 	if err := ev.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	p := &eventPlan{d: d, ev: ev, queue: in.Queue, retries: in.Retries}
-	written, err := d.store.FanOut(ctx, ev.Tenant, ev.DocType, ev.Event, p.rows)
+	key := storage.EventKey{Tenant: ev.Tenant, DocType: ev.DocType, Event: ev.Event}
+	if in.Outbox {
+		key.Outbox = ev.ID
+	}
+	written, err := d.store.FanOut(ctx, key, p.rows)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if p.stopped != nil {
 		// No verdict on the webhook: nothing was written, and the
 		// event's task fails to run again.
 		d.logStopped(ev, p.stopped, in.Retries)
-		return nil, nil, fmt.Errorf("event %s: %w", ev.ID, p.stopped)
+		return nil, nil, false, fmt.Errorf("event %s: %w", ev.ID, p.stopped)
 	}
-	pending, inline := p.pending(written)
+	pending, inline = p.pending(written)
 	p.countUnbuilt(written)
-	return pending, inline, nil
+	return pending, inline, written.Released, nil
 }
 
 // eventPlan plans one event's rows for the store's FanOut, which may ask

@@ -292,6 +292,10 @@ type PublishedEvent struct {
 	// BodyHash is the SHA-256 (hex) of the event POST /v1/events accepted;
 	// "" when not recorded (client.PublishTx, or keys older than it).
 	BodyHash string `gorm:"column:body_hash"`
+	// AcceptID is random to the homing serve write that recorded the ID
+	// (outbox.Writer), so that a write repeated after an ambiguous commit
+	// knows its own record; "" when none.
+	AcceptID string `gorm:"column:accept_id"`
 }
 
 // TableName pins the table name the migrations create.

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -64,7 +65,10 @@ type writeIn struct {
 	// hash is the hex SHA-256 of payload: what a repeat of id is compared
 	// with.
 	hash string
-	now  time.Time
+	// accept is random to this call of AddJSON (published_events.accept_id):
+	// how a write run again after an ambiguous commit knows its own record.
+	accept string
+	now    time.Time
 }
 
 func (in writeIn) key() eventKey { return eventKey{in.tenant, in.id} }
@@ -105,7 +109,8 @@ func (w *Writer) AddJSON(ctx context.Context, ev event.Event, doc json.RawMessag
 		return Repeated, err
 	}
 	sum := sha256.Sum256(payload)
-	in := writeIn{tenant: models.TenantOr(ev.Tenant), id: ev.ID, payload: payload, hash: hex.EncodeToString(sum[:]), now: now.UTC().Truncate(time.Microsecond)}
+	in := writeIn{tenant: models.TenantOr(ev.Tenant), id: ev.ID, payload: payload, hash: hex.EncodeToString(sum[:]), now: now.UTC().Truncate(time.Microsecond),
+		accept: rand.Text()}
 	outcome, err := w.g.Do(ctx, in)
 	if err == nil && outcome == Added && w.queue != nil {
 		w.enqueue(ctx, in)
@@ -145,14 +150,14 @@ func writeBatch(tx *gorm.DB, ins []writeIn, queued bool) ([]Outcome, error) {
 	// 1. The idempotency records; RETURNING names the IDs new to the outbox.
 	// Served by published_events' primary key.
 	var sql strings.Builder
-	args := make([]any, 0, 4*len(ins))
-	sql.WriteString("INSERT INTO published_events (tenant, event_id, created_at, body_hash) VALUES ")
+	args := make([]any, 0, 5*len(ins))
+	sql.WriteString("INSERT INTO published_events (tenant, event_id, created_at, body_hash, accept_id) VALUES ")
 	for i, in := range ins {
 		if i > 0 {
 			sql.WriteString(", ")
 		}
-		sql.WriteString("(?, ?, ?, ?)")
-		args = append(args, in.tenant, in.id, in.now, in.hash)
+		sql.WriteString("(?, ?, ?, ?, ?)")
+		args = append(args, in.tenant, in.id, in.now, in.hash, in.accept)
 	}
 	sql.WriteString(" ON CONFLICT (tenant, event_id) DO NOTHING RETURNING tenant, event_id")
 	var created []models.PublishedEvent
@@ -227,22 +232,33 @@ func writeBatch(tx *gorm.DB, ins []writeIn, queued bool) ([]Outcome, error) {
 // refuseChanged marks Conflict each repeat in ins whose hash differs from the
 // one recorded for its ID, and returns the repeats left (again without them).
 // A key recorded without a hash is not compared.
+//
+// A "repeat" recorded with this very input's accept ID is this input's own
+// write, committed by a transaction whose commit was answered with an error
+// (the connection lost after the server committed: a failover) and then run
+// again alone (groupcommit): it is Added, as its publisher was never told
+// otherwise, and is queued by AddJSON like any new event.
 func refuseChanged(tx *gorm.DB, ins []writeIn, outs []Outcome, again []eventKey) ([]eventKey, error) {
 	var stored []models.PublishedEvent
-	if err := tx.Select("tenant", "event_id", "body_hash").Where("(tenant, event_id) IN ?", tuples(again)).Find(&stored).Error; err != nil {
+	if err := tx.Select("tenant", "event_id", "body_hash", "accept_id").Where("(tenant, event_id) IN ?", tuples(again)).Find(&stored).Error; err != nil {
 		return nil, fmt.Errorf("read %d events published before: %w", len(again), err)
 	}
-	hashes := make(map[eventKey]string, len(stored))
+	recorded := make(map[eventKey]models.PublishedEvent, len(stored))
 	for _, p := range stored {
-		hashes[eventKey{p.Tenant, p.EventID}] = p.BodyHash
+		recorded[eventKey{p.Tenant, p.EventID}] = p
 	}
 	keep := make(map[eventKey]bool, len(again))
 	for i, in := range ins {
 		if outs[i] == Added {
 			continue
 		}
-		if h := hashes[in.key()]; h != "" && h != in.hash {
+		p := recorded[in.key()]
+		if p.BodyHash != "" && p.BodyHash != in.hash {
 			outs[i] = Conflict
+			continue
+		}
+		if in.accept != "" && p.AcceptID == in.accept {
+			outs[i] = Added
 			continue
 		}
 		keep[in.key()] = true

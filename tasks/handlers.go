@@ -76,6 +76,7 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	return permanent(h.Dispatcher.HandleEvent(ctx, ev, dispatch.Inline{
 		Queue:     queue,
 		Retries:   retries,
+		Outbox:    h.throughOutbox(t),
 		Committed: func(ctx context.Context) { h.fannedOut(ctx, t, ev.Tenant, ev.ID) },
 		Enqueue:   h.enqueueFirst,
 	}))

@@ -44,7 +44,7 @@ func TestFanOutWritesEachPlannedRowOnce(t *testing.T) {
 			}
 		}
 		var asked []string
-		w, err := s.FanOut(ctx, "", "Sales Order", "on_submit", plan("a-", &asked))
+		w, err := s.FanOut(ctx, EventKey{DocType: "Sales Order", Event: "on_submit"}, plan("a-", &asked))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestFanOutWritesEachPlannedRowOnce(t *testing.T) {
 		if err := db.Model(&models.Delivery{}).Where("id = ?", "a-w1").Update("attempts", 1).Error; err != nil {
 			t.Fatal(err)
 		}
-		w, err = s.FanOut(ctx, "", "Sales Order", "on_submit", plan("b-", &asked))
+		w, err = s.FanOut(ctx, EventKey{DocType: "Sales Order", Event: "on_submit"}, plan("b-", &asked))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestFanOutWritesEachPlannedRowOnce(t *testing.T) {
 		}
 		// An event no webhook takes asks nothing.
 		called := false
-		w, err = s.FanOut(ctx, "", "Item", "on_submit", func([]models.Webhook) []models.Delivery { called = true; return nil })
+		w, err = s.FanOut(ctx, EventKey{DocType: "Item", Event: "on_submit"}, func([]models.Webhook) []models.Delivery { called = true; return nil })
 		if err != nil || called || len(w.Rows) != 0 {
 			t.Fatalf("no webhooks: plan called %v, written %+v, %v", called, w, err)
 		}
@@ -579,7 +579,7 @@ func TestConcurrentFanOutsCreateEachRowOnce(t *testing.T) {
 		)
 		for r := range racers {
 			wg.Go(func() {
-				w, err := s.FanOut(context.Background(), "", "Sales Order", "on_submit", func(hooks []models.Webhook) []models.Delivery {
+				w, err := s.FanOut(context.Background(), EventKey{DocType: "Sales Order", Event: "on_submit"}, func(hooks []models.Webhook) []models.Delivery {
 					now := time.Now().UTC().Truncate(time.Microsecond)
 					var rows []models.Delivery
 					for _, h := range hooks {

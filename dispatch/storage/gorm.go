@@ -39,9 +39,10 @@ func scanWebhook(rows *sql.Rows, w *models.Webhook, first ...any) error {
 		&w.FollowRedirects, &w.URLTemplate, &w.Compat, &w.ConditionLanguage)...)
 }
 
-// FanOut implements Store.
-func (s *GORM) FanOut(ctx context.Context, tenant, docType, event string, plan Plan) (Written, error) {
-	hooks, err := s.match(ctx, tenant, docType, event)
+// FanOut implements Store. It leaves the event's outbox row to the caller
+// (Written.Released is never set).
+func (s *GORM) FanOut(ctx context.Context, ev EventKey, plan Plan) (Written, error) {
+	hooks, err := s.match(ctx, ev.Tenant, ev.DocType, ev.Event)
 	if err != nil {
 		return Written{}, fmt.Errorf("load webhooks: %w", err)
 	}

@@ -119,7 +119,7 @@ func planURLs(event string) Plan {
 // fanOutURLs fans event out through s and answers the URLs its rows went to.
 func fanOutURLs(t testing.TB, s Store, db *gorm.DB, event string) []string {
 	t.Helper()
-	if _, err := s.FanOut(context.Background(), "", "Sales Order", "on_submit", planURLs(event)); err != nil {
+	if _, err := s.FanOut(context.Background(), EventKey{DocType: "Sales Order", Event: "on_submit"}, planURLs(event)); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

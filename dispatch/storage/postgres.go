@@ -92,12 +92,18 @@ var errStaleHooks = errors.New("webhooks changed since they were cached")
 // when those turn out stale or plan nothing, once more from a fresh read.
 // An answer from the cache is only trusted through the INSERT's check, so a
 // plan of no row at all (every condition false) is confirmed by a fresh
-// read.
-func (s *Postgres) FanOut(ctx context.Context, tenant, docType, event string, plan Plan) (Written, error) {
-	key := matchKey{models.TenantOr(tenant), docType, event}
+// read. The event's outbox row (ev.Outbox) is deleted by the INSERT that
+// writes its rows, when that writes them and no one holds the row; an
+// event that plans no row leaves it to the caller.
+func (s *Postgres) FanOut(ctx context.Context, ev EventKey, plan Plan) (Written, error) {
+	key := matchKey{models.TenantOr(ev.Tenant), ev.DocType, ev.Event}
+	var release *eventKey
+	if ev.Outbox != "" {
+		release = &eventKey{key.tenant, ev.Outbox}
+	}
 	if hooks, version, ok := s.hooks.get(key); ok {
 		if rows := plan(hooks); len(rows) > 0 {
-			w, err := s.write(ctx, rows, version)
+			w, err := s.write(ctx, rows, version, release)
 			if !errors.Is(err, errStaleHooks) {
 				return w, err
 			}
@@ -116,15 +122,16 @@ func (s *Postgres) FanOut(ctx context.Context, tenant, docType, event string, pl
 		return Written{Created: true}, nil
 	}
 	// A fresh read is written as read (version 0), like the reference.
-	return s.write(ctx, rows, 0)
+	return s.write(ctx, rows, 0, release)
 }
 
 // write inserts rows planned from webhooks read at version (0: whatever
 // webhooks_version reads now). Concurrent fan-outs share one INSERT and its
 // commit (runInsert); the rows are committed before this returns, so before
-// any request.
-func (s *Postgres) write(ctx context.Context, rows []models.Delivery, version int64) (Written, error) {
-	r, err := s.insert.Do(ctx, insertSet{rows: rows, version: version})
+// any request. release, when set, is the outbox row the INSERT deletes
+// with them.
+func (s *Postgres) write(ctx context.Context, rows []models.Delivery, version int64, release *eventKey) (Written, error) {
+	r, err := s.insert.Do(ctx, insertSet{rows: rows, version: version, release: release})
 	if err != nil {
 		return Written{}, fmt.Errorf("create deliveries: %w", err)
 	}
@@ -132,7 +139,12 @@ func (s *Postgres) write(ctx context.Context, rows []models.Delivery, version in
 	if version != 0 && r.version != version {
 		return Written{}, errStaleHooks
 	}
-	return s.written(ctx, rows, r.created)
+	w, err := s.written(ctx, rows, r.created)
+	if err != nil {
+		return Written{}, err
+	}
+	w.Released = r.released
+	return w, nil
 }
 
 // Claim implements Store. The common case takes one round trip shared with

@@ -88,7 +88,12 @@ func (b *batch) runMatch(ctx context.Context, keys []matchKey) ([]matchResult, e
 type insertSet struct {
 	rows    []models.Delivery
 	version int64
+	// release is the event's outbox row to delete with the rows, if any.
+	release *eventKey
 }
+
+// eventKey names an event: its ID is unique within its tenant.
+type eventKey struct{ tenant, id string }
 
 // insertResult is how many of a set's rows the INSERT created, and the
 // webhooks_version it read. A set whose version differs from it was not
@@ -96,6 +101,8 @@ type insertSet struct {
 type insertResult struct {
 	created int
 	version int64
+	// released: the set's outbox row was deleted by the statement.
+	released bool
 }
 
 // insertSQL is the fan-out's INSERT for the rows of several events. A row
@@ -106,6 +113,16 @@ type insertResult struct {
 // once each ($22) and each row names its own by position: every row of an
 // event keeps the same document, and an event with many webhooks would
 // otherwise send (and encode) it once a row.
+//
+// The same statement releases the events' outbox rows ($23, $24; $25 each
+// one's version as $21 has it): a fan-out through the durable intake then
+// costs no statement and commit of its own to let its event go, and the
+// rows and the release are one commit. A row is released only if its
+// set's rows were written (the version check) and no one holds it: a relay
+// queueing it holds its lock, and SKIP LOCKED leaves it to the caller's
+// own release (outbox.Completer) instead of holding up the whole batch.
+// The rows returned with a tenant and an event ID are the released ones.
+// Served by outbox_events_event (event_id).
 const insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
 ins AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
@@ -118,8 +135,17 @@ ins AS (
 	WHERE v.version IS NULL OR v.version = (SELECT n FROM cur)
 	ON CONFLICT (event_id, webhook_id) DO NOTHING
 	RETURNING id
+), rel AS (
+	DELETE FROM outbox_events WHERE id IN (
+		SELECT o.id FROM outbox_events o
+		WHERE o.event_id = ANY($24::text[]) AND (o.tenant, o.event_id) IN (
+			SELECT r.tenant, r.event_id FROM unnest($23::text[], $24::text[], $25::bigint[]) AS r(tenant, event_id, version)
+			WHERE r.version IS NULL OR r.version = (SELECT n FROM cur))
+		FOR UPDATE SKIP LOCKED)
+	RETURNING tenant, event_id
 )
-SELECT id, NULL FROM ins UNION ALL SELECT NULL, n FROM cur`
+SELECT id, NULL, NULL, NULL FROM ins UNION ALL SELECT NULL, n, NULL, NULL FROM cur
+UNION ALL SELECT NULL, NULL, tenant, event_id FROM rel`
 
 // runInsert inserts every caller's rows in one statement and answers each
 // with how many of its rows it created. The rows go in (event, webhook)
@@ -185,8 +211,27 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 		}
 		tenants[i], versions[i] = models.TenantOr(r.Tenant), p.version
 	}
+	var relTenants, relIDs []string
+	var relVersions []*int64
+	releasedBy := make(map[eventKey][]int)
+	for i, set := range sets {
+		if set.release == nil {
+			continue
+		}
+		k := *set.release
+		if _, ok := releasedBy[k]; !ok {
+			relTenants, relIDs = append(relTenants, k.tenant), append(relIDs, k.id)
+			var v *int64
+			if set.version != 0 {
+				v = &set.version
+			}
+			relVersions = append(relVersions, v)
+		}
+		releasedBy[k] = append(releasedBy[k], i)
+	}
 	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
-		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, tenants, versions, docs)
+		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, tenants, versions, docs,
+		relTenants, relIDs, relVersions)
 	if err != nil {
 		return nil, err
 	}
@@ -195,15 +240,21 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 	var current int64
 	for rows.Next() {
 		var (
-			id      sql.NullString
-			version sql.NullInt64
+			id              sql.NullString
+			version         sql.NullInt64
+			tenant, eventID sql.NullString
 		)
-		if err := rows.Scan(&id, &version); err != nil {
+		if err := rows.Scan(&id, &version, &tenant, &eventID); err != nil {
 			return nil, err
 		}
-		if id.Valid {
+		switch {
+		case id.Valid:
 			out[owner[id.String]].created++
-		} else {
+		case eventID.Valid:
+			for _, i := range releasedBy[eventKey{tenant.String, eventID.String}] {
+				out[i].released = true
+			}
+		default:
 			current = version.Int64
 		}
 	}

@@ -370,3 +370,130 @@ func TestRunClaimTakesEachRowOnce(t *testing.T) {
 		t.Fatalf("attempts by id %v, want [2 1 1 0]", attempts)
 	}
 }
+
+// The fan-out's INSERT releases its event's outbox row in the commit that
+// writes its rows (EventKey.Outbox): only the row of that tenant's event,
+// not when the rows were planned from stale webhooks, not when another
+// transaction holds it (a relay queueing it: left, without waiting, for the
+// caller's own release), and never for an event that plans no row.
+func TestFanOutReleasesTheOutboxRowWithItsRows(t *testing.T) {
+	t.Parallel()
+	db := testenv.Postgres(t)
+	s, err := NewPostgres(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
+	outboxRow := func(tenant, id string) {
+		t.Helper()
+		if err := db.Create(&models.OutboxEvent{EventID: id, Tenant: tenant, Payload: "{}", CreatedAt: time.Now()}).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	outboxed := func(tenant, id string) bool {
+		t.Helper()
+		var n int64
+		if err := db.Model(&models.OutboxEvent{}).Where("tenant = ? AND event_id = ?", tenant, id).Count(&n).Error; err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	ctx := context.Background()
+	fanOut := func(event string, key EventKey) Written {
+		t.Helper()
+		w, err := s.FanOut(ctx, key, planURLs(event))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	so := EventKey{DocType: "Sales Order", Event: "on_submit"}
+
+	// Released with its rows; the same event ID of another tenant stays.
+	outboxRow("default", "ev-1")
+	outboxRow("globex", "ev-1")
+	key := so
+	key.Outbox = "ev-1"
+	if w := fanOut("ev-1", key); !w.Released || !w.Created || outboxed("default", "ev-1") {
+		t.Fatalf("ev-1: released %v, created %v, still in the outbox %v; want released with its rows", w.Released, w.Created, outboxed("default", "ev-1"))
+	}
+	if !outboxed("globex", "ev-1") {
+		t.Fatal("globex's ev-1 was released by default's fan-out")
+	}
+	// Without Outbox nothing is released.
+	outboxRow("default", "ev-2")
+	if w := fanOut("ev-2", so); w.Released || !outboxed("default", "ev-2") {
+		t.Fatalf("ev-2 without Outbox: released %v", w.Released)
+	}
+	// A repeated fan-out (its rows exist) releases a row left behind.
+	key.Outbox = "ev-2"
+	if w := fanOut("ev-2", key); !w.Released || w.Created || outboxed("default", "ev-2") {
+		t.Fatalf("ev-2 again: released %v, created %v", w.Released, w.Created)
+	}
+	// An event without an outbox row (client.Publish) releases nothing.
+	key.Outbox = "ev-3"
+	if w := fanOut("ev-3", key); w.Released {
+		t.Fatal("ev-3 had no outbox row and says it was released")
+	}
+	// A row another transaction holds is left, and the fan-out does not wait.
+	outboxRow("default", "ev-4")
+	tx := db.Begin()
+	defer tx.Rollback()
+	if err := tx.Exec("SELECT 1 FROM outbox_events WHERE event_id = 'ev-4' FOR UPDATE").Error; err != nil {
+		t.Fatal(err)
+	}
+	key.Outbox = "ev-4"
+	held, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	w, err := s.FanOut(held, key, planURLs("ev-4"))
+	if err != nil || w.Released || !w.Created {
+		t.Fatalf("ev-4 held by a relay: %+v %v; want its rows written and the row left", w, err)
+	}
+	tx.Rollback()
+	if !outboxed("default", "ev-4") {
+		t.Fatal("ev-4's held row is gone")
+	}
+	// An event that plans no row leaves its outbox row to the caller.
+	outboxRow("default", "ev-5")
+	key.Outbox = "ev-5"
+	w, err = s.FanOut(ctx, key, func([]models.Webhook) []models.Delivery { return nil })
+	if err != nil || w.Released || !outboxed("default", "ev-5") {
+		t.Fatalf("ev-5 planned nothing: %+v %v", w, err)
+	}
+}
+
+// A set planned from stale webhooks is not written, and its outbox row is
+// not released with it; a current set's in the same statement is.
+func TestRunInsertReleasesOnlyWrittenSets(t *testing.T) {
+	t.Parallel()
+	db, b := batchedFor(t)
+	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
+	ctx := context.Background()
+	got, err := b.runMatch(ctx, []matchKey{{"default", "Sales Order", "on_submit"}})
+	if err != nil || got[0].version == 0 {
+		t.Fatalf("match: %+v %v", got, err)
+	}
+	for _, id := range []string{"ev-stale", "ev-current"} {
+		if err := db.Create(&models.OutboxEvent{EventID: id, Tenant: "default", Payload: "{}", CreatedAt: time.Now()}).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	res, err := b.runInsert(ctx, []insertSet{
+		{rows: []models.Delivery{planned("d1", "ev-stale", "wa", now)}, version: got[0].version - 1, release: &eventKey{"default", "ev-stale"}},
+		{rows: []models.Delivery{planned("d2", "ev-current", "wa", now)}, version: got[0].version, release: &eventKey{"default", "ev-current"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].created != 0 || res[0].released || res[1].created != 1 || !res[1].released {
+		t.Fatalf("results %+v; want the stale set neither written nor released, the current one both", res)
+	}
+	var left []string
+	if err := db.Model(&models.OutboxEvent{}).Order("event_id").Pluck("event_id", &left).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(left, []string{"ev-stale"}) {
+		t.Fatalf("outbox holds %v, want the stale set's row only", left)
+	}
+}

@@ -35,14 +35,14 @@ import (
 // saw, so that of two tasks racing for one delivery at most one wins.
 type Store interface {
 	// FanOut writes an event's delivery rows: plan turns the enabled
-	// webhooks of tenant, docType and event, in ID order (none when the
+	// webhooks of ev's tenant, doctype and event, in ID order (none when the
 	// tenant is disabled), into the rows to insert
 	// (nothing is asked when there are none). A row whose (event, webhook)
 	// exists already is left alone and reported in Written.Existing. plan
 	// may be called more than once (when the webhooks it was given turn
 	// out to have changed before the INSERT, nothing is written and it is
 	// asked again with fresh ones), so every call plans from scratch.
-	FanOut(ctx context.Context, tenant, docType, event string, plan Plan) (Written, error)
+	FanOut(ctx context.Context, ev EventKey, plan Plan) (Written, error)
 	// Claim takes a delivery for one attempt of mode at in.Now: it counts
 	// the attempt, clears queued_at and, unless mode is Sync, moves
 	// next_retry to the lease (Lease). When it takes nothing, Claim says
@@ -86,6 +86,16 @@ func For(db *gorm.DB) Store {
 	return NewGORM(db)
 }
 
+// EventKey names the event whose rows FanOut writes.
+type EventKey struct {
+	Tenant, DocType, Event string
+	// Outbox, when not empty, is the event's ID in the durable intake
+	// (outbox_events): a store that can deletes the event's outbox row in
+	// the commit that writes its rows, and says so in Written.Released.
+	// A row another transaction holds (a relay queueing it) is left.
+	Outbox string
+}
+
 // Plan turns an event's matching webhooks into the delivery rows to write
 // (see Store.FanOut).
 type Plan func(hooks []models.Webhook) []models.Delivery
@@ -100,6 +110,10 @@ type Written struct {
 	// for Rows' webhooks as it is now, this call's or an earlier one's (id,
 	// webhook_id, webhook_name, status, attempts).
 	Existing []models.Delivery
+	// Released is set when the event's outbox row (EventKey.Outbox) was
+	// deleted in the commit that wrote Rows. When it is not, the caller
+	// releases the row itself (outbox.Completer).
+	Released bool
 }
 
 // Mode says which state an attempt may claim a delivery from.

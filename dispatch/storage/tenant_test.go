@@ -68,7 +68,7 @@ func TestFanOutKeepsTenantsApart(t *testing.T) {
 
 		var asked []string
 		for _, c := range []struct{ tenant, want string }{{"acme", "acme/wa"}, {"globex", "globex/wg"}, {"", "default/wd"}} {
-			w, err := s.FanOut(ctx, c.tenant, "Sales Order", "on_submit", planTenant("ev-1", &asked))
+			w, err := s.FanOut(ctx, EventKey{Tenant: c.tenant, DocType: "Sales Order", Event: "on_submit"}, planTenant("ev-1", &asked))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +85,7 @@ func TestFanOutKeepsTenantsApart(t *testing.T) {
 			t.Fatalf("deliveries of ev-1: %v, want one per tenant, each to its own webhook", got)
 		}
 		// A repeat in one tenant creates nothing and reports only its own.
-		w, err := s.FanOut(ctx, "acme", "Sales Order", "on_submit", planTenant("ev-1", &asked))
+		w, err := s.FanOut(ctx, EventKey{Tenant: "acme", DocType: "Sales Order", Event: "on_submit"}, planTenant("ev-1", &asked))
 		if err != nil || w.Created || len(w.Existing) != 1 || w.Existing[0].WebhookID != "wa" {
 			t.Fatalf("acme's repeat of ev-1: %+v, %v; want nothing created and wa's row existing", w, err)
 		}
@@ -101,7 +101,7 @@ func TestFanOutKeepsTenantsApart(t *testing.T) {
 		if err := db.Model(&models.Tenant{}).Where("name = ?", "globex").Update("enabled", false).Error; err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.FanOut(ctx, "globex", "Sales Order", "on_submit", planTenant("ev-2", &asked)); err != nil {
+		if _, err := s.FanOut(ctx, EventKey{Tenant: "globex", DocType: "Sales Order", Event: "on_submit"}, planTenant("ev-2", &asked)); err != nil {
 			t.Fatal(err)
 		}
 		var n int64

@@ -1,0 +1,67 @@
+package tasks_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hibiken/asynq"
+	"gorm.io/gorm"
+
+	"github.com/homingdev/homing/client"
+	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/models"
+)
+
+// An event accepted through the outbox lets it go once fanned out: with its
+// deliveries' commit (PostgreSQL) or right after it (the reference store),
+// and through the worker's own release when it matches no webhook at all.
+// An event published with client.Publish has no row to release.
+func TestFannedOutEventsLeaveTheOutbox(t *testing.T) {
+	t.Parallel()
+	for _, b := range []backend{pg, sqlite} {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, b)
+			rc := testreceiver.New(t)
+			h.createWebhook("orders", rc.URL, nil)
+			ctx := context.Background()
+			outboxed := func(ev client.Event) {
+				t.Helper()
+				var payload string
+				if err := h.db.Transaction(func(tx *gorm.DB) error {
+					if _, err := client.PublishTx(ctx, tx, ev); err != nil {
+						return err
+					}
+					return tx.Model(&models.OutboxEvent{}).Where("event_id = ?", ev.ID).Pluck("payload", &payload).Error
+				}); err != nil {
+					t.Fatal(err)
+				}
+				// The relay's part, done here: queue the row's task.
+				c := asynq.NewClient(h.redis)
+				defer c.Close()
+				if _, err := c.Enqueue(event.OutboxTask("", ev.ID, []byte(payload))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			outboxed(salesOrder("ev-matched"))
+			unmatched := salesOrder("ev-unmatched")
+			unmatched.DocType = "Item"
+			outboxed(unmatched)
+			testenv.Eventually(t, "ev-matched Delivered", func() bool {
+				return h.statuses("ev-matched")[models.StatusDelivered] == 1
+			})
+			testenv.Eventually(t, "the outbox empty", func() bool {
+				var left []string
+				if err := h.db.Model(&models.OutboxEvent{}).Pluck("event_id", &left).Error; err != nil {
+					t.Fatal(err)
+				}
+				return len(left) == 0
+			})
+			if n := rc.Count(); n != 1 {
+				t.Fatalf("receiver got %d requests, want 1", n)
+			}
+		})
+	}
+}
