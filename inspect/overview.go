@@ -166,8 +166,9 @@ func troubled(ctx context.Context, db *gorm.DB, tenant string) ([]Trouble, error
 }
 
 // LastError is the last_error of tenant's webhook name's newest delivery
-// that has one ("" when none), read backwards along
-// deliveries_webhook_created.
+// that has one ("" when none): the first entry of deliveries_webhook_error
+// (webhook_name, created_at DESC, partial on last_error <> ''), tenant
+// checked on the row.
 func LastError(ctx context.Context, db *gorm.DB, tenant, name string) (string, error) {
 	var errs []string
 	if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("webhook_name = ? AND tenant = ? AND last_error <> ''", name, models.TenantOr(tenant)).

@@ -183,22 +183,20 @@ func (s *Service) Preview(ctx context.Context, tenant, name string, doc map[stri
 			h.Set(k, v)
 		}
 	}
-	scheme := w.SignatureScheme
-	var secrets []signing.Secret
-	if w.Secret != "" {
-		plain, err := s.box.Open(w.Secret)
-		if err != nil {
-			return Preview{}, fmt.Errorf("webhook %q: open secret: %w", w.Name, err)
-		}
-		secrets = []signing.Secret{signing.Secret(plain)}
-	} else {
-		scheme = signing.SchemeNone
-	}
-	signing.Sign(h, scheme, secrets, "preview", s.now(), b.body)
 	// The headers are shown, the signatures' values are not: a preview of
 	// any document would otherwise sign whatever body its caller chose
 	// with the webhook's live secret, valid for the receiver (a signing
 	// oracle for anyone who may preview but was never shown the secret).
+	// So the secret is not even opened: the scheme's headers are made with
+	// a placeholder, for their names, and their values masked.
+	scheme := w.SignatureScheme
+	var secrets []signing.Secret
+	if w.Secret != "" {
+		secrets = []signing.Secret{signing.Secret("preview: not the webhook's secret")}
+	} else {
+		scheme = signing.SchemeNone
+	}
+	signing.Sign(h, scheme, secrets, "preview", s.now(), b.body)
 	for _, k := range []string{signing.HeaderSignature, signing.HeaderFrappe} {
 		if h.Get(k) != "" {
 			h.Set(k, delivery.Masked)
