@@ -167,7 +167,7 @@ func troubled(ctx context.Context, db *gorm.DB, tenant string) ([]Trouble, error
 
 // LastError is the last_error of tenant's webhook name's newest delivery
 // that has one ("" when none): the first entry of deliveries_webhook_error
-// (webhook_name, created_at DESC, partial on last_error <> ''), tenant
+// (webhook_name, created_at DESC, only rows with a last_error), tenant
 // checked on the row.
 func LastError(ctx context.Context, db *gorm.DB, tenant, name string) (string, error) {
 	var errs []string
