@@ -196,6 +196,7 @@ func intCost(b *budget, args starlark.Tuple) error {
 		}
 	}
 	if base&(base-1) != 0 && len(digits) > pyMaxIntDigits {
+		//lint:ignore ST1005 Python's own message, word for word
 		return fmt.Errorf("Exceeds the limit (%d digits) for integer string conversion: value has %d digits", pyMaxIntDigits, len(digits))
 	}
 	return b.Alloc(len(digits)/2 + 8)
@@ -232,6 +233,8 @@ func helperCost(b *budget, args starlark.Tuple) error {
 }
 
 // errIntDigits is Python's refusal of str() on an int of too many digits.
+//
+//lint:ignore ST1005 Python's own message, word for word
 var errIntDigits = fmt.Errorf("Exceeds the limit (%d digits) for integer string conversion", pyMaxIntDigits)
 
 // pyTextSize bounds the bytes of str(v) (repr(v) when repr, as items of a
