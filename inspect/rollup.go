@@ -102,37 +102,43 @@ func splitWindow(from, to, now time.Time) span {
 
 // rollHours makes sure every hour in r (whole, closed hours) is in the
 // rollup: one read of activity_rollup_hours, then one transaction per hour
-// missing.
-func rollHours(ctx context.Context, db *gorm.DB, r timeRange, now time.Time) error {
+// missing. It returns how many hours it rolled up itself.
+func rollHours(ctx context.Context, db *gorm.DB, r timeRange, now time.Time) (int, error) {
 	if !r.to.After(r.from) {
-		return nil
+		return 0, nil
 	}
 	var done []models.RolledHour
 	// Served by activity_rollup_hours' primary key.
 	if err := db.WithContext(ctx).Where("hour >= ? AND hour < ?", r.from, r.to).Find(&done).Error; err != nil {
-		return fmt.Errorf("read rolled-up hours: %w", err)
+		return 0, fmt.Errorf("read rolled-up hours: %w", err)
 	}
 	have := make(map[int64]bool, len(done))
 	for _, h := range done {
 		have[h.Hour.Unix()] = true
 	}
+	rolled := 0
 	for h := r.from; h.Before(r.to); h = h.Add(time.Hour) {
 		if have[h.Unix()] {
 			continue
 		}
-		if err := rollHour(ctx, db, h, now); err != nil {
-			return err
+		counted, err := rollHour(ctx, db, h, now)
+		if err != nil {
+			return rolled, err
+		}
+		if counted {
+			rolled++
 		}
 	}
-	return nil
+	return rolled, nil
 }
 
 // rollHour counts the hour starting at hour, every tenant's, into the
 // rollup, unless another reader did (see the package's comment on what can
-// happen twice), and deletes the hours older than rollupKeep.
-func rollHour(ctx context.Context, db *gorm.DB, hour, now time.Time) error {
+// happen twice), and deletes the hours older than rollupKeep. counted says
+// this call counted it.
+func rollHour(ctx context.Context, db *gorm.DB, hour, now time.Time) (counted bool, err error) {
 	end := hour.Add(time.Hour)
-	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&models.RolledHour{Hour: hour, RolledAt: now.UTC()})
 		if res.Error != nil {
 			return res.Error
@@ -140,6 +146,7 @@ func rollHour(ctx context.Context, db *gorm.DB, hour, now time.Time) error {
 		if res.RowsAffected == 0 {
 			return nil
 		}
+		counted = true
 		type key struct{ tenant, webhook string }
 		counts := map[key]*models.ActivityHour{}
 		row := func(tenant, webhook string) *models.ActivityHour {
@@ -199,9 +206,19 @@ func rollHour(ctx context.Context, db *gorm.DB, hour, now time.Time) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("roll up the hour of %s: %w", hour.Format(time.RFC3339), err)
+		return false, fmt.Errorf("roll up the hour of %s: %w", hour.Format(time.RFC3339), err)
 	}
-	return nil
+	return counted, nil
+}
+
+// RollUp rolls up every closed hour of the console's window (the last 24
+// hours at now) that is not yet, so that no console read pays for it: the
+// worker runs it with the hourly retention task (tasks.HandleRetention). A
+// read still rolls up an hour it finds missing (one that closed since, or
+// every hour of the day on the first read after an upgrade made before the
+// task ran). It returns how many hours it rolled up.
+func RollUp(ctx context.Context, db *gorm.DB, now time.Time) (int, error) {
+	return rollHours(ctx, db, splitWindow(now.Add(-24*time.Hour), time.Time{}, now).rolled, now)
 }
 
 // rolledRows reads tenant's rollup rows (AllTenants: every tenant's) in r,
@@ -211,7 +228,7 @@ func rolledRows(ctx context.Context, db *gorm.DB, tenant, webhook string, r time
 	if !r.to.After(r.from) {
 		return nil, nil
 	}
-	if err := rollHours(ctx, db, r, now); err != nil {
+	if _, err := rollHours(ctx, db, r, now); err != nil {
 		return nil, err
 	}
 	q := inTenant(db.WithContext(ctx).Model(&models.ActivityHour{}), "tenant", tenant)

@@ -248,3 +248,44 @@ func TestRollupAnswersAsADirectCount(t *testing.T) {
 		})
 	}
 }
+
+// RollUp (the worker's hourly housekeeping) rolls up every closed hour of
+// the console's day, once: run again it rolls nothing, and the console's
+// reads after it find every hour they need rolled up already, and answer
+// as a direct count.
+func TestRollUpLeavesTheConsoleNothingToRoll(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := t0.Add(30*time.Hour + 25*time.Minute) // past the settle: the last closed hour may be rolled
+			for i := range 30 * 60 / 41 {
+				addDelivery(t, db, "orders", now.Add(-30*time.Hour+time.Duration(i)*41*time.Minute))
+			}
+			hours := func() int64 {
+				t.Helper()
+				var n int64
+				if err := db.Model(&models.RolledHour{}).Count(&n).Error; err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			n, err := inspect.RollUp(context.Background(), db, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The day's whole hours, from the first after now-24h to the last closed before the settle.
+			if want := 23; n != want || hours() != int64(want) {
+				t.Fatalf("RollUp rolled up %d hours (%d held), want %d", n, hours(), want)
+			}
+			if n, err := inspect.RollUp(context.Background(), db, now); err != nil || n != 0 {
+				t.Fatalf("RollUp again: %d, %v; want nothing to roll", n, err)
+			}
+			compare(t, db, "default", now, []string{"orders"})
+			if got := hours(); got != 23 {
+				t.Fatalf("the console's reads rolled up %d more hours after RollUp", got-23)
+			}
+		})
+	}
+}

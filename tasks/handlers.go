@@ -19,6 +19,9 @@ type Handlers struct {
 	Dispatcher *dispatch.Dispatcher
 	Sweeper    *sweeper.Sweeper
 	Retention  *retention.Retention
+	// RollUp, when set, rolls up the console's closed hours
+	// (inspect.RollUp) with each retention task, before the retention.
+	RollUp func(ctx context.Context) (int, error)
 	// Client enqueues the first-attempt tasks fan-out creates.
 	Client *asynq.Client
 	Logger *slog.Logger
@@ -129,11 +132,23 @@ func (h *Handlers) HandleSweep(ctx context.Context, _ *asynq.Task) error {
 	return err
 }
 
-// HandleRetention deletes one run's worth of expired final deliveries.
+// HandleRetention is the hourly housekeeping: it rolls up the console's
+// closed hours, so that no console read pays for them, then deletes one
+// run's worth of expired final deliveries. A failed rollup does not keep the
+// retention from running; the task fails with both errors.
 func (h *Handlers) HandleRetention(ctx context.Context, _ *asynq.Task) error {
+	var rollErr error
+	if h.RollUp != nil {
+		n, err := h.RollUp(ctx)
+		if err != nil {
+			rollErr = fmt.Errorf("roll up the console's hours (a console read rolls up what it misses): %w", err)
+		} else if n > 0 {
+			h.logger().Debug("console hours rolled up", "hours", n)
+		}
+	}
 	if h.Retention == nil {
-		return nil
+		return rollErr
 	}
 	_, err := h.Retention.RunOnce(ctx)
-	return err
+	return errors.Join(rollErr, err)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/logging"
 	"github.com/homingdev/homing/metrics"
+	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/retention"
 	"github.com/homingdev/homing/sweeper"
@@ -86,7 +87,8 @@ func New(a *app.App) *Worker {
 		Clock: a.Clock, Logger: a.Log,
 	})
 	h := &tasks.Handlers{Dispatcher: a.Dispatcher, Sweeper: sw, Retention: ret, Client: client, Logger: a.Log,
-		Intake: outbox.NewCompleter(a.DB)}
+		Intake: outbox.NewCompleter(a.DB),
+		RollUp: func(ctx context.Context) (int, error) { return inspect.RollUp(ctx, a.DB, a.Clock.Now()) }}
 	mux := asynq.NewServeMux()
 	stacks := newWarmStacks()
 	mux.Use(stacks.middleware)
