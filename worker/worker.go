@@ -14,9 +14,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/logging"
 	"github.com/homingdev/homing/metrics"
-	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/outbox"
 	"github.com/homingdev/homing/retention"
 	"github.com/homingdev/homing/sweeper"
