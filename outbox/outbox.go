@@ -102,8 +102,10 @@ func Add(ctx context.Context, tx *gorm.DB, ev event.Event, now time.Time) (Outco
 	if err := usable(ctx, tx, tenant); err != nil {
 		return Repeated, err
 	}
-	// Served by published_events' primary key (tenant, event_id).
-	res := tx.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
+	// Served by published_events' primary key (tenant, event_id). Only
+	// homing serve's writes carry an accept_id (Writer): a producer built
+	// with this version still publishes into a database not migrated to it.
+	res := tx.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Omit("accept_id").
 		Create(&models.PublishedEvent{Tenant: tenant, EventID: ev.ID, CreatedAt: now})
 	if res.Error != nil {
 		return Repeated, fmt.Errorf("record event %s in the outbox: %w", ev.ID, res.Error)
