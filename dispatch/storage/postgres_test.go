@@ -386,9 +386,9 @@ func TestRunClaimTakesEachRowOnce(t *testing.T) {
 
 // The fan-out's INSERT releases its event's outbox row in the commit that
 // writes its rows (EventKey.Outbox): only the row of that tenant's event,
-// not when the rows were planned from stale webhooks, not when another
-// transaction holds it (a relay queueing it: left, without waiting, for the
-// caller's own release), and never for an event that plans no row.
+// not when another transaction holds it (a relay queueing it: left, without
+// waiting, for the caller's own release), and never for an event that plans
+// no row (a stale plan's: TestRunInsertWritesOnlyCurrentPlans).
 func TestFanOutReleasesTheOutboxRowWithItsRows(t *testing.T) {
 	t.Parallel()
 	db := testenv.Postgres(t)
