@@ -91,13 +91,22 @@ func (c Count) IsDuration() bool { return c.Bucket != "" }
 
 // bucketOf is the bucket of DurationBuckets a duration is counted in.
 func bucketOf(d time.Duration) string {
-	for _, b := range DurationBuckets {
+	for i, b := range DurationBuckets {
 		if d.Seconds() <= b {
-			return strconv.FormatFloat(b, 'g', -1, 64)
+			return bucketNames[i]
 		}
 	}
 	return "+Inf"
 }
+
+// bucketNames are DurationBuckets as fields of DurationsKey.
+var bucketNames = func() []string {
+	out := make([]string, len(DurationBuckets))
+	for i, b := range DurationBuckets {
+		out[i] = strconv.FormatFloat(b, 'g', -1, 64)
+	}
+	return out
+}()
 
 // Handoff adds counts to the hash and drains them. It is safe for
 // concurrent use.
