@@ -4,7 +4,8 @@
 // so that homing_deliveries_total counts every outcome once across the
 // fleet, whichever process caused it (issue 25), and homing_attempts_total
 // every attempt (the attempts homing serve makes for workflow_transition,
-// those of a worker without metrics).
+// those of a worker without metrics), and homing_attempt_duration_seconds
+// their durations (DurationsKey: a count per bucket and their sum).
 //
 // A process without metrics adds its counts to one Redis hash per metric
 // (Key, AttemptsKey) with
@@ -29,6 +30,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/models"
 )
 
@@ -43,6 +45,22 @@ const Key = "homing:outcomes"
 // Key only, never reads an attempt's count as an outcome.
 const AttemptsKey = "{" + Key + "}:attempts"
 
+// DurationsKey is the Redis hash the durations of homing_attempt_duration_seconds
+// wait in: one field per bucket (its upper bound in seconds, as
+// DurationBuckets has it, or "+Inf") counting the attempts that took no
+// longer, and SumField, the durations' sum in microseconds. Same hash tag
+// as Key, for the same reason as AttemptsKey.
+const DurationsKey = "{" + Key + "}:durations"
+
+// SumField is DurationsKey's field for the sum of the durations, in
+// microseconds.
+const SumField = "sum_us"
+
+// DurationBuckets are homing_attempt_duration_seconds' buckets (upper
+// bounds, seconds): the metric's own, and what a handed-off duration is
+// counted in.
+var DurationBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
 // Timeout bounds one Redis call of Add or Drain: a Redis that does not
 // answer costs a command or an API request this long at most, and a scrape
 // no more than this.
@@ -52,15 +70,43 @@ const Timeout = 2 * time.Second
 // series of homing_deliveries_total and how much to add to it; or, when
 // Class is set (and Status and Reason are not), n attempts of that class:
 // one series of homing_attempts_total.
+//
+// When Bucket is set (and nothing else is), c is n attempt durations in
+// that bucket of homing_attempt_duration_seconds (an upper bound of
+// DurationBuckets, formatted with strconv's 'g', or "+Inf"), or, for
+// SumField, their sum in microseconds.
 type Count struct {
 	Tenant, Webhook, Status, Reason string
 	Class                           string
+	Bucket                          string
 	N                               int64
 }
 
 // IsAttempt reports whether c counts attempts (homing_attempts_total)
 // rather than outcomes.
 func (c Count) IsAttempt() bool { return c.Class != "" }
+
+// IsDuration reports whether c is part of homing_attempt_duration_seconds.
+func (c Count) IsDuration() bool { return c.Bucket != "" }
+
+// bucketOf is the bucket of DurationBuckets a duration is counted in.
+func bucketOf(d time.Duration) string {
+	for i, b := range DurationBuckets {
+		if d.Seconds() <= b {
+			return bucketNames[i]
+		}
+	}
+	return "+Inf"
+}
+
+// bucketNames are DurationBuckets as fields of DurationsKey.
+var bucketNames = func() []string {
+	out := make([]string, len(DurationBuckets))
+	for i, b := range DurationBuckets {
+		out[i] = strconv.FormatFloat(b, 'g', -1, 64)
+	}
+	return out
+}()
 
 // Handoff adds counts to the hash and drains them. It is safe for
 // concurrent use.
@@ -83,9 +129,10 @@ type Handoff struct {
 	flushing bool // a caller or a goroutine is sending pending
 }
 
-// labels name one series of homing_deliveries_total, or with class set one
-// of homing_attempts_total.
-type labels struct{ tenant, webhook, status, reason, class string }
+// labels name one series of homing_deliveries_total, with class set one
+// of homing_attempts_total, or with bucket set a bucket (or the sum) of
+// homing_attempt_duration_seconds.
+type labels struct{ tenant, webhook, status, reason, class, bucket string }
 
 // maxRounds is how many batches one caller sends before it leaves the rest
 // to a goroutine, so that an attempt is not held up sending others' counts
@@ -136,14 +183,18 @@ func (h *Handoff) sendLocked() {
 	}
 }
 
-// Attempt hands off the attempt, by class (homing_attempts_total), and the
-// status it left its delivery in, in one batch. Its duration is not handed
-// off: homing_attempt_duration_seconds is a histogram of the process that
-// made the attempt, and this process serves none.
-func (h *Handoff) Attempt(tenant, webhook, class string, _ time.Duration, status, reason string) {
+// Attempt hands off the attempt, by class (homing_attempts_total), its
+// duration (homing_attempt_duration_seconds, which like the metrics'
+// Attempt leaves out an attempt that made no request: class invalid) and
+// the status it left its delivery in, in one batch.
+func (h *Handoff) Attempt(tenant, webhook, class string, d time.Duration, status, reason string) {
 	h.mu.Lock()
 	if class != "" {
 		h.pending[labels{tenant: tenant, webhook: webhook, class: class}]++
+	}
+	if class != "" && class != string(delivery.ClassInvalid) {
+		h.pending[labels{bucket: bucketOf(d)}]++
+		h.pending[labels{bucket: SumField}] += d.Microseconds()
 	}
 	if status != "" {
 		h.pending[labels{tenant: tenant, webhook: webhook, status: status, reason: reason}]++
@@ -199,8 +250,8 @@ func (h *Handoff) send(batch map[labels]int64) {
 	counts := make([]Count, 0, len(batch))
 	total := int64(0)
 	for l, n := range batch {
-		counts = append(counts, Count{Tenant: l.tenant, Webhook: l.webhook, Status: l.status, Reason: l.reason, Class: l.class, N: n})
-		if l.class == "" {
+		counts = append(counts, Count{Tenant: l.tenant, Webhook: l.webhook, Status: l.status, Reason: l.reason, Class: l.class, Bucket: l.bucket, N: n})
+		if l.class == "" && l.bucket == "" {
 			total += n
 		}
 	}
@@ -209,6 +260,9 @@ func (h *Handoff) send(batch map[labels]int64) {
 	if err := h.Add(ctx, counts...); err != nil {
 		var series, attempts []string
 		for _, c := range counts {
+			if c.IsDuration() {
+				continue // the attempts' counts say how many were lost
+			}
 			if c.IsAttempt() {
 				attempts = append(attempts, fmt.Sprintf("tenant=%s webhook=%s class=%s n=%d", models.TenantOr(c.Tenant), c.Webhook, c.Class, c.N))
 			} else {
@@ -223,48 +277,63 @@ func (h *Handoff) send(batch map[labels]int64) {
 }
 
 // addScript adds field, count pairs to the hashes in one command: ARGV[1]
-// pairs to KEYS[1] (outcomes), the rest to KEYS[2] (attempts). A batch is
-// added all or none, and costs one round trip.
+// pairs to KEYS[1] (outcomes), the next ARGV[2] to KEYS[2] (attempts), the
+// rest to KEYS[3] (durations). A batch is added all or none, and costs one
+// round trip.
 var addScript = redis.NewScript(`
 local outcomes = tonumber(ARGV[1])
-for i = 2, #ARGV, 2 do
-  local key = KEYS[1]
-  if (i - 2) / 2 >= outcomes then key = KEYS[2] end
+local attempts = tonumber(ARGV[2])
+for i = 3, #ARGV, 2 do
+  local n = (i - 3) / 2
+  local key = KEYS[3]
+  if n < outcomes then key = KEYS[1] elseif n < outcomes + attempts then key = KEYS[2] end
   redis.call('HINCRBY', key, ARGV[i], ARGV[i + 1])
 end
 return 0
 `)
+
+// kind is which hash a count goes to: 0 outcomes, 1 attempts, 2 durations.
+func (c Count) kind() int {
+	switch {
+	case c.IsDuration():
+		return 2
+	case c.IsAttempt():
+		return 1
+	}
+	return 0
+}
 
 // Add adds counts to the hashes, all or none.
 func (h *Handoff) Add(ctx context.Context, counts ...Count) error {
 	if h.rdb == nil {
 		return errNoRedis
 	}
-	outcomes := slices.DeleteFunc(slices.Clone(counts), Count.IsAttempt)
-	args := make([]any, 1, 1+2*len(counts))
-	args[0] = len(outcomes)
-	for _, c := range outcomes {
-		args = append(args, field(c), c.N)
-	}
-	for _, c := range counts {
-		if c.IsAttempt() {
-			args = append(args, field(c), c.N)
+	args := make([]any, 2, 2+2*len(counts))
+	var per [3]int
+	for k := range per {
+		for _, c := range counts {
+			if c.kind() == k {
+				args = append(args, field(c), c.N)
+				per[k]++
+			}
 		}
 	}
-	if err := addScript.Run(ctx, h.rdb, []string{Key, AttemptsKey}, args...).Err(); err != nil {
-		return fmt.Errorf("redis HINCRBY %s, %s: %w", Key, AttemptsKey, err)
+	args[0], args[1] = per[0], per[1]
+	if err := addScript.Run(ctx, h.rdb, []string{Key, AttemptsKey, DurationsKey}, args...).Err(); err != nil {
+		return fmt.Errorf("redis HINCRBY %s, %s, %s: %w", Key, AttemptsKey, DurationsKey, err)
 	}
 	return nil
 }
 
-// drainScript reads and deletes both hashes in one step, so that no
+// drainScript reads and deletes the hashes in one step, so that no
 // increment is read twice (by two scrapes) or lost between the read and
 // the delete.
 var drainScript = redis.NewScript(`
 local v = redis.call('HGETALL', KEYS[1])
 local a = redis.call('HGETALL', KEYS[2])
-redis.call('DEL', KEYS[1], KEYS[2])
-return {v, a}
+local d = redis.call('HGETALL', KEYS[3])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return {v, a, d}
 `)
 
 // Drain takes every count handed off so far out of the hashes. A field that
@@ -274,12 +343,12 @@ func (h *Handoff) Drain(ctx context.Context) ([]Count, error) {
 	if h.rdb == nil {
 		return nil, errNoRedis
 	}
-	res, err := drainScript.Run(ctx, h.rdb, []string{Key, AttemptsKey}).Slice()
+	res, err := drainScript.Run(ctx, h.rdb, []string{Key, AttemptsKey, DurationsKey}).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("drain redis hashes %s, %s: %w", Key, AttemptsKey, err)
+		return nil, fmt.Errorf("drain redis hashes %s, %s, %s: %w", Key, AttemptsKey, DurationsKey, err)
 	}
 	var out []Count
-	for k, key := range []string{Key, AttemptsKey} {
+	for k, key := range []string{Key, AttemptsKey, DurationsKey} {
 		var v []any
 		if k < len(res) {
 			v, _ = res[k].([]any)
@@ -287,7 +356,7 @@ func (h *Handoff) Drain(ctx context.Context) ([]Count, error) {
 		for i := 0; i+1 < len(v); i += 2 {
 			f, _ := v[i].(string)
 			n, _ := v[i+1].(string)
-			c, err := parse(f, n, key == AttemptsKey)
+			c, err := parse(f, n, k)
 			if err != nil {
 				h.log.Warn("handed-off count dropped: not one of Homing's", "key", key, "field", f, "value", n, "error", err.Error())
 				continue
@@ -300,9 +369,13 @@ func (h *Handoff) Drain(ctx context.Context) ([]Count, error) {
 
 // field is c's labels as a JSON array: no separator a tenant or webhook name
 // could contain can split it wrongly. An outcome's is [tenant, webhook,
-// status, reason], an attempt's [tenant, webhook, class].
+// status, reason], an attempt's [tenant, webhook, class]; a duration's is
+// its bucket (or SumField) as it is.
 func field(c Count) string {
 	var b []byte
+	if c.IsDuration() {
+		return c.Bucket
+	}
 	if c.IsAttempt() {
 		b, _ = json.Marshal([3]string{c.Tenant, c.Webhook, c.Class})
 	} else {
@@ -311,18 +384,28 @@ func field(c Count) string {
 	return string(b)
 }
 
-func parse(f, n string, attempt bool) (Count, error) {
+// parse decodes one field of the hash of kind (Count.kind).
+func parse(f, n string, kind int) (Count, error) {
+	v, err := strconv.ParseInt(n, 10, 64)
+	if err != nil {
+		return Count{}, fmt.Errorf("count %q is not an integer: %w", n, err)
+	}
+	if kind == 2 {
+		if f != SumField && f != "+Inf" {
+			if _, err := strconv.ParseFloat(f, 64); err != nil {
+				return Count{}, fmt.Errorf("field is not a bucket's upper bound, +Inf or %s", SumField)
+			}
+		}
+		return Count{Bucket: f, N: v}, nil
+	}
+	attempt := kind == 1
 	var labels []string
-	err := json.Unmarshal([]byte(f), &labels)
+	err = json.Unmarshal([]byte(f), &labels)
 	switch {
 	case attempt && (err != nil || len(labels) != 3 || labels[2] == ""):
 		return Count{}, fmt.Errorf("field is not a JSON array of tenant, webhook, class")
 	case !attempt && (err != nil || len(labels) != 4):
 		return Count{}, fmt.Errorf("field is not a JSON array of tenant, webhook, status, reason")
-	}
-	v, err := strconv.ParseInt(n, 10, 64)
-	if err != nil {
-		return Count{}, fmt.Errorf("count %q is not an integer: %w", n, err)
 	}
 	if attempt {
 		return Count{Tenant: labels[0], Webhook: labels[1], Class: labels[2], N: v}, nil

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -16,18 +17,18 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// Counts come back as they were handed off, summed by label set, outcomes
-// and attempts (by class) apart, and a drain leaves nothing behind for the
-// next.
+// Counts come back as they were handed off, summed by label set, outcomes,
+// attempts (by class) and their durations (by bucket, and the sum in
+// microseconds) apart, and a drain leaves nothing behind for the next.
 func TestDrainReturnsWhatWasHandedOff(t *testing.T) {
 	t.Parallel()
 	_, rdb := testenv.Redis(t)
 	h := handoff.New(rdb, nil)
 	h.Deliveries("acme", "a\x00b", "Exhausted", "tenant_disabled", 2)
 	h.Deliveries("acme", "a\x00b", "Exhausted", "tenant_disabled", 3)
-	h.Attempt("", "orders", "2xx", 0, "Delivered", "accepted")
-	h.Attempt("", "orders", "5xx", 0, "", "") // no status: an attempt only
-	h.Attempt("", "orders", "5xx", 0, "", "")
+	h.Attempt("", "orders", "2xx", 3*time.Millisecond, "Delivered", "accepted")
+	h.Attempt("", "orders", "5xx", 5*time.Millisecond, "", "") // no status: an attempt only
+	h.Attempt("", "orders", "5xx", 2*time.Second, "", "")
 	h.Deliveries("", "orders", "Exhausted", "webhook_deleted", 0)
 	got, err := h.Drain(context.Background())
 	if err != nil {
@@ -38,6 +39,9 @@ func TestDrainReturnsWhatWasHandedOff(t *testing.T) {
 		{Tenant: "", Webhook: "orders", Status: "Delivered", Reason: "accepted", N: 1}:            true,
 		{Tenant: "", Webhook: "orders", Class: "2xx", N: 1}:                                       true,
 		{Tenant: "", Webhook: "orders", Class: "5xx", N: 2}:                                       true,
+		{Bucket: "0.01", N: 2}:                 true,
+		{Bucket: "2.5", N: 1}:                  true,
+		{Bucket: handoff.SumField, N: 2008000}: true,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("drained %v, want %v", got, want)

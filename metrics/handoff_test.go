@@ -2,10 +2,12 @@ package metrics_test
 
 import (
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -145,4 +147,71 @@ func TestHandedOffAttemptsAreCountedAtTheScrape(t *testing.T) {
 	if n, err := rdb.Exists(t.Context(), handoff.Key, handoff.AttemptsKey).Result(); err != nil || n != 0 {
 		t.Errorf("%d of the hashes left after the scrape (%v)", n, err)
 	}
+}
+
+// Durations handed off are in homing_attempt_duration_seconds at the scrape
+// that drains them, in their buckets and sum, beside this process's own
+// observations; an attempt that made no request (invalid) has no duration,
+// as in the process that makes it. The scrape's attempts and durations
+// agree in number.
+func TestHandedOffDurationsAreInTheHistogram(t *testing.T) {
+	t.Parallel()
+	_, rdb := testenv.Redis(t)
+	hand := handoff.New(rdb, nil)
+	hand.Attempt("acme", "orders", "2xx", 20*time.Millisecond, models.StatusDelivered, models.ReasonAccepted) // le 0.025
+	hand.Attempt("acme", "orders", "5xx", 700*time.Millisecond, "", "")                                       // le 1
+	hand.Attempt("acme", "orders", "timeout", 400*time.Second, "", "")                                        // +Inf
+	hand.Attempt("acme", "orders", "invalid", time.Second, models.StatusExhausted, models.ReasonUnbuildable)  // none
+	hand.Flush()
+	m := metrics.New(metrics.Options{Handoff: handoff.New(rdb, nil).Drain})
+	m.Attempt("acme", "orders", "2xx", 30*time.Millisecond, models.StatusDelivered, models.ReasonAccepted) // le 0.05, this process's
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fam, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := fam["homing_attempt_duration_seconds"].GetMetric()[0].GetHistogram()
+	cumulative := map[float64]uint64{}
+	for _, b := range h.GetBucket() {
+		cumulative[b.GetUpperBound()] = b.GetCumulativeCount()
+	}
+	want := map[float64]uint64{0.01: 0, 0.025: 1, 0.05: 2, 0.5: 2, 1: 3, 300: 3}
+	for le, n := range want {
+		if cumulative[le] != n {
+			t.Errorf("bucket le=%g holds %d, want %d (all: %v)", le, cumulative[le], n, cumulative)
+		}
+	}
+	if h.GetSampleCount() != 4 || math.Abs(h.GetSampleSum()-400.75) > 1e-6 {
+		t.Errorf("count %d, sum %g; want 4 and 400.75", h.GetSampleCount(), h.GetSampleSum())
+	}
+	attempts := 0.0
+	for _, n := range gatherFamily(t, m, "homing_attempts_total", "class") {
+		attempts += n
+	}
+	if attempts != 5 { // the four handed off and this process's one; the invalid one has no duration
+		t.Errorf("%g attempts counted, want 5", attempts)
+	}
+	if n, err := rdb.Exists(t.Context(), handoff.DurationsKey).Result(); err != nil || n != 0 {
+		t.Errorf("the durations' hash is left after the scrape (%v)", err)
+	}
+	// A second scrape counts them once: nothing more was handed off.
+	rec = httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "homing_attempt_duration_seconds_count 4\n") {
+		t.Errorf("second scrape:\n%s", grepLines(rec.Body.String(), "homing_attempt_duration_seconds_count"))
+	}
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

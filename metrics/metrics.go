@@ -108,7 +108,7 @@ func New(opts Options) *Metrics {
 		attemptDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "homing_attempt_duration_seconds",
 			Help:    "Time from sending a delivery request to reading the receiver's answer, or giving up.",
-			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+			Buckets: handoff.DurationBuckets,
 		}),
 		sweepDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "homing_sweep_duration_seconds",
