@@ -24,7 +24,8 @@ var metricsAddr = regexp.MustCompile(`msg="worker started".* metrics_addr=(\S+)`
 // worker's homing_deliveries_total at its next scrape (issue 25): a webhook
 // deleted through the API, one disabled with homing webhook disable, and a
 // workflow_transition serve delivered in its request, whose attempt is in
-// the worker's homing_attempts_total.
+// the worker's homing_attempts_total and its duration in
+// homing_attempt_duration_seconds.
 func TestOutcomesOfServeAndTheCommandLineReachAWorkersMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
@@ -108,6 +109,10 @@ func TestOutcomesOfServeAndTheCommandLineReachAWorkersMetrics(t *testing.T) {
 	}
 	if want := map[string]float64{"approvals/2xx": 1}; fmt.Sprint(attempts) != fmt.Sprint(want) {
 		t.Errorf("the worker's homing_attempts_total:\n got %v\nwant %v", attempts, want)
+	}
+	// And its duration is in the worker's histogram.
+	if h := fam["homing_attempt_duration_seconds"].GetMetric(); len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("the worker's homing_attempt_duration_seconds: %v, want serve's one duration", h)
 	}
 	s.stop()
 }
