@@ -60,14 +60,17 @@ func TestBudgetEndingDuringTheMarkLeavesNoRowMarkedWithoutATask(t *testing.T) {
 		_, err := b.s.RunOnce(ctx)
 		done <- err
 	}()
-	testenv.Eventually(t, "the step's mark waiting on the lock", func() bool {
-		var waiting int64
+	// marks is how many of the step's marks the server is running in the
+	// state cond says.
+	marks := func(cond string) int64 {
+		var n int64
 		if err := b.db.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND query LIKE 'UPDATE "deliveries" SET "queued_at"%'`).Scan(&waiting).Error; err != nil {
+			AND ` + cond + ` AND query LIKE 'UPDATE "deliveries" SET "queued_at"%'`).Scan(&n).Error; err != nil {
 			t.Fatal(err)
 		}
-		return waiting == 1
-	})
+		return n
+	}
+	testenv.Eventually(t, "the step's mark waiting on the lock", func() bool { return marks("wait_event_type = 'Lock'") == 1 })
 	<-ctx.Done() // the budget ends while the mark waits
 	if err := lock.Commit().Error; err != nil {
 		t.Fatal(err)
@@ -78,14 +81,7 @@ func TestBudgetEndingDuringTheMarkLeavesNoRowMarkedWithoutATask(t *testing.T) {
 	}
 	// The mark may commit after the step returned (its connection was
 	// closed, not its statement cancelled): wait for the server to finish it.
-	testenv.Eventually(t, "the mark's statement to end", func() bool {
-		var running int64
-		if err := b.db.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND state = 'active' AND query LIKE 'UPDATE "deliveries" SET "queued_at"%'`).Scan(&running).Error; err != nil {
-			t.Fatal(err)
-		}
-		return running == 0
-	})
+	testenv.Eventually(t, "the mark's statement to end", func() bool { return marks("state = 'active'") == 0 })
 	if lost := b.markedWithoutTask(); len(lost) > 0 {
 		t.Fatalf("%d of %d rows marked queued with no retry task (each waits out the lease): %v", len(lost), len(ids), lost)
 	}

@@ -23,14 +23,18 @@ var implementations = []struct {
 }{
 	{"gorm-sqlite", func(t testing.TB) (Store, *gorm.DB) { db := testenv.SQLite(t); return NewGORM(db), db }},
 	{"gorm-postgres", func(t testing.TB) (Store, *gorm.DB) { db := testenv.Postgres(t); return NewGORM(db), db }},
-	{"postgres", func(t testing.TB) (Store, *gorm.DB) {
-		db := testenv.Postgres(t)
-		s, err := NewPostgres(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s, db
-	}},
+	{"postgres", func(t testing.TB) (Store, *gorm.DB) { s, db := postgresStore(t); return s, db }},
+}
+
+// postgresStore opens a fresh PostgreSQL database and its Postgres store.
+func postgresStore(t testing.TB) (*Postgres, *gorm.DB) {
+	t.Helper()
+	db := testenv.Postgres(t)
+	s, err := NewPostgres(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db
 }
 
 // eachStore runs test against every implementation, in parallel.

@@ -309,11 +309,7 @@ func TestRunInsertWritesOnlyCurrentPlans(t *testing.T) {
 // store to seeing each change).
 func TestFanOutServesTheCacheUntilAWebhookChanges(t *testing.T) {
 	t.Parallel()
-	db := testenv.Postgres(t)
-	s, err := NewPostgres(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, db := postgresStore(t)
 	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
 	if got := fanOutURLs(t, s, db, "ev-1"); !slices.Equal(got, []string{"http://127.0.0.1:1/wa"}) {
 		t.Fatalf("ev-1 went to %v", got)
@@ -391,11 +387,7 @@ func TestRunClaimTakesEachRowOnce(t *testing.T) {
 // no row (a stale plan's: TestRunInsertWritesOnlyCurrentPlans).
 func TestFanOutReleasesTheOutboxRowWithItsRows(t *testing.T) {
 	t.Parallel()
-	db := testenv.Postgres(t)
-	s, err := NewPostgres(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, db := postgresStore(t)
 	insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
 	outboxRow := func(tenant, id string) {
 		t.Helper()
