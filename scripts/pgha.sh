@@ -234,22 +234,22 @@ stop() {
   local f pid
   for f in "$dir"/*.pid; do
     [ -f "$f" ] || continue
-    pid=$(cat "$f")
+    pid=$(cat "$f" 2>/dev/null) || continue # gone meanwhile: it stopped
     kill -TERM -- "-$pid" 2>/dev/null || true
   done
   for f in "$dir"/*/postmaster.pid; do
     [ -f "$f" ] || continue
-    pid=$(head -1 "$f")
+    pid=$(head -1 "$f" 2>/dev/null) || continue # gone meanwhile: it stopped
     [ -n "$pid" ] && kill -QUIT "$pid" 2>/dev/null || true
   done
   sleep 0.5
   for f in "$dir"/*.pid; do
     [ -f "$f" ] || continue
-    kill -KILL -- "-$(cat "$f")" 2>/dev/null || true
+    kill -KILL -- "-$(cat "$f" 2>/dev/null)" 2>/dev/null || true
   done
   for f in "$dir"/*/postmaster.pid; do
     [ -f "$f" ] || continue
-    pid=$(head -1 "$f")
+    pid=$(head -1 "$f" 2>/dev/null) || continue # gone meanwhile: it stopped
     [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
   done
   rm -rf "$dir"
