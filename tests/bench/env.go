@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,6 +147,29 @@ func (e *env) homingEnv(extra ...string) []string {
 	out = append(out, extra...)
 	// Later entries win: -worker-env overrides the settings above.
 	return append(out, e.workerEnv...)
+}
+
+// redisCPU is the CPU time the Redis server has used so far, user and
+// system (INFO cpu): the harness's processes are its only clients during a
+// run.
+func (e *env) redisCPU(ctx context.Context) (time.Duration, error) {
+	info, err := e.rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis INFO cpu: %w", err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("redis INFO cpu: %s: %w", line, err)
+		}
+		total += f
+	}
+	return time.Duration(total * float64(time.Second)), nil
 }
 
 // workerAppName is the application_name of the worker's connections.

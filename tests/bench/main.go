@@ -247,7 +247,7 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("baseline: %w", err)
 			}
-			logf("baseline run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery", i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS)
+			logf("baseline run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery + %.3f redis", i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.RedisCPUMS)
 			r.Throughput["baseline"] = append(r.Throughput["baseline"], res)
 		}
 		for _, c := range cases {
@@ -258,8 +258,8 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.tc.name, err)
 			}
-			logf("%s run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery worker + %.3f database, receiver failed %d, duplicates %d",
-				c.key, i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.DatabaseCPUMS, res.Failed, res.Duplicates)
+			logf("%s run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery worker + %.3f database + %.3f redis, receiver failed %d, duplicates %d",
+				c.key, i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.DatabaseCPUMS, res.RedisCPUMS, res.Failed, res.Duplicates)
 			r.Throughput[c.key] = append(r.Throughput[c.key], res)
 		}
 	}
@@ -393,11 +393,12 @@ func summarize(r *results, o options) {
 			rss = append(rss, x.PeakRSSMiB)
 		}
 		r.Summary[key+"_peak_rss_mib"] = slices.Max(rss)
-		var wcpu, dcpu []float64
+		var wcpu, dcpu, rcpu []float64
 		for _, x := range r.Throughput[key] {
-			wcpu, dcpu = append(wcpu, x.WorkerCPUMS), append(dcpu, x.DatabaseCPUMS)
+			wcpu, dcpu, rcpu = append(wcpu, x.WorkerCPUMS), append(dcpu, x.DatabaseCPUMS), append(rcpu, x.RedisCPUMS)
 		}
 		r.Summary[key+"_worker_cpu_ms"], r.Summary[key+"_database_cpu_ms"] = median(wcpu), median(dcpu)
+		r.Summary[key+"_redis_cpu_ms"] = median(rcpu)
 		if base > 0 && key != "baseline" {
 			r.Summary[key+"_vs_baseline"] = med(key) / base
 		}
@@ -439,8 +440,9 @@ func summarize(r *results, o options) {
 		}
 	}
 	if len(r.Retries) > 0 {
-		var fresh, drain, ratio, overall, fw, fd, dw, dd []float64
+		var fresh, drain, ratio, overall, fw, fd, dw, dd, fr, dr []float64
 		for _, x := range r.Retries {
+			fr, dr = append(fr, x.FreshRedisCPUMS), append(dr, x.DrainRedisCPUMS)
 			fresh, drain, ratio, overall = append(fresh, x.FreshPerSecond), append(drain, x.DrainPerSecond), append(ratio, x.DrainVsFresh), append(overall, x.OverallPerSecond)
 			fw, fd = append(fw, x.FreshWorkerCPUMS), append(fd, x.FreshDatabaseCPUMS)
 			dw, dd = append(dw, x.DrainWorkerCPUMS), append(dd, x.DrainDatabaseCPUMS)
@@ -449,6 +451,7 @@ func summarize(r *results, o options) {
 		r.Summary["retries_drain_vs_fresh"], r.Summary["retries_overall_per_second"] = median(ratio), median(overall)
 		r.Summary["retries_fresh_worker_cpu_ms"], r.Summary["retries_fresh_database_cpu_ms"] = median(fw), median(fd)
 		r.Summary["retries_drain_worker_cpu_ms"], r.Summary["retries_drain_database_cpu_ms"] = median(dw), median(dd)
+		r.Summary["retries_fresh_redis_cpu_ms"], r.Summary["retries_drain_redis_cpu_ms"] = median(fr), median(dr)
 	}
 	if len(r.Dead) > 0 {
 		r.Summary["dead_endpoint_requests_per_minute"] = r.Dead[0].PerMinute

@@ -35,7 +35,12 @@ type retriesResult struct {
 	OverallPerSecond   float64 `json:"overall_per_second"`
 	DrainWorkerCPUMS   float64 `json:"drain_worker_cpu_ms_per_delivery"`
 	DrainDatabaseCPUMS float64 `json:"drain_database_cpu_ms_per_delivery"`
-	Duplicates         int     `json:"duplicates"`
+	// The Redis figures are the server's own CPU per delivery (INFO cpu)
+	// in each half: the drain pays its enqueues (the sweeper runs in the
+	// worker), the fresh half's were made before its clock started.
+	FreshRedisCPUMS float64 `json:"fresh_redis_cpu_ms_per_delivery"`
+	DrainRedisCPUMS float64 `json:"drain_redis_cpu_ms_per_delivery"`
+	Duplicates      int     `json:"duplicates"`
 }
 
 // runRetries runs the retries scenario once: a worker (concurrency) is
@@ -77,6 +82,10 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	}
 
 	// Fresh.
+	r0, err := e.redisCPU(ctx)
+	if err != nil {
+		return res, err
+	}
 	done := e.recv.expect(n, 0, false)
 	start := time.Now()
 	if err := insp.UnpauseQueue(tasks.DefaultQueue); err != nil {
@@ -93,7 +102,11 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	if err != nil {
 		return res, err
 	}
-	res.FreshWorkerCPUMS, res.FreshDatabaseCPUMS = perDelivery(w1, n), perDelivery(db1, n)
+	r1, err := e.redisCPU(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.FreshWorkerCPUMS, res.FreshDatabaseCPUMS, res.FreshRedisCPUMS = perDelivery(w1, n), perDelivery(db1, n), perDelivery(r1-r0, n)
 
 	// Retries: N rows due now, as an outage would have left them.
 	var hookID, hookName string
@@ -115,6 +128,10 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	if err != nil {
 		return res, err
 	}
+	r2, err := e.redisCPU(ctx)
+	if err != nil {
+		return res, err
+	}
 	done = e.recv.expect(n, 0, false)
 	sched, err := startProcess("scheduler", e.binDir, filepath.Join(e.binDir, "scheduler"), nil, environ, "scheduler started")
 	if err != nil {
@@ -133,6 +150,11 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	if err != nil {
 		return res, err
 	}
+	r3, err := e.redisCPU(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.DrainRedisCPUMS = perDelivery(r3-r2, n)
 	first := e.recv.firstSuccess()
 	res.DrainPerSecond = float64(n) / end.Sub(first).Seconds()
 	res.OverallPerSecond = float64(n) / end.Sub(started).Seconds()

@@ -54,7 +54,7 @@ func printTable(w io.Writer, r results, o options) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nHoming benchmark: N=%d, %d run(s), concurrency %d, %d cores (%s), PostgreSQL %s (synchronous_commit=%s), Redis %s\n\n",
 		r.N, r.Runs, r.Concurrency, r.Machine.Cores, r.Machine.CPU, r.Machine.Postgres, r.Machine.SynchronousCommit, r.Machine.Redis)
-	fmt.Fprintln(tw, "scenario\tmedian\tvs baseline\tpeak RSS\tCPU ms/delivery (worker + database)\ttarget")
+	fmt.Fprintln(tw, "scenario\tmedian\tvs baseline\tpeak RSS\tCPU ms/delivery (worker + database; Redis)\ttarget")
 	row := func(key, label, target string) {
 		if _, ok := s[key+"_per_second"]; !ok {
 			return
@@ -63,8 +63,8 @@ func printTable(w io.Writer, r results, o options) {
 		if v, ok := s[key+"_vs_baseline"]; ok {
 			ratio = fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f deliveries/s\t%s\t%.1f MiB\t%.3f + %.3f\t%s\n", label, s[key+"_per_second"], ratio, s[key+"_peak_rss_mib"],
-			s[key+"_worker_cpu_ms"], s[key+"_database_cpu_ms"], target)
+		fmt.Fprintf(tw, "%s\t%.0f deliveries/s\t%s\t%.1f MiB\t%.3f + %.3f; %.3f\t%s\n", label, s[key+"_per_second"], ratio, s[key+"_peak_rss_mib"],
+			s[key+"_worker_cpu_ms"], s[key+"_database_cpu_ms"], s[key+"_redis_cpu_ms"], target)
 	}
 	row("baseline", "bare asynq worker (no database)", "")
 	row("throughput", "Homing, 1 webhook", "≥ 0.60 × baseline; RSS ≤ 100 MiB")
@@ -94,9 +94,10 @@ func printTable(w io.Writer, r results, o options) {
 		}
 	}
 	if v, ok := s["retries_drain_vs_fresh"]; ok {
-		fmt.Fprintf(tw, "retries drain (N due rows, sweeper.interval 1s)\t%.0f deliveries/s (fresh %.0f/s, %.0f/s from the scheduler's start)\t%.2f × fresh\t\t%.3f + %.3f (fresh %.3f + %.3f)\t≥ 0.90 × fresh\n",
+		fmt.Fprintf(tw, "retries drain (N due rows, sweeper.interval 1s)\t%.0f deliveries/s (fresh %.0f/s, %.0f/s from the scheduler's start)\t%.2f × fresh\t\t%.3f + %.3f (fresh %.3f + %.3f); %.3f (fresh %.3f)\t≥ 0.90 × fresh\n",
 			s["retries_drain_per_second"], s["retries_fresh_per_second"], s["retries_overall_per_second"], v,
-			s["retries_drain_worker_cpu_ms"], s["retries_drain_database_cpu_ms"], s["retries_fresh_worker_cpu_ms"], s["retries_fresh_database_cpu_ms"])
+			s["retries_drain_worker_cpu_ms"], s["retries_drain_database_cpu_ms"], s["retries_fresh_worker_cpu_ms"], s["retries_fresh_database_cpu_ms"],
+			s["retries_drain_redis_cpu_ms"], s["retries_fresh_redis_cpu_ms"])
 	}
 	for _, d := range r.Dead {
 		fmt.Fprintf(tw, "dead endpoint, %d due retries\t%.1f requests/min (burst %d in the first %.0f s)\t\t\t\t≤ 10 requests/min\n",

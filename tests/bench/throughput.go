@@ -44,8 +44,11 @@ type runResult struct {
 	// rates, they hardly move when other processes compete for the cores.
 	WorkerCPUMS   float64 `json:"worker_cpu_ms_per_delivery,omitempty"`
 	DatabaseCPUMS float64 `json:"database_cpu_ms_per_delivery,omitempty"`
-	Failed        int     `json:"receiver_failed,omitempty"`
-	Duplicates    int     `json:"duplicates"`
+	// RedisCPUMS is the Redis server's CPU per delivery (INFO cpu), from
+	// the unpause to the last delivery: the publishes came before it.
+	RedisCPUMS float64 `json:"redis_cpu_ms_per_delivery,omitempty"`
+	Failed     int     `json:"receiver_failed,omitempty"`
+	Duplicates int     `json:"duplicates"`
 }
 
 // benchDoc is the document of event i: a small Sales Order, about 400 bytes
@@ -182,6 +185,10 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 		defer func() { _ = sched.stop() }()
 	}
 	target := tc.events * tc.hooks
+	r0, err := e.redisCPU(ctx)
+	if err != nil {
+		return runResult{}, err
+	}
 	done := e.recv.expect(target, tc.failEvery, false)
 	start := time.Now()
 	if err := insp.UnpauseQueue(tasks.DefaultQueue); err != nil {
@@ -194,10 +201,14 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 		return runResult{}, err
 	}
 	elapsed := time.Since(start)
+	r1, err := e.redisCPU(ctx)
+	if err != nil {
+		return runResult{}, err
+	}
 	c := e.recv.counts()
 	res := runResult{
 		Deliveries: target, Seconds: elapsed.Seconds(), PerSecond: float64(target) / elapsed.Seconds(),
-		Failed: c.Failed, Duplicates: c.Duplicates,
+		Failed: c.Failed, Duplicates: c.Duplicates, RedisCPUMS: perDelivery(r1-r0, target),
 	}
 	if worker != nil {
 		rss, err := worker.peakRSS()
@@ -288,6 +299,10 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 		return runResult{}, err
 	}
 	defer func() { _ = w.stop() }()
+	r0, err := e.redisCPU(ctx)
+	if err != nil {
+		return runResult{}, err
+	}
 	done := e.recv.expect(n, 0, false)
 	start := time.Now()
 	if err := insp.UnpauseQueue(tasks.DefaultQueue); err != nil {
@@ -297,6 +312,10 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 		return runResult{}, err
 	}
 	elapsed := time.Since(start)
+	r1, err := e.redisCPU(ctx)
+	if err != nil {
+		return runResult{}, err
+	}
 	rss, err := w.peakRSS()
 	if err != nil {
 		return runResult{}, err
@@ -307,7 +326,8 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 	}
 	return runResult{
 		Deliveries: n, Seconds: elapsed.Seconds(), PerSecond: float64(n) / elapsed.Seconds(),
-		PeakRSSMiB: float64(rss) / (1 << 20), WorkerCPUMS: perDelivery(cpu, n), Duplicates: e.recv.counts().Duplicates,
+		PeakRSSMiB: float64(rss) / (1 << 20), WorkerCPUMS: perDelivery(cpu, n), RedisCPUMS: perDelivery(r1-r0, n),
+		Duplicates: e.recv.counts().Duplicates,
 	}, nil
 }
 
