@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +172,56 @@ func (e *env) redisCPU(ctx context.Context) (time.Duration, error) {
 		total += f
 	}
 	return time.Duration(total * float64(time.Second)), nil
+}
+
+// redisCalls is how many times the Redis server has run each command so
+// far (INFO commandstats), the commands scripts call included.
+func (e *env) redisCalls(ctx context.Context) (map[string]int64, error) {
+	info, err := e.rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis INFO commandstats: %w", err)
+	}
+	calls := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		for _, kv := range strings.Split(stats, ",") {
+			if n, ok := strings.CutPrefix(kv, "calls="); ok {
+				v, err := strconv.ParseInt(n, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("redis INFO commandstats: %s: %w", line, err)
+				}
+				calls[strings.TrimPrefix(name, "cmdstat_")] = v
+			}
+		}
+	}
+	return calls, nil
+}
+
+// callsPer formats the commands run between before and after, per
+// delivery, most first: "evalsha 2.05, hset 1.00, …".
+func callsPer(before, after map[string]int64, n int) string {
+	type c struct {
+		name string
+		per  float64
+	}
+	var cs []c
+	for name, v := range after {
+		if d := v - before[name]; d > 0 && name != "info" {
+			cs = append(cs, c{name, float64(d) / float64(n)})
+		}
+	}
+	slices.SortFunc(cs, func(a, b c) int { return cmp.Compare(b.per, a.per) })
+	var parts []string
+	for i, x := range cs {
+		if i == 8 || x.per < 0.01 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f", x.name, x.per))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // workerAppName is the application_name of the worker's connections.

@@ -247,7 +247,7 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("baseline: %w", err)
 			}
-			logf("baseline run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery + %.3f redis", i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.RedisCPUMS)
+			logf("baseline run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery + %.3f redis; redis calls/delivery: %s", i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.RedisCPUMS, res.RedisCalls)
 			r.Throughput["baseline"] = append(r.Throughput["baseline"], res)
 		}
 		for _, c := range cases {
@@ -258,8 +258,8 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.tc.name, err)
 			}
-			logf("%s run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery worker + %.3f database + %.3f redis, receiver failed %d, duplicates %d",
-				c.key, i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.DatabaseCPUMS, res.RedisCPUMS, res.Failed, res.Duplicates)
+			logf("%s run %d: %d in %.2fs = %.0f/s, rss %.1f MiB, cpu %.3f ms/delivery worker + %.3f database + %.3f redis, receiver failed %d, duplicates %d; redis calls/delivery: %s",
+				c.key, i+1, res.Deliveries, res.Seconds, res.PerSecond, res.PeakRSSMiB, res.WorkerCPUMS, res.DatabaseCPUMS, res.RedisCPUMS, res.Failed, res.Duplicates, res.RedisCalls)
 			r.Throughput[c.key] = append(r.Throughput[c.key], res)
 		}
 	}

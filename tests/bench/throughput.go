@@ -47,8 +47,11 @@ type runResult struct {
 	// RedisCPUMS is the Redis server's CPU per delivery (INFO cpu), from
 	// the unpause to the last delivery: the publishes came before it.
 	RedisCPUMS float64 `json:"redis_cpu_ms_per_delivery,omitempty"`
-	Failed     int     `json:"receiver_failed,omitempty"`
-	Duplicates int     `json:"duplicates"`
+	// RedisCalls is the commands Redis ran per delivery over the same
+	// span, most first (INFO commandstats; a script's own calls count).
+	RedisCalls string `json:"redis_calls_per_delivery,omitempty"`
+	Failed     int    `json:"receiver_failed,omitempty"`
+	Duplicates int    `json:"duplicates"`
 }
 
 // benchDoc is the document of event i: a small Sales Order, about 400 bytes
@@ -189,6 +192,10 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 	if err != nil {
 		return runResult{}, err
 	}
+	c0, err := e.redisCalls(ctx)
+	if err != nil {
+		return runResult{}, err
+	}
 	done := e.recv.expect(target, tc.failEvery, false)
 	start := time.Now()
 	if err := insp.UnpauseQueue(tasks.DefaultQueue); err != nil {
@@ -205,10 +212,14 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 	if err != nil {
 		return runResult{}, err
 	}
+	c1, err := e.redisCalls(ctx)
+	if err != nil {
+		return runResult{}, err
+	}
 	c := e.recv.counts()
 	res := runResult{
 		Deliveries: target, Seconds: elapsed.Seconds(), PerSecond: float64(target) / elapsed.Seconds(),
-		Failed: c.Failed, Duplicates: c.Duplicates, RedisCPUMS: perDelivery(r1-r0, target),
+		Failed: c.Failed, Duplicates: c.Duplicates, RedisCPUMS: perDelivery(r1-r0, target), RedisCalls: callsPer(c0, c1, target),
 	}
 	if worker != nil {
 		rss, err := worker.peakRSS()
@@ -303,6 +314,10 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 	if err != nil {
 		return runResult{}, err
 	}
+	c0, err := e.redisCalls(ctx)
+	if err != nil {
+		return runResult{}, err
+	}
 	done := e.recv.expect(n, 0, false)
 	start := time.Now()
 	if err := insp.UnpauseQueue(tasks.DefaultQueue); err != nil {
@@ -313,6 +328,10 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 	}
 	elapsed := time.Since(start)
 	r1, err := e.redisCPU(ctx)
+	if err != nil {
+		return runResult{}, err
+	}
+	c1, err := e.redisCalls(ctx)
 	if err != nil {
 		return runResult{}, err
 	}
@@ -327,7 +346,7 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 	return runResult{
 		Deliveries: n, Seconds: elapsed.Seconds(), PerSecond: float64(n) / elapsed.Seconds(),
 		PeakRSSMiB: float64(rss) / (1 << 20), WorkerCPUMS: perDelivery(cpu, n), RedisCPUMS: perDelivery(r1-r0, n),
-		Duplicates: e.recv.counts().Duplicates,
+		RedisCalls: callsPer(c0, c1, n), Duplicates: e.recv.counts().Duplicates,
 	}, nil
 }
 
