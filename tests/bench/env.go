@@ -200,6 +200,33 @@ func (e *env) redisCalls(ctx context.Context) (map[string]int64, error) {
 	return calls, nil
 }
 
+// redisMark is what Redis had done at a point of a run: its CPU and each
+// command's calls so far.
+type redisMark struct {
+	cpu   time.Duration
+	calls map[string]int64
+}
+
+// redisNow reads Redis's mark.
+func (e *env) redisNow(ctx context.Context) (redisMark, error) {
+	cpu, err := e.redisCPU(ctx)
+	if err != nil {
+		return redisMark{}, err
+	}
+	calls, err := e.redisCalls(ctx)
+	return redisMark{cpu: cpu, calls: calls}, err
+}
+
+// since is Redis's CPU per delivery (ms) and its commands per delivery
+// (callsPer) from m to now, over n deliveries.
+func (m redisMark) since(ctx context.Context, e *env, n int) (float64, string, error) {
+	now, err := e.redisNow(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	return perDelivery(now.cpu-m.cpu, n), callsPer(m.calls, now.calls, n), nil
+}
+
 // callsPer formats the commands run between before and after, per
 // delivery, most first: "evalsha 2.05, hset 1.00, …".
 func callsPer(before, after map[string]int64, n int) string {

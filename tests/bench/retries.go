@@ -82,7 +82,7 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	}
 
 	// Fresh.
-	r0, err := e.redisCPU(ctx)
+	red, err := e.redisNow(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -102,11 +102,10 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	if err != nil {
 		return res, err
 	}
-	r1, err := e.redisCPU(ctx)
-	if err != nil {
+	if res.FreshRedisCPUMS, _, err = red.since(ctx, e, n); err != nil {
 		return res, err
 	}
-	res.FreshWorkerCPUMS, res.FreshDatabaseCPUMS, res.FreshRedisCPUMS = perDelivery(w1, n), perDelivery(db1, n), perDelivery(r1-r0, n)
+	res.FreshWorkerCPUMS, res.FreshDatabaseCPUMS = perDelivery(w1, n), perDelivery(db1, n)
 
 	// Retries: N rows due now, as an outage would have left them.
 	var hookID, hookName string
@@ -128,8 +127,7 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	if err != nil {
 		return res, err
 	}
-	r2, err := e.redisCPU(ctx)
-	if err != nil {
+	if red, err = e.redisNow(ctx); err != nil {
 		return res, err
 	}
 	done = e.recv.expect(n, 0, false)
@@ -150,11 +148,9 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	if err != nil {
 		return res, err
 	}
-	r3, err := e.redisCPU(ctx)
-	if err != nil {
+	if res.DrainRedisCPUMS, _, err = red.since(ctx, e, n); err != nil {
 		return res, err
 	}
-	res.DrainRedisCPUMS = perDelivery(r3-r2, n)
 	first := e.recv.firstSuccess()
 	res.DrainPerSecond = float64(n) / end.Sub(first).Seconds()
 	res.OverallPerSecond = float64(n) / end.Sub(started).Seconds()

@@ -188,11 +188,7 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 		defer func() { _ = sched.stop() }()
 	}
 	target := tc.events * tc.hooks
-	r0, err := e.redisCPU(ctx)
-	if err != nil {
-		return runResult{}, err
-	}
-	c0, err := e.redisCalls(ctx)
+	red, err := e.redisNow(ctx)
 	if err != nil {
 		return runResult{}, err
 	}
@@ -208,18 +204,14 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 		return runResult{}, err
 	}
 	elapsed := time.Since(start)
-	r1, err := e.redisCPU(ctx)
-	if err != nil {
-		return runResult{}, err
-	}
-	c1, err := e.redisCalls(ctx)
+	redisMS, redisCalls, err := red.since(ctx, e, target)
 	if err != nil {
 		return runResult{}, err
 	}
 	c := e.recv.counts()
 	res := runResult{
 		Deliveries: target, Seconds: elapsed.Seconds(), PerSecond: float64(target) / elapsed.Seconds(),
-		Failed: c.Failed, Duplicates: c.Duplicates, RedisCPUMS: perDelivery(r1-r0, target), RedisCalls: callsPer(c0, c1, target),
+		Failed: c.Failed, Duplicates: c.Duplicates, RedisCPUMS: redisMS, RedisCalls: redisCalls,
 	}
 	if worker != nil {
 		rss, err := worker.peakRSS()
@@ -310,11 +302,7 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 		return runResult{}, err
 	}
 	defer func() { _ = w.stop() }()
-	r0, err := e.redisCPU(ctx)
-	if err != nil {
-		return runResult{}, err
-	}
-	c0, err := e.redisCalls(ctx)
+	red, err := e.redisNow(ctx)
 	if err != nil {
 		return runResult{}, err
 	}
@@ -327,11 +315,7 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 		return runResult{}, err
 	}
 	elapsed := time.Since(start)
-	r1, err := e.redisCPU(ctx)
-	if err != nil {
-		return runResult{}, err
-	}
-	c1, err := e.redisCalls(ctx)
+	redisMS, redisCalls, err := red.since(ctx, e, n)
 	if err != nil {
 		return runResult{}, err
 	}
@@ -345,8 +329,8 @@ func (e *env) runBaseline(ctx context.Context, n, concurrency int, self string) 
 	}
 	return runResult{
 		Deliveries: n, Seconds: elapsed.Seconds(), PerSecond: float64(n) / elapsed.Seconds(),
-		PeakRSSMiB: float64(rss) / (1 << 20), WorkerCPUMS: perDelivery(cpu, n), RedisCPUMS: perDelivery(r1-r0, n),
-		RedisCalls: callsPer(c0, c1, n), Duplicates: e.recv.counts().Duplicates,
+		PeakRSSMiB: float64(rss) / (1 << 20), WorkerCPUMS: perDelivery(cpu, n), RedisCPUMS: redisMS,
+		RedisCalls: redisCalls, Duplicates: e.recv.counts().Duplicates,
 	}, nil
 }
 
