@@ -266,17 +266,41 @@ func (e *env) backendCPU(ctx context.Context) (time.Duration, error) {
 
 // backendCPUOf is backendCPU for the connections named app.
 func (e *env) backendCPUOf(ctx context.Context, app string) (time.Duration, error) {
+	per, err := e.backendsOf(ctx, app)
+	var total time.Duration
+	for _, t := range per {
+		total += t
+	}
+	return total, err
+}
+
+// backendsOf is the CPU time used so far by each PostgreSQL backend serving
+// the connections named app, by pid.
+func (e *env) backendsOf(ctx context.Context, app string) (map[int]time.Duration, error) {
 	var pids []int
 	if err := e.db.WithContext(ctx).Raw("SELECT pid FROM pg_stat_activity WHERE application_name = ?", app).Scan(&pids).Error; err != nil {
-		return 0, err
+		return nil, err
 	}
-	var total time.Duration
+	per := make(map[int]time.Duration, len(pids))
 	for _, pid := range pids {
 		if t, err := cpuTime(pid); err == nil { // a backend may just have exited
-			total += t
+			per[pid] = t
 		}
 	}
-	return total, nil
+	return per, nil
+}
+
+// backendCPUSince is the CPU the worker's backends used since before (a
+// backendsOf): a backend that started since counts whole, one that exited
+// since counts nothing (rather than taking its earlier CPU off the total,
+// as a difference of two sums would).
+func (e *env) backendCPUSince(ctx context.Context, before map[int]time.Duration) (time.Duration, error) {
+	now, err := e.backendsOf(ctx, workerAppName)
+	var total time.Duration
+	for pid, t := range now {
+		total += t - before[pid]
+	}
+	return total, err
 }
 
 func withDB(rawURL, name string) string {

@@ -72,15 +72,6 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 		return res, err
 	}
 	defer func() { _ = worker.stop() }()
-	cpu := func() (time.Duration, time.Duration, error) {
-		w, err := cpuTime(worker.cmd.Process.Pid)
-		if err != nil {
-			return 0, 0, err
-		}
-		db, err := e.backendCPU(ctx)
-		return w, db, err
-	}
-
 	// Fresh.
 	red, err := e.redisNow(ctx)
 	if err != nil {
@@ -98,7 +89,11 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 		return res, err
 	}
 	res.FreshPerSecond = float64(n) / time.Since(start).Seconds()
-	w1, db1, err := cpu()
+	w1, err := cpuTime(worker.cmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	db1, err := e.backendCPU(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -123,7 +118,11 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	if _, err := conn.Exec(ctx, "VACUUM ANALYZE deliveries"); err != nil {
 		return res, err
 	}
-	w2, db2, err := cpu()
+	w2, err := cpuTime(worker.cmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	db2, err := e.backendsOf(ctx, workerAppName)
 	if err != nil {
 		return res, err
 	}
@@ -144,7 +143,11 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	if err := e.waitDelivered(ctx, 2*n); err != nil {
 		return res, err
 	}
-	w3, db3, err := cpu()
+	w3, err := cpuTime(worker.cmd.Process.Pid)
+	if err != nil {
+		return res, err
+	}
+	db3, err := e.backendCPUSince(ctx, db2)
 	if err != nil {
 		return res, err
 	}
@@ -155,7 +158,7 @@ func (e *env) runRetries(ctx context.Context, n, concurrency int) (retriesResult
 	res.DrainPerSecond = float64(n) / end.Sub(first).Seconds()
 	res.OverallPerSecond = float64(n) / end.Sub(started).Seconds()
 	res.DrainVsFresh = res.DrainPerSecond / res.FreshPerSecond
-	res.DrainWorkerCPUMS, res.DrainDatabaseCPUMS = perDelivery(w3-w2, n), perDelivery(db3-db2, n)
+	res.DrainWorkerCPUMS, res.DrainDatabaseCPUMS = perDelivery(w3-w2, n), perDelivery(db3, n)
 	res.Duplicates = e.recv.counts().Duplicates
 	return res, nil
 }
