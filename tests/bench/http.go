@@ -72,6 +72,11 @@ func (e *env) runHTTP(ctx context.Context, n, concurrency int) (httpResult, erro
 		_ = worker.stop()
 		return res, err
 	}
+	red, err := e.redisNow(ctx)
+	if err != nil {
+		_ = worker.stop()
+		return res, err
+	}
 	done := e.recv.expect(n, 0, false)
 	start := time.Now()
 	err = publishAll(ctx, pub, n, httpClients, benchDoc)
@@ -84,6 +89,7 @@ func (e *env) runHTTP(ctx context.Context, n, concurrency int) (httpResult, erro
 	if err == nil {
 		res.GoClientWorkerMS, res.GoClientDBMS = e.pathCPU(ctx, n, worker)
 		res.GoClientCPUMS = res.GoClientWorkerMS + res.GoClientDBMS
+		res.GoClient.RedisCPUMS, res.GoClient.RedisCalls, err = red.since(ctx, e, n)
 	}
 	_ = worker.stop()
 	if err != nil {
@@ -125,6 +131,9 @@ func (e *env) runHTTP(ctx context.Context, n, concurrency int) (httpResult, erro
 	if err != nil {
 		return res, err
 	}
+	if red, err = e.redisNow(ctx); err != nil {
+		return res, err
+	}
 	done = e.recv.expect(n, 0, false)
 	start = time.Now()
 	err = postAll(ctx, "http://"+addr+"/v1/events", tok, n)
@@ -143,6 +152,9 @@ func (e *env) runHTTP(ctx context.Context, n, concurrency int) (httpResult, erro
 			res.ServeDBMS = perDelivery(db, n)
 		}
 		res.HTTPCPUMS = res.HTTPWorkerMS + res.HTTPDBMS + res.ServeDBMS + perDelivery(cpu, n)
+	}
+	if res.HTTP.RedisCPUMS, res.HTTP.RedisCalls, err = red.since(ctx, e, n); err != nil {
+		return res, err
 	}
 	res.Ratio = res.HTTP.PerSecond / res.GoClient.PerSecond
 	return res, nil

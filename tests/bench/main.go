@@ -346,9 +346,10 @@ func run(ctx context.Context, o options) error {
 			if err != nil {
 				return fmt.Errorf("http: %w", err)
 			}
-			logf("http run %d: go client %.0f/s, http %.0f/s (%.2f ×), homing serve %.3f ms CPU/event, CPU/event go client %.3f ms (worker %.3f + database %.3f), http %.3f ms (worker %.3f + its database %.3f + serve %.3f + its database %.3f), duplicates %d + %d",
+			logf("http run %d: go client %.0f/s, http %.0f/s (%.2f ×), homing serve %.3f ms CPU/event, CPU/event go client %.3f ms (worker %.3f + database %.3f), http %.3f ms (worker %.3f + its database %.3f + serve %.3f + its database %.3f), Redis %.3f and %.3f ms/event, duplicates %d + %d; redis calls/event: go client %s; http %s",
 				i+1, res.GoClient.PerSecond, res.HTTP.PerSecond, res.Ratio, res.ServeCPUMS, res.GoClientCPUMS, res.GoClientWorkerMS, res.GoClientDBMS,
-				res.HTTPCPUMS, res.HTTPWorkerMS, res.HTTPDBMS, res.ServeCPUMS, res.ServeDBMS, res.GoClient.Duplicates, res.HTTP.Duplicates)
+				res.HTTPCPUMS, res.HTTPWorkerMS, res.HTTPDBMS, res.ServeCPUMS, res.ServeDBMS, res.GoClient.RedisCPUMS, res.HTTP.RedisCPUMS,
+				res.GoClient.Duplicates, res.HTTP.Duplicates, res.GoClient.RedisCalls, res.HTTP.RedisCalls)
 			r.HTTP = append(r.HTTP, res)
 		}
 	}
