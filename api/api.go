@@ -289,6 +289,8 @@ func (s *Server) endpoint(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		if r.ContentLength > s.cfg.MaxBodyBytes {
+			// Closed for the reason a refusal below is.
+			w.Header().Set("Connection", "close")
 			s.writeError(w, r, bodyTooLarge(s.cfg.MaxBodyBytes))
 			return
 		}
@@ -297,6 +299,12 @@ func (s *Server) endpoint(rt route) http.Handler {
 		// all done by then.
 		g, err := s.intake.acquire(r, requestCharge(r, s.cfg.MaxBodyBytes))
 		if err != nil {
+			// Answered at once, and the connection closed: net/http would
+			// otherwise read what is left of the unread body (up to 256 KB)
+			// before it answers, with no deadline yet, so a refused client
+			// trickling its body would keep its goroutine and connection
+			// outside the budget for as long as it liked.
+			w.Header().Set("Connection", "close")
 			s.writeError(w, r, err)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -175,6 +176,49 @@ func TestPublishRefusesBadRequests(t *testing.T) {
 	}
 	if rows := s.outboxRows(); len(rows) != 0 {
 		t.Errorf("refused publishes wrote %d outbox rows", len(rows))
+	}
+}
+
+// A body declared larger than api.max_body_bytes is refused before a byte
+// of it is read, and at once: the 413 arrives while the client is still
+// sending, and closes the connection, so a client trickling such a body
+// keeps no goroutine or connection of the server's.
+func TestDeclaredOversizedBodyIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() })
+	req, err := http.NewRequest("POST", s.srv.URL+"/v1/events", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.publish)
+	req.ContentLength = 100 << 10 // over newServer's 64 KiB
+	type answer struct {
+		status int
+		closed bool
+		err    error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := s.srv.Client().Do(req)
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		_ = resp.Body.Close()
+		got <- answer{status: resp.StatusCode, closed: resp.Close}
+	}()
+	if _, err := pw.Write([]byte(`{"doc_type"`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case a := <-got:
+		if a.err != nil || a.status != http.StatusRequestEntityTooLarge || !a.closed {
+			t.Fatalf("declared oversized body, still being sent: %d, connection closed %v, error %v; want 413 closing the connection", a.status, a.closed, a.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a declared oversized body was not answered while it was being sent")
 	}
 }
 

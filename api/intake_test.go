@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/api"
-	"github.com/homingdev/homing/internal/testenv"
 )
 
 // Requests in flight share one memory budget (api.max_inflight_bytes),
@@ -18,29 +17,33 @@ import (
 // with Retry-After at once, not queued; once the first has answered, its
 // charge is returned and the same request succeeds, again and again.
 //
-// Two such requests are held open at once, and nothing else is sent until
-// the server has refused one of them: the other then holds the whole
-// budget until its body ends, whatever the timing. The refusal is read from
-// the server's WARN line, because its 503 reaches the client only once the
-// body has ended: net/http reads what is left of an unread body (up to
-// 256 KB) before it answers.
+// Two such requests are held open at once: whichever the server takes
+// first holds the whole budget until its body ends, so the other is
+// refused whatever the timing. Its 503 must arrive while its own body is
+// still open, with the connection closed: a refused request must not keep
+// its connection and goroutine while the client trickles the rest (net/http
+// reads what is left of an unread body, up to 256 KB, before it answers,
+// unless the answer closes the connection).
 func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 	t.Parallel()
 	const maxBody = 64 << 10
-	logs, log := testenv.NewLogs()
-	s := newServer(t, func(o *options) { o.maxInflightBytes, o.logger = maxBody*api.IntakeMemoryFactor, log })
+	s := newServer(t, func(o *options) { o.maxInflightBytes = maxBody * api.IntakeMemoryFactor })
 	event := func(id string) string {
 		return `{"id": "` + id + `", "doc_type": "Sales Order", "doc_name": "SO-1", "event": "on_submit", "doc": {"name": "SO-1"}}`
 	}
 
 	// A held request: chunked (no Content-Length), its body still open.
+	type answer struct {
+		reply
+		closed bool // the server closed the connection with it
+	}
 	type held struct {
 		body  string
 		pw    *io.PipeWriter
-		reply chan reply
+		reply chan answer
 	}
 	startHeld := func(id string) held {
-		h := held{body: event(id), reply: make(chan reply, 1)}
+		h := held{body: event(id), reply: make(chan answer, 1)}
 		pr, pw := io.Pipe()
 		h.pw = pw
 		t.Cleanup(func() { _ = pw.Close() }) // before the server closes
@@ -53,12 +56,12 @@ func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 		go func() {
 			resp, err := s.srv.Client().Do(req)
 			if err != nil {
-				h.reply <- reply{status: -1, body: []byte(err.Error())}
+				h.reply <- answer{reply: reply{status: -1, body: []byte(err.Error())}}
 				return
 			}
 			defer func() { _ = resp.Body.Close() }()
 			b, _ := io.ReadAll(resp.Body)
-			h.reply <- reply{status: resp.StatusCode, header: resp.Header, body: b}
+			h.reply <- answer{reply{status: resp.StatusCode, header: resp.Header, body: b}, resp.Close}
 		}()
 		if _, err := pw.Write([]byte(h.body[:10])); err != nil {
 			t.Fatal(err)
@@ -67,11 +70,21 @@ func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 	}
 	a := startHeld("0190a1b2-0000-7000-8000-000000000001")
 	b := startHeld("0190a1b2-0000-7000-8000-000000000002")
-	for deadline := time.Now().Add(30 * time.Second); logs.Count("WARN", "api.max_inflight_bytes") == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("neither of two requests held open at once was refused; the log:\n%s", logs)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var (
+		first  answer
+		holder held
+	)
+	select {
+	case first = <-a.reply:
+		holder = b
+	case first = <-b.reply:
+		holder = a
+	case <-time.After(30 * time.Second):
+		t.Fatal("neither of two requests held open at once was answered while its body was open")
+	}
+	if first.status != http.StatusServiceUnavailable || !first.closed {
+		t.Fatalf("one of two held publishes, while its body was open: %s (connection closed: %v), want 503 closing the connection",
+			first.reply, first.closed)
 	}
 
 	// One of them holds the budget: every other request is refused.
@@ -86,19 +99,12 @@ func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 		t.Errorf("GET /v1/webhooks while the budget is held: %s, want 503", r)
 	}
 
-	// Both bodies end: the holder is accepted, the other was refused.
-	statuses := map[int]int{}
-	for _, h := range []held{a, b} {
-		if _, err := h.pw.Write([]byte(h.body[10:])); err != nil {
-			t.Fatal(err)
-		}
-		_ = h.pw.Close()
+	if _, err := holder.pw.Write([]byte(holder.body[10:])); err != nil {
+		t.Fatal(err)
 	}
-	for _, h := range []held{a, b} {
-		statuses[(<-h.reply).status]++
-	}
-	if statuses[http.StatusAccepted] != 1 || statuses[http.StatusServiceUnavailable] != 1 {
-		t.Fatalf("the two held publishes answered %v, want one 202 and one 503", statuses)
+	_ = holder.pw.Close()
+	if r := <-holder.reply; r.status != http.StatusAccepted {
+		t.Fatalf("held publish: %s, want 202", r.reply)
 	}
 	// The charge is back: requests pass again, one after another.
 	for i := range 3 {
