@@ -18,8 +18,10 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -282,40 +284,82 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// admit is what every request on the API's address gets before its
+// handler: a body declared larger than api.max_body_bytes is refused, the
+// request is charged to the intake budget (or refused), and its body is
+// cut off at the limit and given a deadline. The charge is returned by
+// release, once the handler has answered: the body, its decoded form and
+// its outbox write are all done by then.
+//
+// A refusal is answered at once and closes the connection: net/http would
+// otherwise read what is left of the unread body (up to 256 KB) before it
+// answers, with no deadline yet, so a refused client trickling its body
+// would keep its goroutine and connection outside the budget for as long
+// as it liked.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		w.Header().Set("Connection", "close")
+		return r, nil, bodyTooLarge(s.cfg.MaxBodyBytes)
+	}
+	g, err := s.intake.acquire(r, requestCharge(r, s.cfg.MaxBodyBytes))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		return r, nil, err
+	}
+	r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+	// A body trickled in byte by byte must not hold the connection
+	// forever. Only reading is bounded: a workflow_transition's answer
+	// may take as long as its webhooks do. (Transport time, not domain
+	// time: the wall clock is right here.)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	return r, g.release, nil
+}
+
+// Admit bounds a handler served on the API's address beside it (the
+// console's and the portal's pages) as every API route is bounded (admit):
+// the same body limit, intake budget and body deadline. A request that may
+// change something (any method but GET and HEAD) is charged an
+// evaluation's value budget on top, as the API's routes that render a
+// definition are: the console's webhook form renders them. Refusals are
+// answered in plain text.
+func (s *Server) Admit(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, release, err := s.admit(w, r)
+		if err == nil {
+			defer release()
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				err = chargeMore(r.Context(), r, s.evaluationBytes())
+			}
+		}
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				if e.RetryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+				}
+				http.Error(w, e.Message, e.Status)
+				return
+			}
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // endpoint wraps a route's handler: body size limit, the intake budget,
 // authentication, then the handler, whose error becomes the JSON error
 // response.
 func (s *Server) endpoint(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if r.ContentLength > s.cfg.MaxBodyBytes {
-			// Closed for the reason a refusal below is.
-			w.Header().Set("Connection", "close")
-			s.writeError(w, r, bodyTooLarge(s.cfg.MaxBodyBytes))
-			return
-		}
-		// Charged before the body is read, returned when the handler has
-		// answered: the body, its decoded form and its outbox write are
-		// all done by then.
-		g, err := s.intake.acquire(r, requestCharge(r, s.cfg.MaxBodyBytes))
+		r, release, err := s.admit(w, r)
 		if err != nil {
-			// Answered at once, and the connection closed: net/http would
-			// otherwise read what is left of the unread body (up to 256 KB)
-			// before it answers, with no deadline yet, so a refused client
-			// trickling its body would keep its goroutine and connection
-			// outside the budget for as long as it liked.
-			w.Header().Set("Connection", "close")
 			s.writeError(w, r, err)
 			return
 		}
-		defer g.release()
-		r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-		// A body trickled in byte by byte must not hold the connection
-		// forever. Only reading is bounded: a workflow_transition's answer
-		// may take as long as its webhooks do. (Transport time, not domain
-		// time: the wall clock is right here.)
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+		defer release()
 		if err := checkRequestText(r); err != nil {
 			s.writeError(w, r, err)
 			return

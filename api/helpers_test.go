@@ -36,6 +36,7 @@ import (
 type server struct {
 	t       *testing.T
 	db      *gorm.DB
+	api     *api.Server
 	srv     *httptest.Server
 	publish string // a publish token
 	admin   string // an admin token
@@ -108,7 +109,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		Ready:            ready,
 		Logger:           o.logger,
 	})
-	s := &server{t: t, db: db, srv: httptest.NewServer(a), tokens: tokens, box: box, watcher: watcher}
+	s := &server{t: t, db: db, api: a, srv: httptest.NewServer(a), tokens: tokens, box: box, watcher: watcher}
 	t.Cleanup(s.srv.Close)
 	var err error
 	_, s.publish, err = tokens.Create(context.Background(), "producer", token.ScopePublish, "")

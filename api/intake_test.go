@@ -3,6 +3,7 @@ package api_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,104 @@ func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 		if r := s.request("POST", "/v1/events", s.publish, event("0190a1b2-0000-7000-8000-00000000001"+string(rune('0'+i)))); r.status != http.StatusAccepted {
 			t.Fatalf("publish %d after the held request ended: %s, want 202", i, r)
 		}
+	}
+}
+
+// Pages served beside the API (the console's and the portal's, Admit) are
+// bounded as its routes are: a body declared over api.max_body_bytes is
+// refused unread, closing the connection, and one sent without a length is
+// cut off at the limit. A request that may change something is charged an
+// evaluation on top of its body, so beside a request holding most of the
+// intake budget a POST page is refused 503 with Retry-After while a GET
+// page still fits.
+func TestPagesBesideTheAPIShareItsBounds(t *testing.T) {
+	t.Parallel()
+	const maxBody = 64 << 10
+	s := newServer(t, func(o *options) { o.maxInflightBytes = maxBody * api.IntakeMemoryFactor })
+	var formErr error
+	pages := httptest.NewServer(s.api.Admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		formErr = r.ParseForm()
+		_, _ = io.WriteString(w, "page")
+	})))
+	t.Cleanup(pages.Close)
+	post := func(body io.Reader, length int64) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", pages.URL+"/console/login", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.ContentLength = length
+		resp, err := pages.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+
+	// A small form passes.
+	if resp, body := post(strings.NewReader("token=x"), 7); resp.StatusCode != http.StatusOK || body != "page" || formErr != nil {
+		t.Fatalf("small form: %d %q (form error %v), want 200 page", resp.StatusCode, body, formErr)
+	}
+	// Declared too large: refused before a byte is read, the connection closed.
+	if resp, body := post(strings.NewReader("token="+strings.Repeat("x", maxBody-5)), maxBody+1); resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close ||
+		!strings.Contains(body, "api.max_body_bytes") {
+		t.Errorf("form declared over the limit: %d %q (closed %v), want 413 naming api.max_body_bytes, closing", resp.StatusCode, body, resp.Close)
+	}
+	// Sent without a length: the form is cut off at the limit.
+	formErr = nil
+	big := io.MultiReader(strings.NewReader("token="), strings.NewReader(strings.Repeat("x", 2*maxBody)))
+	if resp, _ := post(big, -1); resp.StatusCode != http.StatusOK || formErr == nil {
+		t.Errorf("chunked form over the limit: %d, form error %v; want the handler's form read to fail at the limit", resp.StatusCode, formErr)
+	}
+
+	// A POST is charged an evaluation on top of its body. An API request
+	// whose declared body is held open leaves less room than a POST page
+	// needs (its body's minimum charge and an evaluation), more than a GET
+	// page needs (its body's minimum charge).
+	left := (api.MinRequestBytes*api.IntakeMemoryFactor + s.api.EvaluationBytes()/2)
+	declared := (maxBody*api.IntakeMemoryFactor - left) / api.IntakeMemoryFactor
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() })
+	req, err := http.NewRequest("POST", s.srv.URL+"/v1/events", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.publish)
+	req.ContentLength = declared
+	go func() {
+		if resp, err := s.srv.Client().Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	if _, err := pw.Write([]byte(`{"id"`)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp, err := pages.Client().Post(pages.URL+"/console/login", "application/x-www-form-urlencoded", strings.NewReader("token=x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if resp.Header.Get("Retry-After") == "" {
+				t.Error("POST page over the budget: 503 without Retry-After")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a POST page was never refused beside a request holding all but less than an evaluation of the budget")
+		}
+		time.Sleep(10 * time.Millisecond) // the held request may not be charged yet
+	}
+	get, err := pages.Client().Get(pages.URL + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Errorf("GET page beside the same request: %d, want 200 (it is charged no evaluation)", get.StatusCode)
 	}
 }

@@ -79,9 +79,12 @@ func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 		AsynqmonURL: a.Config.API.AsynqmonURL, Tasks: tasks, DisableAfter: a.Config.Health.DisableAfter,
 		Portal: cfg.Portal, Tenants: cfg.Tenants, Database: a.Database, Clock: a.Clock, Logger: a.Log,
 	})
-	mux.Handle(console.Prefix, pages)
-	mux.Handle(console.PortalPrefix, pages) // the same pages, scoped by a portal link's session
-	mux.Handle("/", api.New(cfg))
+	// The pages are bounded as the API's routes are: one intake budget
+	// for everything served on this address.
+	routes := api.New(cfg)
+	mux.Handle(console.Prefix, routes.Admit(pages))
+	mux.Handle(console.PortalPrefix, routes.Admit(pages)) // the same pages, scoped by a portal link's session
+	mux.Handle("/", routes)
 	return mux
 }
 

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -53,6 +54,37 @@ func TestConsoleInABrowser(t *testing.T) {
 	s.start("worker", "worker started")
 	s.start("scheduler", "scheduler started")
 	c := s.startAPI(t)
+	// The console is bounded as the API is: a login form declared over
+	// api.max_body_bytes (2 MiB) is refused at once, before it is read.
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() })
+	req, err := http.NewRequest("POST", c.base+"/console/login", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.ContentLength = 3 << 20
+	tooLarge := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			tooLarge <- -1
+			return
+		}
+		_ = resp.Body.Close()
+		tooLarge <- resp.StatusCode
+	}()
+	if _, err := pw.Write([]byte("token=")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-tooLarge:
+		if code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("console login declared over api.max_body_bytes, still being sent: %d, want 413", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("console login declared over api.max_body_bytes was not refused while it was being sent")
+	}
 	var pub map[string]any
 	s.ok(t, &pub, "homing", "token", "create", "--name", "frappe", "--scope", "publish", "--json")
 	publishToken, _ := pub["token"].(string)
