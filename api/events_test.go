@@ -186,32 +186,7 @@ func TestPublishRefusesBadRequests(t *testing.T) {
 func TestDeclaredOversizedBodyIsRefusedAtOnce(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)
-	pr, pw := io.Pipe()
-	t.Cleanup(func() { _ = pw.Close() })
-	req, err := http.NewRequest("POST", s.srv.URL+"/v1/events", pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.publish)
-	req.ContentLength = 100 << 10 // over newServer's 64 KiB
-	type answer struct {
-		status int
-		closed bool
-		err    error
-	}
-	got := make(chan answer, 1)
-	go func() {
-		resp, err := s.srv.Client().Do(req)
-		if err != nil {
-			got <- answer{err: err}
-			return
-		}
-		_ = resp.Body.Close()
-		got <- answer{status: resp.StatusCode, closed: resp.Close}
-	}()
-	if _, err := pw.Write([]byte(`{"doc_type"`)); err != nil {
-		t.Fatal(err)
-	}
+	_, got := s.openPublish(100<<10, `{"doc_type"`) // over newServer's 64 KiB
 	select {
 	case a := <-got:
 		if a.err != nil || a.status != http.StatusRequestEntityTooLarge || !a.closed {

@@ -123,6 +123,47 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	return s
 }
 
+// answer is a response to a request whose body the test writes itself
+// (openPublish): its reply, whether the server closed the connection with
+// it, or the client's error.
+type answer struct {
+	reply
+	closed bool
+	err    error
+}
+
+// openPublish starts a POST /v1/events whose body the caller writes through
+// the returned pipe (length is its declared Content-Length; -1 sends it
+// chunked), after first is written, and returns where its answer arrives.
+// The pipe is closed when the test ends, before the server is.
+func (s *server) openPublish(length int64, first string) (*io.PipeWriter, <-chan answer) {
+	s.t.Helper()
+	pr, pw := io.Pipe()
+	s.t.Cleanup(func() { _ = pw.Close() })
+	req, err := http.NewRequest("POST", s.srv.URL+"/v1/events", pr)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.publish)
+	req.ContentLength = length
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := s.srv.Client().Do(req)
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		got <- answer{reply{status: resp.StatusCode, header: resp.Header, body: b}, resp.Close, nil}
+	}()
+	if _, err := pw.Write([]byte(first)); err != nil {
+		s.t.Fatal(err)
+	}
+	return pw, got
+}
+
 // reply is one response.
 type reply struct {
 	status int

@@ -33,40 +33,15 @@ func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 		return `{"id": "` + id + `", "doc_type": "Sales Order", "doc_name": "SO-1", "event": "on_submit", "doc": {"name": "SO-1"}}`
 	}
 
-	// A held request: chunked (no Content-Length), its body still open.
-	type answer struct {
-		reply
-		closed bool // the server closed the connection with it
-	}
+	// Held requests: chunked (no Content-Length), their bodies still open.
 	type held struct {
 		body  string
 		pw    *io.PipeWriter
-		reply chan answer
+		reply <-chan answer
 	}
 	startHeld := func(id string) held {
-		h := held{body: event(id), reply: make(chan answer, 1)}
-		pr, pw := io.Pipe()
-		h.pw = pw
-		t.Cleanup(func() { _ = pw.Close() }) // before the server closes
-		req, err := http.NewRequest("POST", s.srv.URL+"/v1/events", pr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+s.publish)
-		go func() {
-			resp, err := s.srv.Client().Do(req)
-			if err != nil {
-				h.reply <- answer{reply: reply{status: -1, body: []byte(err.Error())}}
-				return
-			}
-			defer func() { _ = resp.Body.Close() }()
-			b, _ := io.ReadAll(resp.Body)
-			h.reply <- answer{reply{status: resp.StatusCode, header: resp.Header, body: b}, resp.Close}
-		}()
-		if _, err := pw.Write([]byte(h.body[:10])); err != nil {
-			t.Fatal(err)
-		}
+		h := held{body: event(id)}
+		h.pw, h.reply = s.openPublish(-1, h.body[:10])
 		return h
 	}
 	a := startHeld("0190a1b2-0000-7000-8000-000000000001")
@@ -84,8 +59,8 @@ func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 		t.Fatal("neither of two requests held open at once was answered while its body was open")
 	}
 	if first.status != http.StatusServiceUnavailable || !first.closed {
-		t.Fatalf("one of two held publishes, while its body was open: %s (connection closed: %v), want 503 closing the connection",
-			first.reply, first.closed)
+		t.Fatalf("one of two held publishes, while its body was open: %s (connection closed: %v, error %v), want 503 closing the connection",
+			first.reply, first.closed, first.err)
 	}
 
 	// One of them holds the budget: every other request is refused.
@@ -171,22 +146,7 @@ func TestPagesBesideTheAPIShareItsBounds(t *testing.T) {
 	// page needs (its body's minimum charge).
 	left := (api.MinRequestBytes*api.IntakeMemoryFactor + s.api.EvaluationBytes()/2)
 	declared := (maxBody*api.IntakeMemoryFactor - left) / api.IntakeMemoryFactor
-	pr, pw := io.Pipe()
-	t.Cleanup(func() { _ = pw.Close() })
-	req, err := http.NewRequest("POST", s.srv.URL+"/v1/events", pr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+s.publish)
-	req.ContentLength = declared
-	go func() {
-		if resp, err := s.srv.Client().Do(req); err == nil {
-			_ = resp.Body.Close()
-		}
-	}()
-	if _, err := pw.Write([]byte(`{"id"`)); err != nil {
-		t.Fatal(err)
-	}
+	s.openPublish(declared, `{"id"`)
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		resp, err := pages.Client().Post(pages.URL+"/console/login", "application/x-www-form-urlencoded", strings.NewReader("token=x"))
 		if err != nil {
