@@ -151,70 +151,41 @@ func (e *env) homingEnv(extra ...string) []string {
 	return append(out, e.workerEnv...)
 }
 
-// redisCPU is the CPU time the Redis server has used so far, user and
-// system (INFO cpu): the harness's processes are its only clients during a
-// run.
-func (e *env) redisCPU(ctx context.Context) (time.Duration, error) {
-	info, err := e.rdb.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, fmt.Errorf("redis INFO cpu: %w", err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (k != "used_cpu_user" && k != "used_cpu_sys") {
-			continue
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, fmt.Errorf("redis INFO cpu: %s: %w", line, err)
-		}
-		total += f
-	}
-	return time.Duration(total * float64(time.Second)), nil
-}
-
-// redisCalls is how many times the Redis server has run each command so
-// far (INFO commandstats), the commands scripts call included.
-func (e *env) redisCalls(ctx context.Context) (map[string]int64, error) {
-	info, err := e.rdb.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return nil, fmt.Errorf("redis INFO commandstats: %w", err)
-	}
-	calls := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		for _, kv := range strings.Split(stats, ",") {
-			if n, ok := strings.CutPrefix(kv, "calls="); ok {
-				v, err := strconv.ParseInt(n, 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("redis INFO commandstats: %s: %w", line, err)
-				}
-				calls[strings.TrimPrefix(name, "cmdstat_")] = v
-			}
-		}
-	}
-	return calls, nil
-}
-
-// redisMark is what Redis had done at a point of a run: its CPU and each
-// command's calls so far.
+// redisMark is what Redis had done at a point of a run: the CPU it has
+// used so far, user and system (INFO cpu), and how many times it has run
+// each command (INFO commandstats, the commands scripts call included).
+// The harness's processes are its only clients during a run.
 type redisMark struct {
 	cpu   time.Duration
 	calls map[string]int64
 }
 
-// redisNow reads Redis's mark.
+// redisNow reads Redis's mark, in one INFO call.
 func (e *env) redisNow(ctx context.Context) (redisMark, error) {
-	cpu, err := e.redisCPU(ctx)
+	info, err := e.rdb.InfoMap(ctx, "cpu", "commandstats").Result()
 	if err != nil {
-		return redisMark{}, err
+		return redisMark{}, fmt.Errorf("redis INFO cpu commandstats: %w", err)
 	}
-	calls, err := e.redisCalls(ctx)
-	return redisMark{cpu: cpu, calls: calls}, err
+	m := redisMark{calls: map[string]int64{}}
+	for _, k := range []string{"used_cpu_user", "used_cpu_sys"} {
+		f, err := strconv.ParseFloat(info["CPU"][k], 64)
+		if err != nil {
+			return redisMark{}, fmt.Errorf("redis INFO cpu: %s: %w", k, err)
+		}
+		m.cpu += time.Duration(f * float64(time.Second))
+	}
+	for name, stats := range info["Commandstats"] {
+		for _, kv := range strings.Split(stats, ",") {
+			if n, ok := strings.CutPrefix(kv, "calls="); ok {
+				v, err := strconv.ParseInt(n, 10, 64)
+				if err != nil {
+					return redisMark{}, fmt.Errorf("redis INFO commandstats: %s: %w", name, err)
+				}
+				m.calls[strings.TrimPrefix(name, "cmdstat_")] = v
+			}
+		}
+	}
+	return m, nil
 }
 
 // since is Redis's CPU per delivery (ms) and its commands per delivery
