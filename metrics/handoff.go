@@ -75,10 +75,9 @@ func (c *drainingCounter) Collect(ch chan<- prometheus.Metric) {
 // observations and the durations handed off to it, as one histogram.
 func (c *drainingCounter) collectDuration(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	handed := c.handed
-	handedBuckets := maps.Clone(c.handed.buckets)
+	count, sumUS, handedBuckets := c.handed.count, c.handed.sumUS, maps.Clone(c.handed.buckets)
 	c.mu.Unlock()
-	if handed.count == 0 {
+	if count == 0 {
 		c.duration.Collect(ch)
 		return
 	}
@@ -94,8 +93,8 @@ func (c *drainingCounter) collectDuration(ch chan<- prometheus.Metric) {
 		below += handedBuckets[b.GetUpperBound()]
 		cumulative[b.GetUpperBound()] = b.GetCumulativeCount() + below
 	}
-	ch <- prometheus.MustNewConstHistogram(c.duration.Desc(), h.GetSampleCount()+handed.count,
-		h.GetSampleSum()+float64(handed.sumUS)/1e6, cumulative)
+	ch <- prometheus.MustNewConstHistogram(c.duration.Desc(), h.GetSampleCount()+count,
+		h.GetSampleSum()+float64(sumUS)/1e6, cumulative)
 }
 
 // addDurations adds handed-off durations (handoff.Count.IsDuration).
