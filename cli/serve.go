@@ -82,8 +82,9 @@ func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 	// The pages are bounded as the API's routes are: one intake budget
 	// for everything served on this address.
 	routes := api.New(cfg)
-	mux.Handle(console.Prefix, routes.Admit(pages))
-	mux.Handle(console.PortalPrefix, routes.Admit(pages)) // the same pages, scoped by a portal link's session
+	bounded := routes.Admit(pages)
+	mux.Handle(console.Prefix, bounded)
+	mux.Handle(console.PortalPrefix, bounded) // the same pages, scoped by a portal link's session
 	mux.Handle("/", routes)
 	return mux
 }
