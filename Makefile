@@ -1,10 +1,27 @@
 # Homing. `make help` lists the targets.
 SHELL := /bin/bash
 
-# Where the tests find PostgreSQL and Redis (read by internal/testenv). Values
-# from the environment or the command line win: make test HOMING_TEST_REDIS_URL=...
-export HOMING_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/homing_test?sslmode=disable
-export HOMING_TEST_REDIS_URL ?= redis://127.0.0.1:6379
+# The tests use the PostgreSQL at 127.0.0.1:5432, where they create and drop
+# only homing_tmpl_* and homing_t_* databases, and each test binary starts a
+# redis-server of its own on a private port (internal/testenv). To use other
+# servers: make test HOMING_TEST_DATABASE_URL=postgres://... (a role that may
+# create databases) or HOMING_TEST_REDIS_URL=redis://... (whose database
+# indexes the tests may empty).
+
+# make test builds the commands once, with -race, for every package's tests
+# (testenv.Binaries).
+TESTBIN := $(CURDIR)/bin/test
+# go test's flags for make test. -parallel 6: the end-to-end tests under
+# tests/ mostly wait on real processes, each test on a database and Redis
+# index of its own. The timeout has twice the headroom of the slowest
+# package (README, "Testing").
+TEST_FLAGS ?= -race -count=1 -parallel 6 -timeout 20m
+# A race-built binary (every test binary, and the commands the end-to-end
+# tests run) otherwise sleeps a second at exit so that late races can still be
+# reported; races are reported either way.
+export GORACE ?= atexit_sleep_ms=0
+# The hot path whose coverage make test reports (scripts/cover.sh).
+COVERPKG := ./dispatch,./dispatch/storage,./event,./outbox
 
 # Packages to vet and test: make test PKG=./config/
 PKG ?= ./...
@@ -23,28 +40,28 @@ build: ## build every command into bin/
 run: ## worker + scheduler in the foreground on a local Redis (SQLite by default)
 	scripts/run.sh
 
-test: ## start (or install) PostgreSQL and Redis, then go vet and go test -race
+test: ## start (or install) PostgreSQL, redis-server, redis-sentinel and chromium, then go vet and go test -race, and the hot path's coverage
 	scripts/services.sh
 	@command -v python3 >/dev/null || { echo "make: python3 is needed to test the Frappe app (integrations/frappe/homing_frappe); install Python 3.10+"; exit 1; }
 	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
 	go vet $(PKG)
-	go test -race -count=1 -timeout 20m $(PKG)
-	scripts/cover.sh
+	go build -race -o $(TESTBIN)/ ./cmd/...
+	HOMING_TEST_BIN=$(TESTBIN) go test $(TEST_FLAGS) -coverpkg=$(COVERPKG) -coverprofile=bin/hotpath.cover $(PKG)
+	scripts/cover.sh bin/hotpath.cover
 
 cover: ## the hot path's coverage (dispatch, event, outbox) and every function of it no test reaches
 	scripts/services.sh
-	scripts/cover.sh
+	go test -count=1 -coverpkg=$(COVERPKG) -coverprofile=bin/hotpath.cover ./dispatch ./dispatch/storage ./event ./outbox ./tasks ./metrics
+	scripts/cover.sh bin/hotpath.cover
 
 screenshots: ## drive the console in headless Chromium and save its pages into docs/console/
 	scripts/services.sh
 	HOMING_SCREENSHOTS=$(CURDIR)/docs/console go test -count=1 -run 'TestConsoleInABrowser|TestPortalInABrowser' ./tests/
 
-test-short: ## the same with -short (skips the slow end-to-end tests)
+test-short: ## go test -short: the same without the end-to-end tests of real processes (never in CI)
 	scripts/services.sh
-	@command -v python3 >/dev/null || { echo "make: python3 is needed to test the Frappe app (integrations/frappe/homing_frappe); install Python 3.10+"; exit 1; }
-	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
 	go vet $(PKG)
-	go test -race -count=1 -short -timeout 20m $(PKG)
+	go test -race -count=1 -short -timeout 10m $(PKG)
 
 # Flags for the benchmark harness: make bench BENCH_FLAGS='-quick' or
 # BENCH_FLAGS='-n 5000 -runs 5 -scenarios baseline,throughput'.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/config"
+	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/secretbox"
 )
 
@@ -118,13 +119,9 @@ func TestCommandsExist(t *testing.T) {
 			commands[e.Name()] = true
 		}
 	}
-	bin := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+string(filepath.Separator), "./cmd/...")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/...: %v\n%s", err, out)
+	bin, _, err := testenv.Binaries(t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	byArgv := map[string][]string{} // argv → where it is used

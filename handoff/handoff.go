@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"strconv"
 	"sync"
 	"time"
@@ -272,8 +273,20 @@ func (h *Handoff) send(batch map[labels]int64) {
 		slices.Sort(series)
 		slices.Sort(attempts)
 		h.log.Error("delivery outcomes not counted in homing_deliveries_total (nor attempts in homing_attempts_total): handing them to the workers' metrics through Redis failed (the deliveries and attempts themselves are recorded)",
-			"not_counted", total, "series", series, "attempts_not_counted", attempts, "error", err.Error())
+			"not_counted", total, "series", series, "attempts_not_counted", attempts, "redis", redisAddr(h.rdb), "error", err.Error())
 	}
+}
+
+// redisAddr names the Redis rdb talks to, for the operator reading a
+// failure: the error alone may be a deadline that names no server.
+func redisAddr(rdb redis.UniversalClient) string {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	}
+	return ""
 }
 
 // addScript adds field, count pairs to the hashes in one command: ARGV[1]

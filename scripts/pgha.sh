@@ -97,8 +97,9 @@ install() {
     return 1
   fi
   echo "pgha: installing postgresql-$v-auto-failover pg-auto-failover-cli with apt-get" >&2
-  as_root apt-get update -qq >&2 || true
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "postgresql-$v-auto-failover" pg-auto-failover-cli >/dev/null; then
+  # Tests run side by side: wait for another install to release dpkg's lock.
+  as_root apt-get -o DPkg::Lock::Timeout=300 update -qq >&2 || true
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "postgresql-$v-auto-failover" pg-auto-failover-cli >/dev/null; then
     echo "pgha: apt-get could not install postgresql-$v-auto-failover pg-auto-failover-cli" >&2
     return 1
   fi

@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# Makes PostgreSQL (127.0.0.1:5432) and Redis (127.0.0.1:6379) available for
-# the tests, and idempotently so: a service that answers is left alone, one
-# installed but stopped is started, one missing is installed with apt-get and
-# started. Then it waits (at most 30 s each) until both answer, ensures the
-# database homing_test exists, and prints one line per service.
+# Makes what the tests or `make run` need available, idempotently: a service
+# that answers is left alone, one installed but stopped is started, a
+# package missing is installed with apt-get. It prints one line per service.
 #
-#   scripts/services.sh             PostgreSQL and Redis, plus chromium and
-#                                   redis-sentinel for the tests (make test)
-#   scripts/services.sh redis-only  Redis only, and never installs (make run)
+#   scripts/services.sh             for the tests (make test): PostgreSQL on
+#                                   127.0.0.1:5432 running, and the programs
+#                                   the tests start themselves installed:
+#                                   redis-server (each test binary runs a Redis
+#                                   of its own on a private port, never the one
+#                                   on 6379), redis-sentinel, chromium and
+#                                   pg_auto_failover (for the failover tests)
+#   scripts/services.sh redis-only  a Redis on 127.0.0.1:6379, started if
+#                                   installed, never installed (make run)
 #
-# SERVICES_REDIS_PORT and SERVICES_PG_DB exist to exercise this script
-# against a scratch Redis or database; the tests expect the defaults.
+# The tests create only databases named homing_tmpl_* and homing_t_* on the
+# PostgreSQL server, and drop them. This script changes the server's
+# authentication (trust for TCP logins from loopback) only when it installed
+# PostgreSQL itself, in this run, and it says so when it does; otherwise a
+# server that asks for a password gets HOMING_TEST_DATABASE_URL, with one.
+#
+# SERVICES_REDIS_PORT exists to exercise redis-only against a scratch Redis.
 set -euo pipefail
 
 mode=${1:-all}
 case $mode in all | redis-only) ;; *) echo "usage: $0 [redis-only]" >&2; exit 2 ;; esac
 
 redis_port=${SERVICES_REDIS_PORT:-6379}
-pg_db=${SERVICES_PG_DB:-homing_test}
 export PGCONNECT_TIMEOUT=5
 
 as_root() {
@@ -51,21 +59,29 @@ start_postgres() {
   as_root pg_ctlcluster --skip-systemctl-redirect "$(pg_version)" main start
 }
 
-# psql_admin runs SQL as the postgres superuser: over TCP as the tests do,
-# else over the local socket as the postgres OS user (peer auth).
-psql_admin() {
-  psql -h 127.0.0.1 -p 5432 -U postgres -d postgres -w -v ON_ERROR_STOP=1 -tAc "$1" 2>/dev/null ||
-    as_root su postgres -c "psql -d postgres -v ON_ERROR_STOP=1 -tAc \"$1\""
-}
+# test_url is where the tests connect to PostgreSQL (internal/testenv's
+# default unless HOMING_TEST_DATABASE_URL is set).
+test_url=${HOMING_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+
+# can_login reports whether the tests can log in at test_url.
+can_login() { psql "$test_url" -w -tAc 'SELECT 1' >/dev/null 2>&1; }
 
 # trust_tcp lets the tests connect to 127.0.0.1 as postgres without a
-# password, as on the project's machines. A fresh Debian install asks for
-# one (scram), so this adds two trust lines ahead of the others and reloads.
+# password. A fresh Debian install asks for one (scram), so when this run
+# installed the server, it adds two trust lines ahead of the others and
+# reloads. A server it did not install keeps its authentication: the tests
+# are then told how to log in.
 trust_tcp() {
-  psql -h 127.0.0.1 -p 5432 -U postgres -d postgres -w -tAc 'SELECT 1' >/dev/null 2>&1 && return 0
+  can_login && return 0
+  case $installed in *" postgresql "*) ;; *)
+    echo "services: cannot log in to PostgreSQL at $test_url, and this server was not installed by this script, so its authentication is left as it is." >&2
+    echo "services: set HOMING_TEST_DATABASE_URL to a URL of a role that may create databases (e.g. postgres://me:password@127.0.0.1:5432/postgres)." >&2
+    return 1
+    ;;
+  esac
   local hba
   hba=/etc/postgresql/$(pg_version)/main/pg_hba.conf
-  echo "services: allowing passwordless TCP logins from 127.0.0.1 in $hba (for the tests)"
+  echo "services: this run installed PostgreSQL; allowing passwordless TCP logins from 127.0.0.1 and ::1 in $hba (for the tests)"
   as_root sh -c "{ printf 'host all all 127.0.0.1/32 trust # homing-test\nhost all all ::1/128 trust # homing-test\n'; grep -v '# homing-test' '$hba'; } > '$hba.new' && chown --reference='$hba' '$hba.new' && chmod --reference='$hba' '$hba.new' && mv '$hba.new' '$hba'"
   as_root pg_ctlcluster --skip-systemctl-redirect "$(pg_version)" main reload
 }
@@ -74,7 +90,7 @@ trust_tcp() {
 installed=""
 install_missing() {
   local pkgs=()
-  if ! redis_up && ! command -v redis-server >/dev/null; then
+  if ! command -v redis-server >/dev/null && { [ "$mode" = all ] || ! redis_up; }; then
     if [ "$mode" = redis-only ]; then
       echo "services: redis-server is not installed (scripts/services.sh without arguments installs it)" >&2
       return 1
@@ -92,8 +108,8 @@ install_missing() {
   fi
   if [ ${#pkgs[@]} -gt 0 ]; then
     echo "services: installing ${pkgs[*]} with apt-get"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+    as_root apt-get -o DPkg::Lock::Timeout=300 update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${pkgs[@]}" >/dev/null
     installed=" ${pkgs[*]} "
   fi
 }
@@ -121,15 +137,27 @@ ensure_postgres() {
     wait_for postgresql pg_up
   fi
   trust_tcp
-  if [ "$(psql_admin "SELECT 1 FROM pg_database WHERE datname = '$pg_db'")" != 1 ]; then
-    psql_admin "CREATE DATABASE $pg_db" >/dev/null
-    how="$how, created database $pg_db"
+  echo "services: postgresql on 127.0.0.1:5432 ($how)"
+}
+
+# install_pgha installs pg_auto_failover for the PostgreSQL failover tests
+# (scripts/pgha.sh runs it), once the server's version is known.
+install_pgha() {
+  local v
+  v=$(pg_version)
+  if command -v pg_autoctl >/dev/null && [ -f "/usr/share/postgresql/$v/extension/pgautofailover.control" ]; then
+    return 0
   fi
-  echo "services: postgresql on 127.0.0.1:5432 ($how; database $pg_db)"
+  echo "services: installing postgresql-$v-auto-failover pg-auto-failover-cli with apt-get (for the PostgreSQL failover tests)"
+  as_root apt-get -o DPkg::Lock::Timeout=300 update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq "postgresql-$v-auto-failover" pg-auto-failover-cli >/dev/null
 }
 
 install_missing
-ensure_redis
 if [ "$mode" = all ]; then
   ensure_postgres
+  install_pgha
+  echo "services: redis-server $(redis-server --version | grep -o 'v=[0-9.]*'), for the tests' own Redis on a private port ($(case $installed in *" redis-server "*) echo installed ;; *) echo "already installed" ;; esac))"
+else
+  ensure_redis
 fi

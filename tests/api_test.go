@@ -99,6 +99,7 @@ func (s *system) startAPI(t *testing.T) apiClient {
 // scheduler too: a workflow_transition that fails is retried through the
 // API once its receiver is back. Every request arrives exactly once.
 func TestHTTPAPIEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}

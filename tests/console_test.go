@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
 )
 
@@ -40,11 +41,12 @@ func screenshotDir() string {
 // a POST without the CSRF token refused. Each page is saved as a PNG in
 // screenshotDir.
 func TestConsoleInABrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
 	}
 	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("no Chromium at %s (apt-get install chromium; scripts/services.sh installs it in CI): %v", chromiumPath, err)
+		testenv.Require(t, fmt.Sprintf("no Chromium at %s (apt-get install chromium; scripts/services.sh installs it): %v", chromiumPath, err))
 	}
 	s := newSystem(t)
 	// A long schedule: a failed delivery waits an hour, so only Retry and

@@ -18,6 +18,7 @@ import (
 // event ID is accepted with 202 and one INFO line says the database is
 // available again, without a restart.
 func TestServeDuringADatabaseOutage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}

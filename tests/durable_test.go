@@ -24,6 +24,7 @@ import (
 // exactly once: the outbox keeps each event until its fan-out has
 // committed, and the relay queues again those whose task Redis lost.
 func TestRedisFlushedMidRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fault test: real processes")
 	}

@@ -28,7 +28,8 @@ import (
 	"github.com/homingdev/homing/secretbox"
 )
 
-// binDir holds the binaries TestMain builds once for every test.
+// binDir holds the binaries TestMain builds once for every test (or make
+// test built once for every package: testenv.Binaries).
 var binDir string
 
 func TestMain(m *testing.M) {
@@ -41,20 +42,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	if raceBuild {
-		args = append(args, "-race")
-	}
-	args = append(args, "github.com/homingdev/homing/cmd/homing", "github.com/homingdev/homing/cmd/worker",
-		"github.com/homingdev/homing/cmd/scheduler", "github.com/homingdev/homing/cmd/enqueue")
-	build := exec.Command("go", args...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the binaries: %v\n", err)
+	bin, _, err := testenv.Binaries(dir, raceBuild)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	binDir = dir
+	binDir = bin
 	code := testenv.Run(m)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
@@ -121,6 +115,13 @@ func newSystem(t *testing.T) *system {
 			env = append(env, kv)
 		}
 	}
+	if raceBuild && os.Getenv("GORACE") == "" {
+		// A race-built binary sleeps a second at exit (so that other
+		// goroutines can still report a race) unless told not to: a second
+		// on every command the tests run. Races are still reported, and
+		// make the command exit 66.
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
 	env = append(env,
 		"HOMING_DATABASE_URL="+dsn,
 		"HOMING_REDIS_URL="+testenv.RedisURL(opt),
@@ -128,6 +129,9 @@ func newSystem(t *testing.T) *system {
 		"HOMING_SWEEPER_INTERVAL=1s",
 		"HOMING_SECRETS_KEY="+key,
 		"HOMING_METRICS_ADDR=",
+		// Tests run side by side on one PostgreSQL (max_connections 100):
+		// three processes of three connections each is a system's share.
+		"HOMING_DATABASE_MAX_OPEN_CONNS=3",
 		"HOMING_WORKER_SHUTDOWN_TIMEOUT=10s",
 		"HOMING_LOG_FORMAT=text",
 		"HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS=true", // the receivers are on loopback
@@ -311,6 +315,7 @@ func frappeSignature(secret string, body []byte) string {
 }
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}

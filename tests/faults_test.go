@@ -60,6 +60,7 @@ func publishAll(t *testing.T, c *client.Client, doctype string, ids []string) {
 // event must end Delivered, received with a 2xx, and the duplicate 2xx
 // receipts are bounded by the tasks that were active at the kills.
 func TestWorkerKilled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fault test: real processes")
 	}
@@ -181,7 +182,7 @@ func startRedis(t *testing.T, port int, dir string) *ownRedis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skipf("redis-server not installed: %v", err)
+		testenv.Require(t, fmt.Sprintf("redis-server is not installed (apt-get install redis-server; scripts/services.sh installs it): %v", err))
 	}
 	r := &ownRedis{port: port, dir: dir, done: make(chan struct{}), out: &syncBuffer{}}
 	r.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--appendonly", "yes",
@@ -239,6 +240,7 @@ func (r *ownRedis) shutdown(t *testing.T) {
 // scheduler reconnect by themselves, and every event Publish acknowledged is
 // delivered.
 func TestRedisRestarted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fault test: real processes")
 	}
@@ -338,6 +340,7 @@ func TestRedisRestarted(t *testing.T) {
 // while events flow: nothing is marked or lost wrongly, and once it accepts
 // connections again asynq's retries bring every event to Delivered.
 func TestPostgresUnavailable(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fault test: real processes")
 	}

@@ -27,6 +27,7 @@ var metricsAddr = regexp.MustCompile(`msg="worker started".* metrics_addr=(\S+)`
 // the worker's homing_attempts_total and its duration in
 // homing_attempt_duration_seconds.
 func TestOutcomesOfServeAndTheCommandLineReachAWorkersMetrics(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}

@@ -25,6 +25,7 @@ func init() {
 // limit, the others are created without one, and serve stays up under
 // maxServeRSS.
 func TestHostileDefinitionsViaServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}

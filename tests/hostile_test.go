@@ -189,6 +189,7 @@ var refusedAtCreation = []struct {
 // its limit; the healthy webhooks are delivered, their bodies JSON-escaped
 // and their credential headers sent but never shown.
 func TestHostileDefinitions(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}

@@ -29,6 +29,7 @@ func init() {
 // connection), some are accepted, and serve's peak RSS stays under
 // maxIntakeRSS.
 func TestConcurrentLargeRequestsStayWithinTheIntakeBudget(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}

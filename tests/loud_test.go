@@ -19,6 +19,7 @@ import (
 // worker at start, and in homing stats. Then a worker with the key sends
 // what was stuck.
 func TestStallsAreLoud(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fault test: real processes")
 	}

@@ -24,6 +24,7 @@ import (
 // at once, a retry and a resend. The receiver must get exactly one new
 // request per requeued delivery.
 func TestRecoverRetryResendThroughRealProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -116,6 +117,7 @@ func TestRecoverRetryResendThroughRealProcesses(t *testing.T) {
 // (embedded Redis, SQLite file created there) and publishes with `enqueue` as
 // another process.
 func TestDevModeFromACleanDirectory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -21,6 +21,7 @@ import (
 // one probe at a time while it is down however many retries are due, and
 // once it answers again every delivery arrives, each exactly once.
 func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -114,6 +115,7 @@ func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
 // TestOneBacklogDoesNotStarveAnother gives webhook A 20,000 due retries and
 // webhook B 50: B's are delivered while most of A's still wait.
 func TestOneBacklogDoesNotStarveAnother(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -151,6 +153,7 @@ func TestOneBacklogDoesNotStarveAnother(t *testing.T) {
 // before A is a tenth drained. Shared webhook by webhook alone, B's one
 // webhook would get a 41st of each step and wait for about 2,500 of A's.
 func TestOneTenantsBacklogDoesNotStarveAnother(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -239,6 +242,7 @@ func seedDue(t *testing.T, db *gorm.DB, webhook string, n int, at time.Time) {
 // webhook limited to 5 requests a second: the receiver never sees more
 // than the limit allows, whichever worker sends.
 func TestRateLimitHoldsAcrossTwoWorkers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -23,6 +23,7 @@ import (
 // of two webhooks exactly once; rolled-back events reach nobody; the outbox
 // ends empty.
 func TestOutboxWithTheSchedulerKilled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fault test: real processes")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/secretbox"
@@ -30,11 +31,12 @@ import (
 // reaches a receiver signed with both secrets. Pages are saved as portal-*.png in
 // screenshotDir.
 func TestPortalInABrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
 	}
 	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("no Chromium at %s (apt-get install chromium): %v", chromiumPath, err)
+		testenv.Require(t, fmt.Sprintf("no Chromium at %s (apt-get install chromium; scripts/services.sh installs it): %v", chromiumPath, err))
 	}
 	s := newSystem(t)
 	// A failed delivery waits an hour, and no scheduler sweeps: only the

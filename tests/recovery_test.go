@@ -26,6 +26,7 @@ import (
 // recover_after plus a quarter of it (the relays' look-up tick), plus the
 // drain.
 func TestRedisFlushedBeforeTheWorkerStarts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("fault test: real processes")
 	}

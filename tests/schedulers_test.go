@@ -165,6 +165,7 @@ func (s *system) forget(p *process) {
 // request: each delivery must reach the receiver exactly twice (the failed
 // first attempt and one successful retry).
 func TestTwoSchedulersAndSlowReceivers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
@@ -288,6 +289,7 @@ func TestTwoSchedulersAndSlowReceivers(t *testing.T) {
 // exits 0 within its shutdown timeout, and a new worker delivers the rest,
 // each exactly once.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -29,6 +29,7 @@ type nodeLine struct {
 // worker and scheduler processes: attempt 1 is refused with 503, the retry a
 // (compressed) schedule gap later must verify too, with its own timestamp.
 func TestOfficialStandardWebhooksReceiverVerifiesFirstAttemptAndRetry(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -18,6 +18,7 @@ import (
 // naming the webhook when it did not, and serve's own message for a bad
 // token. Each request reaches the receiver once, before Publish returns.
 func TestClientTransitionsViaServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}

@@ -15,8 +15,9 @@ import (
 )
 
 // Main runs a package's tests and then drops the template database this
-// test binary made, so that a run leaves no database behind. Use it in
-// every package whose tests open PostgreSQL:
+// test binary made and stops the Redis it started, so that a run leaves
+// nothing behind. Use it in every package whose tests open PostgreSQL or
+// Redis:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }
 //
@@ -28,12 +29,13 @@ func Main(m *testing.M) {
 }
 
 // Run is Main for a TestMain that has more to do: it runs the tests, drops
-// the template and returns the exit code.
+// the template, stops the tests' own Redis and returns the exit code.
 func Run(m *testing.M) int {
 	code := m.Run()
 	if err := dropTemplate(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 	}
+	StopRedis()
 	return code
 }
 

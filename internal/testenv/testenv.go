@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,28 +27,14 @@ import (
 // DefaultPostgresURL is used when HOMING_TEST_DATABASE_URL is not set.
 const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-// DefaultRedisURL is used when HOMING_TEST_REDIS_URL is not set.
-const DefaultRedisURL = "redis://127.0.0.1:6379"
-
-// PostgresURL is the server tests create their databases on.
+// PostgresURL is the server tests create their databases on. Its own
+// database is only connected to, to create and drop testenv's databases
+// (homing_tmpl_* and homing_t_*); nothing else is made there.
 func PostgresURL() string {
 	if u := os.Getenv("HOMING_TEST_DATABASE_URL"); u != "" {
 		return u
 	}
 	return DefaultPostgresURL
-}
-
-// RedisAddr is the host:port of the Redis server tests use.
-func RedisAddr() string {
-	raw := os.Getenv("HOMING_TEST_REDIS_URL")
-	if raw == "" {
-		raw = DefaultRedisURL
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "127.0.0.1:6379"
-	}
-	return u.Host
 }
 
 var (
@@ -172,12 +159,17 @@ func SQLite(t testing.TB) *gorm.DB {
 	return db
 }
 
-// Redis reserves one Redis database index (1–15) for the test, empties it,
-// and releases it when the test ends. Reservations are SET NX keys in DB 0,
-// so test binaries running at the same time never share an index.
+// Redis reserves one Redis database index for the test, empties it, and
+// releases it when the test ends. The server is the tests' own (RedisAddr),
+// unless HOMING_TEST_REDIS_URL names one; reservations are SET NX keys in
+// its DB 0, so tests never share an index.
 func Redis(t testing.TB) (asynq.RedisClientOpt, *redis.Client) {
 	t.Helper()
-	opt, rdb, release, err := ReserveRedis(context.Background(), RedisAddr(), 2*time.Minute)
+	addr, err := RedisAddr()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	opt, rdb, release, err := ReserveRedis(context.Background(), addr, 2*time.Minute)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
@@ -190,20 +182,25 @@ func Redis(t testing.TB) (asynq.RedisClientOpt, *redis.Client) {
 const reservationTTL = 15 * time.Minute
 
 // ReserveRedis is Redis for programs that are not tests (the benchmark
-// harness): it reserves a free database index on the server at addr, waiting
-// up to wait for one, empties it, and returns a client on it and the function
-// that empties and releases it again.
+// harness): it reserves a free database index (1 to the server's last) on
+// the server at addr, waiting up to wait for one, empties it, and returns a
+// client on it and the function that empties and releases it again.
 func ReserveRedis(ctx context.Context, addr string, wait time.Duration) (asynq.RedisClientOpt, *redis.Client, func(), error) {
 	ctl := redis.NewClient(&redis.Options{Addr: addr, DB: 0})
+	databases, err := databaseCount(ctx, ctl)
+	if err != nil {
+		_ = ctl.Close()
+		return asynq.RedisClientOpt{}, nil, nil, fmt.Errorf("redis is required at %s (run scripts/services.sh, or set HOMING_TEST_REDIS_URL): %w", addr, err)
+	}
 	token := randomSuffix()
 	deadline := time.Now().Add(wait)
 	for {
-		for idx := 1; idx <= 15; idx++ {
+		for idx := 1; idx < databases; idx++ {
 			key := fmt.Sprintf("homing:testenv:db:%d", idx)
 			ok, err := ctl.SetNX(ctx, key, token, reservationTTL).Result()
 			if err != nil {
 				_ = ctl.Close()
-				return asynq.RedisClientOpt{}, nil, nil, fmt.Errorf("redis is required at %s (set HOMING_TEST_REDIS_URL or run scripts/services.sh): %w", addr, err)
+				return asynq.RedisClientOpt{}, nil, nil, fmt.Errorf("redis is required at %s (run scripts/services.sh, or set HOMING_TEST_REDIS_URL): %w", addr, err)
 			}
 			if !ok {
 				continue
@@ -292,4 +289,21 @@ func Open(t testing.TB, dsn string) *gorm.DB {
 	}
 	t.Cleanup(func() { _ = store.Close(db) })
 	return db
+}
+
+// databaseCount is how many database indexes the server has (CONFIG GET
+// databases); 16, Redis's default, when the server does not say.
+func databaseCount(ctx context.Context, rdb *redis.Client) (int, error) {
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return 0, err
+	}
+	v, err := rdb.ConfigGet(ctx, "databases").Result()
+	if err != nil {
+		return 16, nil // CONFIG may be renamed away; the default then
+	}
+	n, err := strconv.Atoi(v["databases"])
+	if err != nil || n < 2 {
+		return 16, nil
+	}
+	return n, nil
 }

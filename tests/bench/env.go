@@ -77,7 +77,12 @@ func setup(ctx context.Context, logf func(string, ...any)) (*env, error) {
 	}
 	logf("database %s", name)
 
-	opt, rdb, release, err := testenv.ReserveRedis(ctx, testenv.RedisAddr(), 2*time.Minute)
+	addr, err := testenv.RedisAddr() // a redis-server of the harness's own, unless HOMING_TEST_REDIS_URL names one
+	e.cleanups = append(e.cleanups, testenv.StopRedis)
+	if err != nil {
+		return e, err
+	}
+	opt, rdb, release, err := testenv.ReserveRedis(ctx, addr, 2*time.Minute)
 	if err != nil {
 		return e, err
 	}

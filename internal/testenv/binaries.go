@@ -1,0 +1,39 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// BinariesEnv names a directory holding Homing's commands (homing, worker,
+// scheduler, enqueue) built once for every package's tests: `make test`
+// builds them with -race and sets it, so that tests/ and deploy/ do not
+// each build their own.
+const BinariesEnv = "HOMING_TEST_BIN"
+
+// Binaries is the directory of Homing's commands for the tests: BinariesEnv's
+// when set, else dir, into which they are built now (race adds -race). The
+// second result reports whether dir was used.
+func Binaries(dir string, race bool) (string, bool, error) {
+	if bin := os.Getenv(BinariesEnv); bin != "" {
+		for _, name := range []string{"homing", "worker", "scheduler", "enqueue"} {
+			if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+				return "", false, fmt.Errorf("%s=%s: %w (unset it, or build them there: go build -race -o %s/ ./cmd/...)", BinariesEnv, bin, err, bin)
+			}
+		}
+		return bin, false, nil
+	}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, "github.com/homingdev/homing/cmd/...")
+	build := exec.Command("go", args...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", false, fmt.Errorf("build the binaries: %w", err)
+	}
+	return dir, true, nil
+}
