@@ -24,8 +24,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
