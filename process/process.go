@@ -15,16 +15,21 @@ import (
 
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/internal/httpserve"
+	"github.com/homingdev/homing/preflight"
 	"github.com/homingdev/homing/scheduler"
 	"github.com/homingdev/homing/worker"
 )
 
 // Worker is homing worker: the asynq server with Homing's handlers (and
-// its metrics server), which drains the outbox once at start.
+// its metrics server), which drains the outbox once at start, and the
+// report of what its secrets.key opens, which homing stats reads. The
+// report is written before the server is listed in Redis and deleted after
+// it left.
 func Worker(a *app.App) (*app.Runner, *worker.Worker) {
 	w := worker.New(a)
 	r := &app.Runner{Log: a.Log, StopTimeout: a.Config.Worker.ShutdownTimeout + stopMargin}
 	addWatcher(r, a, "tasks that need it fail and asynq runs them again; the worker's /readyz answers 503")
+	r.Add("worker report", preflight.NewReporter(a.Redis, a.DB, a.Box, a.Log))
 	r.Add("worker", w)
 	return r, w
 }
