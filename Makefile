@@ -37,7 +37,7 @@ help: ## list the targets
 build: ## build every command into bin/
 	go build -o bin/ ./cmd/...
 
-run: ## worker + scheduler in the foreground on a local Redis (SQLite by default)
+run: ## worker, scheduler, API and console on 127.0.0.1 on a local Redis (SQLite by default); prints the console URL and an admin token
 	scripts/run.sh
 
 test: ## start (or install) PostgreSQL, redis-server, redis-sentinel and chromium, then go vet and go test -race, and the hot path's coverage

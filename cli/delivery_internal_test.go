@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homingdev/homing/logging"
 )
 
 func TestRelative(t *testing.T) {
@@ -50,7 +52,7 @@ func TestProgressBar(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("progress drew\n%q\nwant\n%q", b.String(), want)
 	}
-	if isTerminal(&b) {
+	if logging.IsTerminal(&b) {
 		t.Error("a strings.Builder counts as a terminal")
 	}
 }

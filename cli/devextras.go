@@ -11,28 +11,29 @@ import (
 	"github.com/homingdev/homing/token"
 )
 
-// devExtras gives, on the dev Redis, the asynqmon UI on e.devMonitorAddr
-// and the HTTP API on e.devAPIAddr (empty disables either).
+// devExtras gives, on the run's Redis, the HTTP API and console on
+// e.devAPIAddr and the asynqmon UI on e.devMonitorAddr (empty disables
+// either): the parts homing dev and homing run add to the core.
 func (e *env) devExtras(a *app.App) ([]process.Named, error) {
 	var parts []process.Named
-	if e.devMonitorAddr != "" {
-		srv := monitor.NewServer(e.devMonitorAddr, a.Redis, false, config.MonitorAuth{}, a.Log)
-		parts = append(parts, process.Named{Name: "the asynqmon UI on --monitor-addr " + e.devMonitorAddr, Service: srv,
-			Banner: func() string { return fmt.Sprintf("  asynqmon UI    : http://%s/\n", srv.Addr()) }})
-		if a.Config.API.AsynqmonURL == "" {
+	if e.devAPIAddr != "" {
+		// Events published over HTTP reach the queue through the outbox
+		// relay the run has.
+		if a.Config.API.AsynqmonURL == "" && e.devMonitorAddr != "" {
 			// Known before it is started: its address is fixed by the flag.
 			a.Config.API.AsynqmonURL = "http://" + e.devMonitorAddr
 		}
-	}
-	if e.devAPIAddr != "" {
-		// Events published over HTTP reach the queue through the outbox
-		// relay dev mode runs.
 		srv := httpserve.New("api", e.devAPIAddr, httpHandler(a, token.New(a.DB, a.Clock, a.Log)), a.Log)
-		parts = append(parts, process.Named{Name: "the HTTP API on --api-addr " + e.devAPIAddr, Service: srv,
+		parts = append(parts, process.Named{Name: "the HTTP API on " + e.devAPIAddr + " (" + e.devAPISetting + ")", Service: srv,
 			Banner: func() string {
-				return fmt.Sprintf("  HTTP API       : http://%s/v1/ (bearer tokens: homing token create --name N --scope admin)\n", srv.Addr()) +
-					fmt.Sprintf("  console        : http://%s/console/ (sign in with an admin token)\n", srv.Addr())
+				return fmt.Sprintf("  console        : http://%s/console/\n", srv.Addr()) +
+					fmt.Sprintf("  HTTP API       : http://%s/v1/\n", srv.Addr())
 			}})
+	}
+	if e.devMonitorAddr != "" {
+		srv := monitor.NewServer(e.devMonitorAddr, a.Redis, false, config.MonitorAuth{}, a.Log)
+		parts = append(parts, process.Named{Name: "the asynqmon UI on " + e.devMonitorAddr + " (--monitor-addr)", Service: srv,
+			Banner: func() string { return fmt.Sprintf("  asynqmon UI    : http://%s/\n", srv.Addr()) }})
 	}
 	return parts, nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/homingdev/homing/app"
 
 	"github.com/homingdev/homing/inspect"
+	"github.com/homingdev/homing/logging"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 )
@@ -95,7 +95,7 @@ func newDeliveryRecoverCmd(e *env) *cobra.Command {
 				// On a terminal a bar and count redrawn in place; otherwise
 				// (a pipe, a log) only the summary line below.
 				var progress func(done, total int64)
-				if isTerminal(e.stderr) {
+				if logging.IsTerminal(e.stderr) {
 					progress = progressBar(e.stderr)
 				}
 				n, err := recovery.New(a.DB, a.Clock, a.Config.Delivery.MaxPayloadBytes).Recover(cmd.Context(), e.tenant, f, dryRun, progress)
@@ -133,16 +133,6 @@ func progressBar(w io.Writer) func(done, total int64) {
 		filled := int(min(done, total) * width / max(total, 1))
 		fmt.Fprintf(w, "\r[%s%s] %s/%s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), thousands(done), thousands(total))
 	}
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // thousands formats n with comma separators: 12034 → "12,034".

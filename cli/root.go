@@ -38,10 +38,13 @@ type env struct {
 	// in, passed to every service it calls.
 	tenantFlag string
 	tenant     string
-	// devMonitorAddr is where `homing dev` serves the asynqmon UI.
+	// devMonitorAddr is where `homing dev` and `homing run` serve the
+	// asynqmon UI.
 	devMonitorAddr string
-	// devAPIAddr is where `homing dev` serves the HTTP API.
-	devAPIAddr string
+	// devAPIAddr is where `homing dev` and `homing run` serve the HTTP API,
+	// and devAPISetting the flag or key that sets it, for errors.
+	devAPIAddr    string
+	devAPISetting string
 }
 
 // config loads the configuration named by --config (and the HOMING_*
@@ -181,6 +184,7 @@ func newHomingCmd(e *env) *cobra.Command {
 		newSchedulerCmd(e),
 		newStatsCmd(e),
 		newDevCmd(e),
+		newRunCmd(e),
 		newMonitorCmd(e),
 		newTokenCmd(e),
 		newTenantCmd(e),

@@ -195,7 +195,7 @@ type Worker struct {
 // Log configures the process logger.
 type Log struct {
 	Level  string // log.level: debug, info, warn or error
-	Format string // log.format: json or text
+	Format string // log.format: auto (text on a terminal, else json), json or text
 }
 
 // Secrets holds the key webhook secrets are sealed with. It is checked by
@@ -269,7 +269,7 @@ func fields() []field {
 		{"worker.shutdown_timeout", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Worker.ShutdownTimeout })},
 		{"worker.task_check_interval", "10ms", into(parseDuration, func(c *Config) *time.Duration { return &c.Worker.TaskCheckInterval })},
 		{"log.level", "info", into(parseString, func(c *Config) *string { return &c.Log.Level })},
-		{"log.format", "json", into(parseString, func(c *Config) *string { return &c.Log.Format })},
+		{"log.format", "auto", into(parseString, func(c *Config) *string { return &c.Log.Format })},
 		{"secrets.key", "", into(parseString, func(c *Config) *string { return &c.Secrets.Key })},
 		{"retention.delivered", "720h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Delivered })},
 		{"retention.exhausted", "2160h", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Exhausted })},
@@ -828,9 +828,9 @@ func (c Config) problems() []*KeyError {
 		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
 	}
 	switch c.Log.Format {
-	case "json", "text":
+	case "auto", "json", "text":
 	default:
-		bad("log.format", "%q is not json or text", c.Log.Format)
+		bad("log.format", "%q is not auto, json or text", c.Log.Format)
 	}
 
 	betweenD("outbox.poll_interval", c.Outbox.PollInterval, 10*time.Millisecond, time.Hour)

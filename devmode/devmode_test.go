@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -26,6 +27,7 @@ func TestOtherShellsExportsWhatAnotherShellNeeds(t *testing.T) {
 	cfg.Redis.URL = "redis://127.0.0.1:40123/0"
 	cfg.Database.URL = "sqlite:///home/o'brien/My Data/homing/homing.db"
 	cfg.Secrets.Key = "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq8M="
+	cfg.Delivery.AllowPrivateNetworks = true // as dev mode runs
 	line := devmode.OtherShells(cfg)
 	out, err := exec.Command(sh, "-c", line+` && printf '%s|%s|%s|%s' "$HOMING_REDIS_URL" "$HOMING_DATABASE_URL" "$HOMING_DELIVERY_ALLOW_PRIVATE_NETWORKS" "$HOMING_SECRETS_KEY"`).CombinedOutput()
 	if err != nil {
@@ -73,5 +75,33 @@ func TestKeyIsMadeOnceAndKept(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("state directory holds %d files, want only the key", len(entries))
+	}
+}
+
+// TestLoopback: an address without a host (Homing's defaults, which listen
+// on every interface) becomes a loopback one; a host given is kept.
+func TestLoopback(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		":8088":          "127.0.0.1:8088",
+		":0":             "127.0.0.1:0",
+		"":               "",
+		"127.0.0.1:9464": "127.0.0.1:9464",
+		"0.0.0.0:9464":   "0.0.0.0:9464",
+		"[::1]:8088":     "[::1]:8088",
+	} {
+		if got := devmode.Loopback(in); got != want {
+			t.Errorf("Loopback(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestOtherShellsAllowsPrivateNetworksOnlyWhenTheRunDoes: make run keeps
+// the SSRF guard unless told; its export line must not open it.
+func TestOtherShellsAllowsPrivateNetworksOnlyWhenTheRunDoes(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	if line := devmode.OtherShells(cfg); strings.Contains(line, "ALLOW_PRIVATE") {
+		t.Errorf("export line %q allows private networks the run refuses", line)
 	}
 }

@@ -12,7 +12,9 @@ import (
 )
 
 // New returns a logger writing to w at level ("debug", "info", "warn",
-// "error") in format ("json" or "text").
+// "error") in format: "json", "text", or "auto" (also "") for text with the
+// time of day when w is a terminal (a person reads it) and JSON otherwise
+// (a file, a pipe, a container's log: a program reads it).
 func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -20,13 +22,39 @@ func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch strings.ToLower(format) {
-	case "json", "":
+	case "auto", "":
+		if !IsTerminal(w) {
+			return slog.New(slog.NewJSONHandler(w, opts)), nil
+		}
+		opts.ReplaceAttr = timeOfDay
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	default:
-		return nil, fmt.Errorf("log.format: %q is not json or text", format)
+		return nil, fmt.Errorf("log.format: %q is not auto, json or text", format)
 	}
+}
+
+// timeOfDay writes a record's time as the local time of day to the
+// millisecond: on a terminal the date and zone of every line are noise.
+func timeOfDay(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
+		a.Value = slog.StringValue(a.Value.Time().Local().Format("15:04:05.000"))
+	}
+	return a
+}
+
+// IsTerminal reports whether w is a terminal (a character device), where
+// output is read by a person: logs in text, a progress bar redrawn in place.
+func IsTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // Asynq adapts l to asynq's Logger interface.

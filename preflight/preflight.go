@@ -3,8 +3,9 @@
 // secrets.key that cannot open the webhooks' secrets, a webhook's queue no
 // worker serves, pools that could exhaust PostgreSQL, a mistyped HOMING_*
 // variable, a network guard opened to everything. Worker, scheduler and
-// serve log each problem as a WARN at start; homing stats and /readyz
-// report the same list.
+// serve log each problem as a WARN at start, and /readyz reports the same
+// list; homing stats too, except that it judges secrets.key by what the
+// running workers report (Reporter), not by its own.
 package preflight
 
 import (
@@ -57,6 +58,10 @@ type Inputs struct {
 	// ServedHere are queues this process serves (a starting worker, which
 	// may not be registered in Redis yet).
 	ServedHere []string
+	// WorkerSecrets judges secrets.key by what the running workers report
+	// (Reporter) instead of by Box alone: homing stats runs in a shell
+	// whose key says nothing of theirs. Box is then compared with theirs.
+	WorkerSecrets bool
 }
 
 // checkTimeout bounds one run of the checks.
@@ -71,15 +76,23 @@ func Run(ctx context.Context, in Inputs) []Problem {
 	var out []Problem
 	out = append(out, UnknownEnv(in.Environ)...)
 	out = append(out, openNetworks(in.Config.Delivery.AllowedNetworks)...)
+	redisUp := false
 	if in.Redis != nil {
 		if down := redisDown(ctx, in.Redis); down != nil {
 			out = append(out, down...)
 		} else {
+			redisUp = true
 			out = append(out, redisDurability(ctx, in.Redis)...)
 			out = append(out, unservedQueues(ctx, in.DB, in.Redis, in.ServedHere)...)
 		}
 	}
-	if in.DB != nil && in.Box != nil {
+	switch {
+	case in.DB == nil:
+	case in.WorkerSecrets:
+		if redisUp { // else only the redis problem: no worker can be asked
+			out = append(out, workerSecrets(ctx, in.DB, in.Redis, in.Box)...)
+		}
+	case in.Box != nil:
 		out = append(out, secretsKey(ctx, in.DB, in.Box)...)
 	}
 	if in.DB != nil {
@@ -261,14 +274,25 @@ func UnservedQueue(q string, webhooks []string, served map[string]bool) Problem 
 		q, strings.Join(webhooks, ", "), have, q)}
 }
 
+// signedWebhook is one signed webhook (the first by name), and whether
+// there is one. Served by a scan of webhooks that stops at the first.
+func signedWebhook(ctx context.Context, db *gorm.DB) (models.Webhook, bool, error) {
+	var hooks []models.Webhook
+	if err := db.WithContext(ctx).Select("name, secret").Where("secret <> ''").Order("name").Limit(1).Find(&hooks).Error; err != nil {
+		return models.Webhook{}, false, err
+	}
+	if len(hooks) == 0 {
+		return models.Webhook{}, false, nil
+	}
+	return hooks[0], true, nil
+}
+
 // secretsKey opens one sealed secret with this process's secrets.key.
 func secretsKey(ctx context.Context, db *gorm.DB, box *secretbox.Box) []Problem {
-	var hooks []models.Webhook
-	// Any one signed webhook; served by a scan that stops at the first.
-	if err := db.WithContext(ctx).Select("name, secret").Where("secret <> ''").Order("name").Limit(1).Find(&hooks).Error; err != nil || len(hooks) == 0 {
+	w, ok, err := signedWebhook(ctx, db)
+	if err != nil || !ok {
 		return nil
 	}
-	w := hooks[0]
 	if !box.HasKey() {
 		return []Problem{{Check: "secrets_key", Message: fmt.Sprintf(
 			"signed webhooks exist (e.g. %q) but secrets.key is not set: their deliveries cannot be signed and will not be sent; set HOMING_SECRETS_KEY to the key their secrets were sealed with", w.Name)}}

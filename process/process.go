@@ -15,16 +15,21 @@ import (
 
 	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/internal/httpserve"
+	"github.com/homingdev/homing/preflight"
 	"github.com/homingdev/homing/scheduler"
 	"github.com/homingdev/homing/worker"
 )
 
 // Worker is homing worker: the asynq server with Homing's handlers (and
-// its metrics server), which drains the outbox once at start.
+// its metrics server), which drains the outbox once at start, and the
+// report of what its secrets.key opens, which homing stats reads. The
+// report is written before the server is listed in Redis and deleted after
+// it left.
 func Worker(a *app.App) (*app.Runner, *worker.Worker) {
 	w := worker.New(a)
 	r := &app.Runner{Log: a.Log, StopTimeout: a.Config.Worker.ShutdownTimeout + stopMargin}
 	addWatcher(r, a, "tasks that need it fail and asynq runs them again; the worker's /readyz answers 503")
+	r.Add("worker report", preflight.NewReporter(a.Redis, a.DB, a.Box, a.Log))
 	r.Add("worker", w)
 	return r, w
 }
@@ -55,29 +60,32 @@ func Serve(a *app.App, handler http.Handler) (*app.Runner, *httpserve.Server) {
 	return r, srv
 }
 
-// Dev is homing dev: a worker, the scheduler and an outbox relay in one
-// process, then extra (the monitor UI, the HTTP API), on the dev Redis.
-func Dev(a *app.App, extra ...Named) (*app.Runner, error) {
-	r, _ := Worker(a)
+// Dev is homing dev and homing run (make run): a worker, the scheduler and
+// an outbox relay in one process, then extra (the HTTP API and console, the
+// monitor UI), on the dev Redis or a real one. One process, so that
+// Ctrl-C stops every part and no part outlives another.
+func Dev(a *app.App, extra ...Named) (*app.Runner, *worker.Worker, error) {
+	r, w := Worker(a)
 	a.Database.SetConsequence("tasks that need it fail and are run again, and API requests are answered 503 database_unavailable with Retry-After")
 	s, err := scheduler.New(a.Redis, a.Config.Sweeper.Interval, a.Log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.Add("scheduler", s)
 	addRelay(r, a, false)
 	for _, e := range extra {
 		r.Add(e.Name, e.Service)
 	}
-	return r, nil
+	return r, w, nil
 }
 
 // Named is a part with its name, for Dev's extras.
 type Named struct {
 	Name    string
 	Service app.Service
-	// Banner, when set, is the part's line in homing dev's banner, asked
-	// for once it runs (so it can show the port it got).
+	// Banner, when set, is the part's lines in the banner of homing dev
+	// and homing run, asked for once it runs (so it can show the port it
+	// got).
 	Banner func() string
 }
 

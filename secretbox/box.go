@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -95,6 +96,21 @@ func (b *Box) Subkey(label string) []byte {
 	m.Write([]byte(label))
 	return m.Sum(nil)
 }
+
+// Fingerprint names the key without revealing it: 12 hex digits of a
+// Subkey, "" without a key. Processes compare fingerprints to tell whether
+// they hold the same secrets.key (homing stats against the running
+// workers'); nothing can be opened or signed with one.
+func (b *Box) Fingerprint() string {
+	k := b.Subkey(fingerprintLabel)
+	if k == nil {
+		return ""
+	}
+	return hex.EncodeToString(k[:6])
+}
+
+// fingerprintLabel is Fingerprint's Subkey label.
+const fingerprintLabel = "homing secrets.key fingerprint"
 
 // HasKey reports whether the Box can seal and open secrets, so callers can
 // refuse a webhook secret early with a clear message.

@@ -3,6 +3,7 @@ package secretbox_test
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -333,5 +334,29 @@ func TestSubkey(t *testing.T) {
 	empty, _ := secretbox.New("")
 	if empty.Subkey("a") != nil {
 		t.Fatal("a Box without a key derived a subkey")
+	}
+}
+
+// TestFingerprint: two boxes of one key share a fingerprint, another key
+// has another, no key has none, and the fingerprint is not the key.
+func TestFingerprint(t *testing.T) {
+	t.Parallel()
+	key, _ := secretbox.GenerateKey()
+	a, _ := secretbox.New(key)
+	b, _ := secretbox.New(key)
+	other := newBox(t)
+	none, _ := secretbox.New("")
+	if a.Fingerprint() == "" || a.Fingerprint() != b.Fingerprint() || len(a.Fingerprint()) != 12 {
+		t.Errorf("one key's fingerprints %q and %q, want the same 12 hex digits", a.Fingerprint(), b.Fingerprint())
+	}
+	if other.Fingerprint() == a.Fingerprint() {
+		t.Errorf("two keys share the fingerprint %q", a.Fingerprint())
+	}
+	if none.Fingerprint() != "" {
+		t.Errorf("no key has the fingerprint %q", none.Fingerprint())
+	}
+	raw, _ := base64.StdEncoding.DecodeString(key)
+	if strings.Contains(fmt.Sprintf("%x", raw), a.Fingerprint()) {
+		t.Errorf("the fingerprint %q is part of the key", a.Fingerprint())
 	}
 }
