@@ -143,7 +143,8 @@ func (p *process) terminate(t *testing.T) {
 // openDB opens the system's database for direct checks.
 func (s *system) openDB(t *testing.T) *gorm.DB {
 	t.Helper()
-	db, err := store.Open(envValue(s.env, "HOMING_DATABASE_URL"))
+	// Two connections: tests run side by side on one PostgreSQL.
+	db, err := store.OpenWith(envValue(s.env, "HOMING_DATABASE_URL"), store.Options{MaxOpenConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
