@@ -22,7 +22,7 @@ TEST_FLAGS ?= -race -count=1 -parallel 6 -timeout 20m
 export GORACE ?= atexit_sleep_ms=0
 # The longest packages start first (go test runs them in the order named), so
 # that the end-to-end tests overlap the rest instead of running last.
-TEST_PKGS := $(if $(filter ./...,$(PKG)),./tests ./sweeper ./delivery $(PKG),$(PKG))
+TEST_PKGS = $(if $(filter ./...,$(PKG)),./tests ./sweeper ./delivery $(PKG),$(PKG))
 # The hot path whose coverage make test reports (scripts/cover.sh).
 COVERPKG := ./dispatch,./dispatch/storage,./event,./outbox
 
