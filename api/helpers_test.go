@@ -89,7 +89,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	}
 	box := testenv.SecretBox(t)
 	// The receivers are httptest servers on loopback: no SSRF guard.
-	sender := delivery.NewSender(app.SenderConfig(config.Delivery{AllowPrivateNetworks: true}, nil))
+	sender := delivery.NewSender(app.SenderConfig(config.Delivery{AllowPrivateNetworks: true}))
 	t.Cleanup(sender.Close)
 	tokens := token.New(db, nil, nil)
 	hooks := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil)
