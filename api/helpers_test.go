@@ -18,6 +18,7 @@ import (
 
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
@@ -61,6 +62,8 @@ type options struct {
 	// logger, when set, gets the API's log, and the server a database
 	// watcher (server.watcher) that answers /readyz.
 	logger *slog.Logger
+	// portalClock, when set, is the portal links' clock (their expiry).
+	portalClock clock.Clock
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -100,7 +103,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		Webhooks:         hooks,
 		Recovery:         recovery.New(db, nil, 0),
 		Tokens:           tokens,
-		Portal:           portal.New(db, box.Subkey(portal.KeyLabel), nil),
+		Portal:           portal.New(db, box.Subkey(portal.KeyLabel), o.portalClock),
 		MaxBodyBytes:     o.maxBodyBytes,
 		MaxPayloadBytes:  o.maxPayloadBytes,
 		MaxInflightBytes: o.maxInflightBytes,
