@@ -110,7 +110,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		Limiter:      limiter,
 		Observer:     hand,
 		// Bodies are capped while they render, not after.
-		MaxPayloadBytes: cfg.Delivery.MaxPayloadBytes,
+		MaxPayloadBytes:    cfg.Delivery.MaxPayloadBytes,
+		RenderTimeLimit:    cfg.Delivery.TemplateTimeLimit,
+		ConditionTimeLimit: cfg.Delivery.ConditionTimeLimit,
 		// Event tasks' own first attempts in flight, like the tasks'.
 		InlineRequests: cfg.Worker.Concurrency,
 	})

@@ -207,7 +207,7 @@ func TestConditionBuiltinsAreCharged(t *testing.T) {
 			}
 			// A generous deadline: the budget, not the clock of a loaded
 			// machine, must stop each of these.
-			got, err := cond.matchWithin(doc, time.Time{}, time.Minute)
+			got, err := cond.MatchWithin(doc, time.Time{}, time.Minute)
 			runtime.ReadMemStats(&after)
 			if compiledAlloc := compiled.TotalAlloc - before.TotalAlloc; compiledAlloc > 4<<20 {
 				t.Errorf("compiling allocated %d MiB: something was evaluated at compile", compiledAlloc>>20)

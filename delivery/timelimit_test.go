@@ -36,15 +36,15 @@ func TestTimeLimitIsNoVerdict(t *testing.T) {
 			return err
 		},
 		"url template": func() error {
-			_, err := renderURLWithin(`https://example.com/{% for x in doc.a %}{{ x }}{% endfor %}`, doc, "", time.Time{}, tiny)
+			_, err := RenderURLWithin(`https://example.com/{% for x in doc.a %}{{ x }}{% endfor %}`, doc, "", time.Time{}, tiny)
 			return err
 		},
 		"expr condition": func() error {
-			_, err := expr.matchWithin(doc, time.Time{}, tiny)
+			_, err := expr.MatchWithin(doc, time.Time{}, tiny)
 			return err
 		},
 		"python condition": func() error {
-			_, err := py.matchWithin(doc, time.Time{}, tiny)
+			_, err := py.MatchWithin(doc, time.Time{}, tiny)
 			return err
 		},
 	}

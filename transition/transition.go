@@ -89,7 +89,8 @@ func New(cfg Config) (*Deliverer, error) {
 	}
 	sender := delivery.NewSender(app.SenderConfig(cfg.Delivery))
 	hand := handoff.New(rdb, cfg.Logger)
-	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger, Observer: hand})
+	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger, Observer: hand,
+		RenderTimeLimit: cfg.Delivery.TemplateTimeLimit, ConditionTimeLimit: cfg.Delivery.ConditionTimeLimit})
 	return &Deliverer{db: db, sender: sender, disp: disp, rdb: rdb, hand: hand}, nil
 }
 
