@@ -35,6 +35,15 @@ func init() {
 // out at once.
 const concurrentEvents = 4
 
+// outOfReachTimeLimits gives the processes started with env time limits no
+// evaluation here reaches (README, "Limits"): steps and sizes stop every
+// hostile definition on their own, so each meets the limit it names on any
+// machine, never the clock of a loaded one first.
+func outOfReachTimeLimits(env []string) []string {
+	env = withEnv(env, "HOMING_DELIVERY_TEMPLATE_TIME_LIMIT", "1h")
+	return withEnv(env, "HOMING_DELIVERY_CONDITION_TIME_LIMIT", "1h")
+}
+
 // hostileDoc is the event's document: fields that choose sizes, a large
 // string, and injection strings in the fields the README template writes.
 func hostileDoc() map[string]any {
