@@ -181,7 +181,8 @@ func TestPublishRefusesBadRequests(t *testing.T) {
 // A body declared larger than api.max_body_bytes is refused before a byte
 // of it is read, and at once: the 413 arrives while the client is still
 // sending, and closes the connection, so a client trickling such a body
-// keeps no goroutine or connection of the server's.
+// keeps a goroutine and a connection of the server's only for a bounded
+// lingering close (linger_test.go).
 func TestDeclaredOversizedBodyIsRefusedAtOnce(t *testing.T) {
 	t.Parallel()
 	s := newServer(t)

@@ -64,6 +64,9 @@ type options struct {
 	logger *slog.Logger
 	// portalClock, when set, is the portal links' clock (their expiry).
 	portalClock clock.Clock
+	// linger, when set, is called on the API before it serves
+	// (Server.SetLinger).
+	linger func(*api.Server)
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -112,6 +115,9 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		Ready:            ready,
 		Logger:           o.logger,
 	})
+	if o.linger != nil {
+		o.linger(a)
+	}
 	s := &server{t: t, db: db, api: a, srv: httptest.NewServer(a), tokens: tokens, box: box, watcher: watcher}
 	t.Cleanup(s.srv.Close)
 	var err error

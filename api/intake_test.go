@@ -21,10 +21,9 @@ import (
 // Two such requests are held open at once: whichever the server takes
 // first holds the whole budget until its body ends, so the other is
 // refused whatever the timing. Its 503 must arrive while its own body is
-// still open, with the connection closed: a refused request must not keep
-// its connection and goroutine while the client trickles the rest (net/http
-// reads what is left of an unread body, up to 256 KB, before it answers,
-// unless the answer closes the connection).
+// still open, closing the connection: a refused request keeps its
+// connection and goroutine only for a bounded lingering close
+// (linger_test.go), not while the client trickles the rest.
 func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 	t.Parallel()
 	const maxBody = 64 << 10
