@@ -222,7 +222,9 @@ func (s *Server) routes() []route {
 func (s *Server) evaluating(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if err := chargeMore(r.Context(), r, s.evaluationBytes()); err != nil {
-			return err
+			// Refused with its body unread, as admit's refusals are.
+			s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
+			return nil
 		}
 		return h(w, r)
 	}
@@ -335,7 +337,7 @@ func (s *Server) Admit(h http.Handler) http.Handler {
 		defer release()
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := chargeMore(r.Context(), r, s.evaluationBytes()); err != nil {
-				pageError(w, err)
+				s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
 				return
 			}
 		}

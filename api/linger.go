@@ -41,12 +41,13 @@ func (s *Server) lingerBytes(r *http.Request) int64 {
 }
 
 // refuseUnread answers a request refused before its body was read (413 by
-// its declared length, 503 over api.max_inflight_bytes) with the response
-// write produces, at once, and ends its connection with a bounded
-// lingering close, as nginx does: the answer; the connection's write side
-// half-closed; what the client still sends of its body read and discarded
-// until the client closes, up to lingerBytes and within s.linger; then the
-// close.
+// its declared length, 503 over api.max_inflight_bytes for its body's
+// charge or an evaluation's) with the response write produces, at once,
+// and ends its connection with a bounded lingering close, as nginx does:
+// the answer; whatever the request holds of the intake budget given back;
+// the connection's write side half-closed; what the client still sends of
+// its body read and discarded until the client closes, up to lingerBytes
+// and within s.linger; then the close.
 //
 // Closed at once with its body unread (5dbdacc), the connection answered
 // the client's next segments with a reset, which can fail the client's
@@ -78,6 +79,12 @@ func (s *Server) refuseUnread(w http.ResponseWriter, r *http.Request, write func
 	resp := &http.Response{
 		StatusCode: rec.status, ProtoMajor: 1, ProtoMinor: 1, Header: rec.header, Close: true, Request: r,
 		Body: io.NopCloser(bytes.NewReader(rec.body)), ContentLength: int64(len(rec.body)),
+	}
+	// Discarding holds a buffer, not the body: the request's charge goes
+	// back now (release is idempotent; the handler's deferred one finds
+	// nothing left).
+	if g, ok := r.Context().Value(grantKey{}).(*grant); ok {
+		g.release()
 	}
 	var discarded int64
 	if resp.Write(rw.Writer) == nil && rw.Flush() == nil {

@@ -15,28 +15,32 @@ import (
 	"github.com/homingdev/homing/internal/testenv"
 )
 
-// rawPublish opens a connection of its own to the API and sends the
-// headers of a POST /v1/events declaring a body of length bytes, as a
-// client that writes its body itself.
-func (s *server) rawPublish(length int64) net.Conn {
+// rawPost opens a connection of its own to the API and sends the headers of
+// a POST to path with token, declaring a body of length bytes, as a client
+// that writes its body itself.
+func (s *server) rawPost(path, token string, length int64) net.Conn {
 	s.t.Helper()
 	conn, err := net.Dial("tcp", s.srv.Listener.Addr().String())
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() { _ = conn.Close() })
-	if _, err := fmt.Fprintf(conn, "POST /v1/events HTTP/1.1\r\nHost: homing\r\nAuthorization: Bearer %s\r\n"+
-		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", s.publish, length); err != nil {
+	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: homing\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, token, length); err != nil {
 		s.t.Fatal(err)
 	}
 	return conn
 }
 
-// readAnswer reads one response from conn, then what follows it, which
-// must be the end of the stream: the server closed the connection cleanly.
-func readAnswer(t *testing.T, conn net.Conn) (*http.Response, string) {
+// rawPublish is rawPost of a POST /v1/events.
+func (s *server) rawPublish(length int64) net.Conn {
+	s.t.Helper()
+	return s.rawPost("/v1/events", s.publish, length)
+}
+
+// readResponse reads one response from br, body included.
+func readResponse(t *testing.T, br *bufio.Reader) (*http.Response, string) {
 	t.Helper()
-	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("reading the answer: %v", err)
@@ -45,10 +49,19 @@ func readAnswer(t *testing.T, conn net.Conn) (*http.Response, string) {
 	if err != nil {
 		t.Fatalf("reading the answer's body: %v", err)
 	}
+	return resp, string(body)
+}
+
+// readAnswer reads one response from conn, then what follows it, which
+// must be the end of the stream: the server closed the connection cleanly.
+func readAnswer(t *testing.T, conn net.Conn) (*http.Response, string) {
+	t.Helper()
+	br := bufio.NewReader(conn)
+	resp, body := readResponse(t, br)
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the answer: %v, want the end of the stream", err)
 	}
-	return resp, string(body)
+	return resp, body
 }
 
 // lingered makes the API report each lingering close on the returned
@@ -135,5 +148,53 @@ func TestRefusedClientThatStopsSendingIsCutOffAtTheDeadline(t *testing.T) {
 	}
 	if n := <-discarded; n != 0 {
 		t.Errorf("the server discarded %d bytes, want none: the client sent none", n)
+	}
+}
+
+// A create whose body fits the intake budget but whose evaluation does not
+// (a held publish takes most of what the body leaves) is refused 503
+// before its body is read too, and lingers the same way: its client,
+// writing a 16 MiB body before it reads, reads the 503. Its charge is
+// given back with the answer, not after the linger: while the connection
+// of a client that has read its 503 still lingers, the budget holds only
+// the held publish.
+func TestEvaluationRefusalLingersWithoutItsCharge(t *testing.T) {
+	t.Parallel()
+	const maxBody, length = 32 << 20, 16 << 20
+	const held = api.MinRequestBytes * api.IntakeMemoryFactor // a publish of 4 KiB or less
+	withLinger, discarded := lingered(time.Hour, time.Hour)
+	s := newServer(t, withLinger, func(o *options) {
+		o.maxBodyBytes = maxBody
+		// The create's body fits beside the held publish; an evaluation
+		// (8 × 16 KiB) does not, though it would alone.
+		o.maxInflightBytes = length*api.IntakeMemoryFactor + 8*int64(o.maxPayloadBytes)
+	})
+	s.openPublish(api.MinRequestBytes, `{"id"`)
+	testenv.Eventually(t, "the held publish's charge", func() bool { return s.api.IntakeHeld() == held })
+
+	conn := s.rawPost("/v1/webhooks", s.admin, length)
+	if _, err := conn.Write(make([]byte, length)); err != nil {
+		t.Fatalf("writing the create's body: %v; the server reset the connection before the client read its answer", err)
+	}
+	resp, text := readAnswer(t, conn)
+	if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close || !strings.Contains(text, "api.max_inflight_bytes") {
+		t.Errorf("create: %d %q (closing %v), want 503 naming api.max_inflight_bytes, closing the connection", resp.StatusCode, text, resp.Close)
+	}
+	if n := <-discarded; n != length {
+		t.Errorf("the server discarded %d bytes of the create's body, want all %d", n, length)
+	}
+
+	// A client that reads its 503 and keeps its connection open, sending
+	// nothing: it lingers, holding nothing of the budget.
+	idle := s.rawPost("/v1/webhooks", s.admin, length)
+	if resp, _ := readResponse(t, bufio.NewReader(idle)); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("second create: %d, want 503", resp.StatusCode)
+	}
+	if got := s.api.IntakeHeld(); got != held || len(discarded) != 0 {
+		t.Errorf("while the refused connection lingers (lingering closes ended: %d), the budget holds %d bytes, want the held publish's %d", len(discarded), got, held)
+	}
+	_ = idle.Close()
+	if n := <-discarded; n != 0 {
+		t.Errorf("the server discarded %d bytes of a body never sent", n)
 	}
 }
