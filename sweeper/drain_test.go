@@ -73,7 +73,24 @@ func TestBudgetEndingDuringTheMarkLeavesNoRowMarkedWithoutATask(t *testing.T) {
 		}
 		return n
 	}
-	testenv.Eventually(t, "the step's mark waiting on the lock", func() bool { return marks("wait_event_type = 'Lock'") == 1 })
+	// The event is the mark waiting, or else the step ending without it,
+	// which fails the test at once, saying why.
+	var (
+		stepErr   error
+		stepEnded bool
+	)
+	testenv.Eventually(t, "the step's mark waiting on the lock", func() bool {
+		select {
+		case stepErr = <-done:
+			stepEnded = true
+			return true
+		default:
+			return marks("wait_event_type = 'Lock'") == 1
+		}
+	})
+	if stepEnded {
+		t.Fatalf("the step ended before its mark was seen waiting on the lock: %v", stepErr)
+	}
 	cancel() // the budget ends while the mark waits
 	if err := lock.Commit().Error; err != nil {
 		t.Fatal(err)
