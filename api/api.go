@@ -100,6 +100,13 @@ type Server struct {
 	tenants *tenant.Service
 	// intake bounds the memory of the requests in flight.
 	intake *intake
+	// linger bounds the lingering close of a refused request's
+	// connection (refuseUnread): lingerIdle and lingerTotal, which tests
+	// may change.
+	linger linger
+	// lingered, when set, is told how many bytes each lingering close
+	// discarded, once its connection is closed: the event tests wait for.
+	lingered func(discarded int64)
 }
 
 // DefaultMaxInflightBytes is the intake budget when none is given: half of
@@ -124,7 +131,7 @@ func New(cfg Config) *Server {
 		cfg.MaxInflightBytes = DefaultMaxInflightBytes
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, tenants: cfg.Tenants,
-		intake: newIntake(cfg.MaxInflightBytes, cfg.Clock, cfg.Logger)}
+		intake: newIntake(cfg.MaxInflightBytes, cfg.Clock, cfg.Logger), linger: linger{idle: lingerIdle, total: lingerTotal}}
 	if cfg.DB != nil {
 		s.outbox = outbox.NewWriter(cfg.DB, outbox.WriterConfig{Queue: cfg.Queue, Logger: cfg.Logger})
 		if s.tenants == nil {
@@ -215,7 +222,9 @@ func (s *Server) routes() []route {
 func (s *Server) evaluating(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if err := chargeMore(r.Context(), r, s.evaluationBytes()); err != nil {
-			return err
+			// Refused with its body unread, as admit's refusals are.
+			s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
+			return nil
 		}
 		return h(w, r)
 	}
@@ -291,19 +300,14 @@ func (r *recorder) Write(b []byte) (int, error) {
 // release, once the handler has answered: the body, its decoded form and
 // its outbox write are all done by then.
 //
-// A refusal is answered at once and closes the connection: net/http would
-// otherwise read what is left of the unread body (up to 256 KB) before it
-// answers, with no deadline yet, so a refused client trickling its body
-// would keep its goroutine and connection outside the budget for as long
-// as it liked.
+// A refusal is answered at once, before the body is read, and its
+// connection ended with a bounded lingering close (refuseUnread).
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
-		w.Header().Set("Connection", "close")
 		return r, nil, bodyTooLarge(s.cfg.MaxBodyBytes)
 	}
 	g, err := s.intake.acquire(r, requestCharge(r, s.cfg.MaxBodyBytes))
 	if err != nil {
-		w.Header().Set("Connection", "close")
 		return r, nil, err
 	}
 	r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
@@ -326,26 +330,32 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, f
 func (s *Server) Admit(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, release, err := s.admit(w, r)
-		if err == nil {
-			defer release()
-			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				err = chargeMore(r.Context(), r, s.evaluationBytes())
-			}
-		}
 		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				if e.RetryAfter > 0 {
-					w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-				}
-				http.Error(w, e.Message, e.Status)
+			s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
+			return
+		}
+		defer release()
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := chargeMore(r.Context(), r, s.evaluationBytes()); err != nil {
+				s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
 				return
 			}
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// pageError answers a page's refusal in plain text, with its Retry-After.
+func pageError(w http.ResponseWriter, err error) {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
+		http.Error(w, e.Message, e.Status)
+		return
+	}
+	http.Error(w, err.Error(), http.StatusInternalServerError)
 }
 
 // endpoint wraps a route's handler: body size limit, the intake budget,
@@ -356,7 +366,7 @@ func (s *Server) endpoint(rt route) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		r, release, err := s.admit(w, r)
 		if err != nil {
-			s.writeError(w, r, err)
+			s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
 			return
 		}
 		defer release()

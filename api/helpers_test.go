@@ -18,6 +18,7 @@ import (
 
 	"github.com/homingdev/homing/api"
 	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/config"
 	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
@@ -61,6 +62,11 @@ type options struct {
 	// logger, when set, gets the API's log, and the server a database
 	// watcher (server.watcher) that answers /readyz.
 	logger *slog.Logger
+	// portalClock, when set, is the portal links' clock (their expiry).
+	portalClock clock.Clock
+	// linger, when set, is called on the API before it serves
+	// (Server.SetLinger).
+	linger func(*api.Server)
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -89,7 +95,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	}
 	box := testenv.SecretBox(t)
 	// The receivers are httptest servers on loopback: no SSRF guard.
-	sender := delivery.NewSender(app.SenderConfig(config.Delivery{AllowPrivateNetworks: true}, nil))
+	sender := delivery.NewSender(app.SenderConfig(config.Delivery{AllowPrivateNetworks: true}))
 	t.Cleanup(sender.Close)
 	tokens := token.New(db, nil, nil)
 	hooks := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil)
@@ -100,7 +106,7 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		Webhooks:         hooks,
 		Recovery:         recovery.New(db, nil, 0),
 		Tokens:           tokens,
-		Portal:           portal.New(db, box.Subkey(portal.KeyLabel), nil),
+		Portal:           portal.New(db, box.Subkey(portal.KeyLabel), o.portalClock),
 		MaxBodyBytes:     o.maxBodyBytes,
 		MaxPayloadBytes:  o.maxPayloadBytes,
 		MaxInflightBytes: o.maxInflightBytes,
@@ -109,6 +115,9 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 		Ready:            ready,
 		Logger:           o.logger,
 	})
+	if o.linger != nil {
+		o.linger(a)
+	}
 	s := &server{t: t, db: db, api: a, srv: httptest.NewServer(a), tokens: tokens, box: box, watcher: watcher}
 	t.Cleanup(s.srv.Close)
 	var err error

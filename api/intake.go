@@ -49,6 +49,7 @@ type intake struct {
 	clock clock.Clock
 
 	refused atomic.Int64 // since the process started
+	held    atomic.Int64 // bytes charged to requests in flight
 
 	mu       sync.Mutex
 	lastWarn time.Time
@@ -86,12 +87,14 @@ func (g *grant) more(r *http.Request, n int64) error {
 		return g.in.refuse(r, n)
 	}
 	g.held += n
+	g.in.held.Add(n)
 	return nil
 }
 
 // release returns everything the request held.
 func (g *grant) release() {
 	if g.held > 0 {
+		g.in.held.Add(-g.held)
 		g.in.sem.Release(g.held)
 		g.held = 0
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/api"
+	"github.com/homingdev/homing/clock"
 )
 
 // POST /v1/portal-links answers a link into the request's tenant's portal:
@@ -14,18 +15,20 @@ import (
 // token names the tenant in Homing-Tenant.
 func TestPortalLinks(t *testing.T) {
 	t.Parallel()
-	ts := newTenants(t)
+	now := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	ts := newTenants(t, func(o *options) { o.portalClock = clock.NewStub(now) })
 	s := ts.server
+	// The links' clock stands still: an expiry is exactly now + ttl.
 	expiresIn := func(o map[string]any) time.Duration {
 		t.Helper()
 		at, err := time.Parse(time.RFC3339, o["expires_at"].(string))
 		if err != nil {
 			t.Fatalf("expires_at %v: %v", o["expires_at"], err)
 		}
-		return time.Until(at)
+		return at.Sub(now)
 	}
 	o := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, "").object(t)
-	if d := expiresIn(o); d < 58*time.Minute || d > time.Hour {
+	if d := expiresIn(o); d != time.Hour {
 		t.Errorf("default link expires in %s, want 1h", d)
 	}
 	url, _ := o["url"].(string)
@@ -33,7 +36,7 @@ func TestPortalLinks(t *testing.T) {
 		t.Errorf("acme's link: %v", o)
 	}
 	o = s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, `{"ttl": "2h"}`).object(t)
-	if d := expiresIn(o); d < 119*time.Minute || d > 2*time.Hour {
+	if d := expiresIn(o); d != 2*time.Hour {
 		t.Errorf("ttl 2h link expires in %s", d)
 	}
 	s.refused(http.StatusUnprocessableEntity, "invalid_request", "ttl", "POST", "/v1/portal-links", ts.acmeAdmin, `{"ttl": "25h"}`)

@@ -23,9 +23,9 @@ type tenants struct {
 	delivery                                           string
 }
 
-func newTenants(t *testing.T) *tenants {
+func newTenants(t *testing.T, opts ...func(*options)) *tenants {
 	t.Helper()
-	s := newServer(t)
+	s := newServer(t, opts...)
 	ctx := context.Background()
 	ts := &tenants{server: s}
 	for _, name := range []string{"acme", "globex"} {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -91,7 +90,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 			return nil, fmt.Errorf("migrate database: %w", err)
 		}
 	}
-	sender := delivery.NewSender(SenderConfig(cfg.Delivery, opts.Clock.Now))
+	sender := delivery.NewSender(SenderConfig(cfg.Delivery))
 	// Webhooks' rate_limit is one budget in Redis for every worker.
 	rateRedis, _ := redisOpt.MakeRedisClient().(redis.UniversalClient)
 	var (
@@ -111,7 +110,9 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		Limiter:      limiter,
 		Observer:     hand,
 		// Bodies are capped while they render, not after.
-		MaxPayloadBytes: cfg.Delivery.MaxPayloadBytes,
+		MaxPayloadBytes:    cfg.Delivery.MaxPayloadBytes,
+		RenderTimeLimit:    cfg.Delivery.TemplateTimeLimit,
+		ConditionTimeLimit: cfg.Delivery.ConditionTimeLimit,
 		// Event tasks' own first attempts in flight, like the tasks'.
 		InlineRequests: cfg.Worker.Concurrency,
 	})
@@ -135,8 +136,8 @@ func Guard(cfg config.Delivery) *delivery.Guard {
 // SenderConfig is the sender every Homing process uses: Homing's
 // User-Agent, and the SSRF guard at dial time unless private networks are
 // allowed.
-func SenderConfig(cfg config.Delivery, now func() time.Time) delivery.SenderConfig {
-	sc := delivery.SenderConfig{UserAgent: UserAgent(), Now: now}
+func SenderConfig(cfg config.Delivery) delivery.SenderConfig {
+	sc := delivery.SenderConfig{UserAgent: UserAgent()}
 	if g := Guard(cfg); g != nil {
 		sc.DialControl = g.Control
 	}

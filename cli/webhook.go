@@ -287,8 +287,10 @@ func webhookService(a *app.App) *webhook.Service {
 		Timeout:    a.Config.Delivery.Timeout,
 		Guard:      app.Guard(a.Config.Delivery),
 		// Templates are tried at creation under the workers' limits.
-		MaxPayloadBytes: a.Config.Delivery.MaxPayloadBytes,
-		UserAgent:       app.UserAgent(),
+		MaxPayloadBytes:    a.Config.Delivery.MaxPayloadBytes,
+		RenderTimeLimit:    a.Config.Delivery.TemplateTimeLimit,
+		ConditionTimeLimit: a.Config.Delivery.ConditionTimeLimit,
+		UserAgent:          app.UserAgent(),
 	}, a.Log)
 	svc.SetObserver(a.Dispatcher)
 	// Test sends go through the workers' sender, budgeted in Redis.

@@ -177,6 +177,13 @@ type Delivery struct {
 	AllowPrivateNetworks bool           // delivery.allow_private_networks
 	AllowedNetworks      []netip.Prefix // delivery.allowed_networks: CIDRs reachable despite the guard
 	MaxPayloadBytes      int            // delivery.max_payload_bytes
+	// TemplateTimeLimit and ConditionTimeLimit
+	// (delivery.template_time_limit, delivery.condition_time_limit) bound
+	// one evaluation of a body or URL template and of a condition in
+	// wall-clock time: the one limit that depends on the machine, so the
+	// one an operator may need to move (README, "Limits").
+	TemplateTimeLimit  time.Duration
+	ConditionTimeLimit time.Duration
 }
 
 // Worker sizes the asynq server.
@@ -264,6 +271,8 @@ func fields() []field {
 		{"delivery.allowed_networks", "", into(parsePrefixes, func(c *Config) *[]netip.Prefix { return &c.Delivery.AllowedNetworks })},
 		{"delivery.allow_private_networks", false, into(parseBool, func(c *Config) *bool { return &c.Delivery.AllowPrivateNetworks })},
 		{"delivery.max_payload_bytes", 1 << 20, into(parseInt, func(c *Config) *int { return &c.Delivery.MaxPayloadBytes })},
+		{"delivery.template_time_limit", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Delivery.TemplateTimeLimit })},
+		{"delivery.condition_time_limit", "500ms", into(parseDuration, func(c *Config) *time.Duration { return &c.Delivery.ConditionTimeLimit })},
 		{"worker.concurrency", 50, into(parseInt, func(c *Config) *int { return &c.Worker.Concurrency })},
 		{"worker.queues", "default=1", into(parseQueues, func(c *Config) *map[string]int { return &c.Worker.Queues })},
 		{"worker.shutdown_timeout", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Worker.ShutdownTimeout })},
@@ -804,6 +813,8 @@ func (c Config) problems() []*KeyError {
 	}
 
 	betweenD("delivery.timeout", c.Delivery.Timeout, 100*time.Millisecond, 5*time.Minute)
+	betweenD("delivery.template_time_limit", c.Delivery.TemplateTimeLimit, 10*time.Millisecond, time.Hour)
+	betweenD("delivery.condition_time_limit", c.Delivery.ConditionTimeLimit, 10*time.Millisecond, time.Hour)
 	if c.Delivery.MaxPayloadBytes < 1024 {
 		bad("delivery.max_payload_bytes", "must be at least 1024, got %d", c.Delivery.MaxPayloadBytes)
 	}

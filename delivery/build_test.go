@@ -92,7 +92,7 @@ func TestBuildJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			body, contentType, err := Build(tt.spec, tt.doc)
+			body, contentType, err := Build(untimed(tt.spec), tt.doc)
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -145,7 +145,7 @@ func TestBuildForm(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			body, contentType, err := Build(Spec{Structure: StructureForm, Fields: tt.fields, Template: `ignored {{`}, tt.doc)
+			body, contentType, err := Build(Spec{TimeLimit: outOfReach, Structure: StructureForm, Fields: tt.fields, Template: `ignored {{`}, tt.doc)
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -288,7 +288,7 @@ func TestBuildErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			body, contentType, err := Build(tt.spec, tt.doc)
+			body, contentType, err := Build(untimed(tt.spec), tt.doc)
 			if err == nil {
 				t.Fatalf("Build succeeded with %q, want an error", body)
 			}
@@ -312,7 +312,7 @@ func TestBuildDoesNotChangeDocument(t *testing.T) {
 	t.Parallel()
 
 	doc := salesOrder()
-	if _, _, err := Build(Spec{Template: `{% do doc.update({"name": "changed"}) %}"{{ doc.name }}"`}, doc); err != nil {
+	if _, _, err := Build(Spec{TimeLimit: outOfReach, Template: `{% do doc.update({"name": "changed"}) %}"{{ doc.name }}"`}, doc); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
 	if doc["name"] != "SO-0001" || doc["grand_total"] != 1500.0 {
@@ -329,7 +329,7 @@ func TestBuildConcurrent(t *testing.T) {
 	errs := make(chan error, 16)
 	for range 16 {
 		wg.Go(func() {
-			body, _, err := Build(spec, doc)
+			body, _, err := Build(untimed(spec), doc)
 			if err == nil && string(body) != `{"name": "SO-0001", "items": [2]}` {
 				err = fmt.Errorf("body %q", body)
 			}
@@ -377,7 +377,7 @@ func FuzzBuild(f *testing.F) {
 		case 3:
 			spec.Structure = template
 		}
-		body, contentType, err := Build(spec, doc)
+		body, contentType, err := Build(untimed(spec), doc)
 		if err != nil {
 			if !errors.Is(err, ErrUnbuildable) {
 				t.Fatalf("error %v does not wrap ErrUnbuildable", err)

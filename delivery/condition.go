@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -421,12 +422,15 @@ func (c *Condition) Match(doc map[string]any) (bool, error) { return c.MatchAt(d
 // will not become evaluable by retrying; except a stop that is no verdict
 // on the condition (NoVerdict: the process's heap ceiling, the time limit).
 func (c *Condition) MatchAt(doc map[string]any, now time.Time) (matched bool, err error) {
-	return c.matchWithin(doc, now, MaxConditionTime)
+	return c.MatchWithin(doc, now, 0)
 }
 
-// matchWithin is MatchAt with a time limit of its own, so that tests can
-// reach it without a slow condition.
-func (c *Condition) matchWithin(doc map[string]any, now time.Time, limit time.Duration) (matched bool, err error) {
+// MatchWithin is MatchAt with a time limit of its own
+// (delivery.condition_time_limit); zero is MaxConditionTime. Tests give it
+// one they reach without a slow condition, or one out of reach so that a
+// loaded machine cannot stop an evaluation before its steps or bytes do.
+func (c *Condition) MatchWithin(doc map[string]any, now time.Time, limit time.Duration) (matched bool, err error) {
+	limit = cmp.Or(limit, MaxConditionTime)
 	if c != nil && c.py != nil {
 		defer func() {
 			if r := recover(); r != nil {

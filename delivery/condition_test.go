@@ -45,7 +45,7 @@ func TestConditionMatch(t *testing.T) {
 			if err != nil {
 				t.Fatalf("CompileCondition: %v", err)
 			}
-			got, err := cond.Match(tt.doc)
+			got, err := untimedMatch(cond, tt.doc)
 			if tt.wantErr != "" {
 				if err == nil || !errors.Is(err, ErrUnbuildable) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Match = %v, %v; want an ErrUnbuildable containing %q", got, err, tt.wantErr)
@@ -101,7 +101,7 @@ func TestConditionNil(t *testing.T) {
 	t.Parallel()
 
 	var cond *Condition
-	if ok, err := cond.Match(map[string]any{"a": 1}); !ok || err != nil {
+	if ok, err := untimedMatch(cond, map[string]any{"a": 1}); !ok || err != nil {
 		t.Errorf("nil condition Match = %v, %v; want true, nil", ok, err)
 	}
 }
@@ -117,7 +117,7 @@ func TestConditionConcurrent(t *testing.T) {
 	results := make([]bool, 64)
 	for i := range results {
 		wg.Go(func() {
-			results[i], _ = cond.Match(map[string]any{"n": i})
+			results[i], _ = untimedMatch(cond, map[string]any{"n": i})
 		})
 	}
 	wg.Wait()
@@ -205,9 +205,9 @@ func TestConditionBuiltinsAreCharged(t *testing.T) {
 			if err != nil {
 				t.Fatalf("CompileCondition: %.300v", err)
 			}
-			// A generous deadline: the budget, not the clock of a loaded
-			// machine, must stop each of these.
-			got, err := cond.matchWithin(doc, time.Time{}, time.Minute)
+			// The time limit out of reach: the budget, not the clock of a
+			// loaded machine, must stop each of these.
+			got, err := cond.MatchWithin(doc, time.Time{}, outOfReach)
 			runtime.ReadMemStats(&after)
 			if compiledAlloc := compiled.TotalAlloc - before.TotalAlloc; compiledAlloc > 4<<20 {
 				t.Errorf("compiling allocated %d MiB: something was evaluated at compile", compiledAlloc>>20)
@@ -240,7 +240,7 @@ func TestLiteralBuiltinConditionsAreRefusedWithAnEmptyDocument(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CompileCondition: %v", err)
 		}
-		if got, err := cond.Match(nil); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), tt.want) {
+		if got, err := untimedMatch(cond, nil); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Match(empty) = %v, %.200v; want a limit naming %q", tt.name, got, err, tt.want)
 		}
 	}
@@ -293,7 +293,7 @@ func TestBuiltinCallsAreChargedEverywhere(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CompileCondition(%q): %v", src, err)
 		}
-		if got, err := cond.Match(doc); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "size limit") {
+		if got, err := untimedMatch(cond, doc); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "size limit") {
 			t.Errorf("Match(%q) = %v, %.200v; want the size limit (toJSON escapes each < as 6 bytes)", src, got, err)
 		}
 	}
@@ -305,7 +305,7 @@ func TestBuiltinCallsAreChargedEverywhere(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CompileCondition(%q): %v", tt.src, err)
 		}
-		if got, err := cond.Match(doc); got != tt.want || errors.Is(err, ErrLimit) {
+		if got, err := untimedMatch(cond, doc); got != tt.want || errors.Is(err, ErrLimit) {
 			t.Errorf("Match(%q) = %v, %v; want %v without a limit: a built-in used as a value is nil", tt.src, got, err, tt.want)
 		}
 	}
@@ -338,7 +338,7 @@ func TestChargedBuiltinsKeepTheirMeaning(t *testing.T) {
 			t.Errorf("CompileCondition(%q): %v", src, err)
 			continue
 		}
-		if got, err := cond.Match(doc); err != nil || !got {
+		if got, err := untimedMatch(cond, doc); err != nil || !got {
 			t.Errorf("Match(%q) = %v, %v; want true", src, got, err)
 		}
 	}
@@ -368,7 +368,7 @@ func TestHostileConditionsStopAtALimit(t *testing.T) {
 				}
 				t.Fatalf("CompileCondition: %v", err)
 			}
-			got, err := cond.Match(doc)
+			got, err := untimedMatch(cond, doc)
 			if err == nil {
 				t.Fatalf("Match = %v, want a limit", got)
 			}
@@ -405,8 +405,10 @@ func TestConditionRefusesAllocatingBuiltins(t *testing.T) {
 }
 
 // FuzzCondition compiles and evaluates arbitrary conditions under the
-// limits: never a panic, and every failure wraps ErrUnbuildable (or, on a
-// loaded machine, is its time limit).
+// limits: never a panic, and every failure wraps ErrUnbuildable (or
+// ErrOverloaded, past the heap ceiling of a process run with a memory
+// limit). The time limit is out of reach: steps and sizes stop every
+// condition, so no outcome depends on the machine.
 func FuzzCondition(f *testing.F) {
 	for _, s := range []string{`doc.status == "Paid"`, `all(doc.items, .qty > 1)`, `doc.s + doc.s != ""`, `doc.s matches "a+"`} {
 		f.Add(s)
@@ -426,8 +428,8 @@ func FuzzCondition(f *testing.F) {
 			}
 			return
 		}
-		if _, err := cond.Match(doc); err != nil && !errors.Is(err, ErrUnbuildable) && !NoVerdict(err) {
-			t.Fatalf("match error %v wraps neither ErrUnbuildable nor a stop that is no verdict", err)
+		if _, err := untimedMatch(cond, doc); err != nil && !errors.Is(err, ErrUnbuildable) && !errors.Is(err, ErrOverloaded) {
+			t.Fatalf("match error %v wraps neither ErrUnbuildable nor ErrOverloaded", err)
 		}
 	})
 }

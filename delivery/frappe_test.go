@@ -58,7 +58,7 @@ func TestBuildFrappe(t *testing.T) {
 			`{"d": "2024-02-02", "diff": 29, "m": "1,234,567.50", "fd": "31-01-2024"}`},
 	} {
 		tc.spec.Compat = CompatFrappe
-		body, ct, err := Build(tc.spec, doc)
+		body, ct, err := Build(untimed(tc.spec), doc)
 		if err != nil || ct != "" || string(body) != tc.want {
 			t.Errorf("%s:\n got %s %q %v\nwant %s", tc.name, body, ct, err, tc.want)
 		}
@@ -83,11 +83,11 @@ func TestFrappeTemplatesRefusedAndBounded(t *testing.T) {
 	if err := ValidateFrappeTemplate(`{"site": "https://frappe.io/x", "db": "frappe.db is text here", "n": "{{ doc.name }}"}`); err != nil {
 		t.Errorf("frappe.X outside tags is text, not a helper: %v", err)
 	}
-	_, _, err := Build(Spec{Compat: CompatFrappe, Template: `{"x": "{% for i in range(100000000) %}{% endfor %}"}`}, nil)
+	_, _, err := Build(Spec{TimeLimit: outOfReach, Compat: CompatFrappe, Template: `{"x": "{% for i in range(100000000) %}{% endfor %}"}`}, nil)
 	if !errors.Is(err, ErrLimit) {
 		t.Fatalf("long loop: %v, want a limit", err)
 	}
-	_, _, err = Build(Spec{Compat: CompatFrappe, MaxBytes: 1000, Template: `{"x": "{% for i in range(900) %}{{ doc.s ~ doc.s }}{% endfor %}"}`}, map[string]any{"s": strings.Repeat("a", 900)})
+	_, _, err = Build(Spec{TimeLimit: outOfReach, Compat: CompatFrappe, MaxBytes: 1000, Template: `{"x": "{% for i in range(900) %}{{ doc.s ~ doc.s }}{% endfor %}"}`}, map[string]any{"s": strings.Repeat("a", 900)})
 	if !errors.Is(err, ErrLimit) {
 		t.Fatalf("values over the memory budget: %v, want a limit", err)
 	}
@@ -101,7 +101,7 @@ func TestFrappeDateHelpersReadTheGivenTime(t *testing.T) {
 	at := time.Date(2031, 1, 2, 23, 30, 0, 0, time.FixedZone("UTC+1", 3600))
 	doc := map[string]any{"name": "SO-1", "delivery_date": "2031-01-05"}
 
-	body, _, err := Build(Spec{Compat: CompatFrappe, Template: `{"today": "{{ frappe.utils.nowdate() }}", "now": "{{ utils.now() }}", "left": {{ frappe.utils.date_diff(doc.delivery_date, frappe.utils.nowdate()) }}, "due": "{{ frappe.utils.add_days(frappe.utils.getdate(), 1) }}"}`, Now: at}, doc)
+	body, _, err := Build(Spec{TimeLimit: outOfReach, Compat: CompatFrappe, Template: `{"today": "{{ frappe.utils.nowdate() }}", "now": "{{ utils.now() }}", "left": {{ frappe.utils.date_diff(doc.delivery_date, frappe.utils.nowdate()) }}, "due": "{{ frappe.utils.add_days(frappe.utils.getdate(), 1) }}"}`, Now: at}, doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestFrappeDateHelpersReadTheGivenTime(t *testing.T) {
 		t.Fatalf("template at %s rendered %s, want %s", at, body, want)
 	}
 
-	u, err := RenderURL("http://127.0.0.1:1/{{ frappe.utils.nowdate() }}/{{ doc.name }}", doc, CompatFrappe, at)
+	u, err := RenderURLWithin("http://127.0.0.1:1/{{ frappe.utils.nowdate() }}/{{ doc.name }}", doc, CompatFrappe, at, outOfReach)
 	if err != nil || u != "http://127.0.0.1:1/2031-01-02/SO-1" {
 		t.Fatalf("url at %s: %q, %v", at, u, err)
 	}
@@ -119,7 +119,7 @@ func TestFrappeDateHelpersReadTheGivenTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	for when, want := range map[time.Time]bool{at: true, at.Add(24 * time.Hour): false} {
-		if ok, err := c.MatchAt(doc, when); err != nil || ok != want {
+		if ok, err := c.MatchWithin(doc, when, outOfReach); err != nil || ok != want {
 			t.Errorf("condition at %s: %v, %v; want %v", when, ok, err, want)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // hostileTemplates are templates that would take a worker's memory or time
@@ -72,9 +71,9 @@ func TestHostileTemplatesStopAtALimit(t *testing.T) {
 	for _, tt := range hostileTemplates {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			// A generous deadline: steps and bytes, which are final, must
+			// The time limit out of reach: steps and bytes, which are final, must
 			// stop each of these, whatever the machine's load.
-			body, _, err := Build(Spec{Template: tt.src, TimeLimit: time.Minute}, maps.Clone(doc))
+			body, _, err := Build(Spec{Template: tt.src, TimeLimit: outOfReach}, maps.Clone(doc))
 			if err == nil {
 				t.Fatalf("Build succeeded with %d bytes, want a limit", len(body))
 			}
@@ -94,11 +93,11 @@ func TestHostileTemplatesStopAtALimit(t *testing.T) {
 func TestLimitErrorsAreErrLimit(t *testing.T) {
 	t.Parallel()
 
-	_, _, err := Build(Spec{Template: `"{{ 'x' * 100000000000 }}"`}, nil)
+	_, _, err := Build(Spec{TimeLimit: outOfReach, Template: `"{{ 'x' * 100000000000 }}"`}, nil)
 	if !errors.Is(err, ErrLimit) || !errors.Is(err, ErrUnbuildable) {
 		t.Fatalf("error %v is not both ErrLimit and ErrUnbuildable", err)
 	}
-	_, _, err = Build(Spec{Template: `{{ doc.missing }}`}, nil)
+	_, _, err = Build(Spec{TimeLimit: outOfReach, Template: `{{ doc.missing }}`}, nil)
 	if errors.Is(err, ErrLimit) {
 		t.Errorf("a missing variable %v counts as a limit", err)
 	}
@@ -181,7 +180,7 @@ func TestJSONEscaping(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			body, _, err := Build(Spec{Template: tt.template}, tt.doc)
+			body, _, err := Build(Spec{TimeLimit: outOfReach, Template: tt.template}, tt.doc)
 			if err != nil {
 				t.Fatalf("Build: %v", err)
 			}
@@ -219,7 +218,7 @@ func TestUnknownNamesAreErrUnknownName(t *testing.T) {
 		`"{{ doc.name }}"`:                      false,
 		`"{{ doc.a.b }}"`:                       false,
 	} {
-		_, _, err := Build(Spec{Template: src}, map[string]any{})
+		_, _, err := Build(Spec{TimeLimit: outOfReach, Template: src}, map[string]any{})
 		if err == nil {
 			t.Errorf("%s rendered with an empty document", src)
 			continue

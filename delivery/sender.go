@@ -42,8 +42,6 @@ type SenderConfig struct {
 	// address is resolved and before connecting, which is where an SSRF
 	// guard can refuse private addresses.
 	DialControl func(network, address string, c syscall.RawConn) error
-	// Now is the clock Send measures durations with; nil means time.Now.
-	Now func() time.Time
 }
 
 // Sender sends webhook requests over one shared connection pool, so that
@@ -53,7 +51,6 @@ type Sender struct {
 	client    *http.Client
 	transport *http.Transport
 	userAgent string
-	now       func() time.Time
 }
 
 // NewSender builds a Sender. Its transport ignores proxy environment
@@ -73,10 +70,6 @@ func NewSender(cfg SenderConfig) *Sender {
 		TLSHandshakeTimeout:   5 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
 	userAgent := cfg.UserAgent
 	if userAgent == "" {
 		userAgent = DefaultUserAgent
@@ -91,7 +84,6 @@ func NewSender(cfg SenderConfig) *Sender {
 		},
 		transport: transport,
 		userAgent: userAgent,
-		now:       now,
 	}
 }
 
@@ -238,7 +230,10 @@ type Result struct {
 	// response arrived.
 	Header http.Header
 	// Body holds at most MaxResponseBytes of the response body.
-	Body     []byte
+	Body []byte
+	// Duration runs from the instant the request's deadline is set from to
+	// the end of the attempt, on the monotonic clock: a ClassTimeout result
+	// has a Duration of at least its timeout.
 	Duration time.Duration
 	Class    Class
 	// Err is nil only for a 2xx answer and says what went wrong otherwise.
@@ -265,23 +260,28 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	// The clock starts before the deadline does, so a timed-out request
-	// never reports a Duration shorter than its timeout.
-	start := s.now()
-	reqCtx, cancel := context.WithTimeout(ctx, timeout)
+	// The deadline and Duration are one measurement on the process's
+	// monotonic clock, from one instant: a timed-out request's Duration is
+	// at least its timeout, however loaded the machine. An injected clock
+	// (a stub, or clock.Real, which carries no monotonic reading) would
+	// measure something other than what the deadline enforced.
+	start := time.Now()
+	reqCtx, cancel := context.WithDeadline(ctx, start.Add(timeout))
 	defer cancel()
 	httpReq = httpReq.WithContext(reqCtx)
 
 	resp, err := s.clientFor(req).Do(httpReq)
 	if errors.Is(err, ErrTooManyRedirects) && resp != nil {
 		// The last 3xx answer is the result, saying why it was not followed.
-		res := Result{StatusCode: resp.StatusCode, Header: resp.Header, Duration: s.now().Sub(start), Class: Class3xx}
+		res := Result{StatusCode: resp.StatusCode, Header: resp.Header, Duration: time.Since(start), Class: Class3xx}
 		res.Err = fmt.Errorf("receiver answered %d: %w", resp.StatusCode, errors.Unwrap(err))
 		return res
 	}
 	if err != nil {
-		res := Result{Duration: s.now().Sub(start)}
+		var res Result
 		res.Class, res.Err = classifyFailure(ctx, reqCtx, timeout, err)
+		// Measured after the deadline was seen as passed, never before.
+		res.Duration = time.Since(start)
 		return res
 	}
 	defer resp.Body.Close()
@@ -292,7 +292,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		StatusCode: resp.StatusCode,
 		Header:     resp.Header,
 		Body:       body,
-		Duration:   s.now().Sub(start),
+		Duration:   time.Since(start),
 	}
 	res.Class, res.Err = classifyStatus(resp.StatusCode)
 	// Reading the rest lets the connection be reused; a receiver that

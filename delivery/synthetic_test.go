@@ -50,7 +50,7 @@ func TestCheckTemplateJSON(t *testing.T) {
 		{Spec{Template: `{"a": 1,}`, Structure: StructureForm}, false},                                // a form ignores the template
 		{Spec{Template: `{"a": 1,}`, Compat: CompatFrappe, Fields: []Field{{Fieldname: "a"}}}, false}, // fields win in frappe
 	} {
-		err := CheckTemplateJSON(tc.spec)
+		err := CheckTemplateJSON(untimed(tc.spec))
 		switch {
 		case tc.bad && (!errors.Is(err, ErrUnbuildable) || !strings.Contains(err.Error(), "line 1, column")):
 			t.Errorf("%+v: %v, want a refusal naming the position", tc.spec, err)

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"net/url"
 	"strings"
@@ -32,12 +33,14 @@ func HasTemplateSyntax(s string) bool {
 // its tag, a missing field as None, Frappe's filters and helpers, whose
 // nowdate() and now() read now; zero is the wall clock).
 func RenderURL(src string, doc map[string]any, compat string, now time.Time) (u string, err error) {
-	return renderURLWithin(src, doc, compat, now, MaxRenderTime)
+	return RenderURLWithin(src, doc, compat, now, 0)
 }
 
-// renderURLWithin is RenderURL with a time limit of its own, so that tests
-// can reach it without a slow template.
-func renderURLWithin(src string, doc map[string]any, compat string, now time.Time, limit time.Duration) (u string, err error) {
+// RenderURLWithin is RenderURL with a time limit of its own
+// (delivery.template_time_limit, as a body template's); zero is
+// MaxRenderTime.
+func RenderURLWithin(src string, doc map[string]any, compat string, now time.Time, limit time.Duration) (u string, err error) {
+	limit = cmp.Or(limit, MaxRenderTime)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	defer recoverInto(&err)
@@ -70,13 +73,14 @@ func FreezeDoc(doc map[string]any) (string, error) {
 	return string(b), nil
 }
 
-// RenderFrozenURL is RenderURL with a document FreezeDoc kept.
-func RenderFrozenURL(src, frozen, compat string, now time.Time) (string, error) {
+// RenderFrozenURL is RenderURL with a document FreezeDoc kept, within the
+// time limit limit (zero is MaxRenderTime).
+func RenderFrozenURL(src, frozen, compat string, now time.Time, limit time.Duration) (string, error) {
 	doc, err := event.DecodeDoc([]byte(frozen))
 	if err != nil {
 		return "", unbuildable("url template: the kept document: %v", err)
 	}
-	return RenderURL(src, doc, compat, now)
+	return RenderURLWithin(src, doc, compat, now, limit)
 }
 
 // ValidateURLTemplate parses src without rendering it.

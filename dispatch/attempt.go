@@ -241,7 +241,7 @@ func (d *Dispatcher) url(row models.Delivery, hook *models.Webhook, now time.Tim
 	case hook.URLTemplate == "" || row.URL == "":
 		return hook.RequestURL, nil
 	case row.URLDoc != nil:
-		return delivery.RenderFrozenURL(hook.URLTemplate, *row.URLDoc, hook.Compat, now)
+		return delivery.RenderFrozenURL(hook.URLTemplate, *row.URLDoc, hook.Compat, now, d.renderTime)
 	}
 	return row.URL, nil
 }

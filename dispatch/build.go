@@ -32,12 +32,12 @@ func Build(w models.Webhook, doc map[string]any, maxPayload int, now time.Time) 
 	return build(w, doc, maxPayload, 0, now)
 }
 
-// build is Build with the body template's time limit (zero is
+// build is Build with the templates' time limit (zero is
 // delivery.MaxRenderTime), which fan-out takes from Config.RenderTimeLimit.
 func build(w models.Webhook, doc map[string]any, maxPayload int, renderTime time.Duration, now time.Time) (Built, error) {
 	b := Built{URL: w.RequestURL}
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, now)
+		u, err := delivery.RenderURLWithin(w.URLTemplate, doc, w.Compat, now, renderTime)
 		if err != nil {
 			return Built{}, err
 		}

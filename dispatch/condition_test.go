@@ -15,10 +15,11 @@ import (
 
 // A condition that exceeds its budget (issue 25: 200 toJSON(split(…)) of a
 // large field, which once ran 21 s and then answered false with no error)
-// stops at its size limit, far inside its time limit, and its webhook's
-// delivery is recorded Exhausted with the reason, where `homing delivery
-// list` and `homing stats` show it; a healthy webhook on the same event
-// still gets its delivery.
+// stops at its size limit, and its webhook's delivery is recorded Exhausted
+// with the reason, where `homing delivery list` and `homing stats` show it;
+// a healthy webhook on the same event still gets its delivery. The time
+// limit is out of reach (README, "Limits"): the size limit, not the clock
+// of a loaded machine, must stop it.
 func TestFanOutRecordsAConditionOverItsBudget(t *testing.T) {
 	t.Parallel()
 	hostile := strings.Repeat(`len(toJSON(split(doc.big, ""))) == 3 || `, 199) + `len(toJSON(split(doc.big, ""))) == 3`
@@ -38,7 +39,7 @@ func TestFanOutRecordsAConditionOverItsBudget(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			d := New(db, delivery.NewSender(delivery.SenderConfig{}), nil, Config{Clock: clock.NewStub(now)})
+			d := New(db, delivery.NewSender(delivery.SenderConfig{}), nil, Config{Clock: clock.NewStub(now), ConditionTimeLimit: time.Hour})
 			doc, err := event.DecodeDoc([]byte(`{"name": "SINV-1", "big": "` + strings.Repeat("a", 1<<20) + `"}`))
 			if err != nil {
 				t.Fatal(err)
@@ -52,7 +53,7 @@ func TestFanOutRecordsAConditionOverItsBudget(t *testing.T) {
 				t.Fatalf("the hostile webhook's delivery was not recorded: %v", err)
 			}
 			if row.Status != models.StatusExhausted || !strings.Contains(row.LastError, "size limit") || strings.Contains(row.LastError, "time limit") {
-				t.Errorf("hostile delivery %s with reason %.300q; want Exhausted at the size limit, before the time limit", row.Status, row.LastError)
+				t.Errorf("hostile delivery %s with reason %.300q; want Exhausted at the size limit", row.Status, row.LastError)
 			}
 		})
 	}

@@ -54,10 +54,14 @@ type Config struct {
 	// MaxPayloadBytes caps a rendered body and every value its template
 	// builds (delivery.max_payload_bytes); 0 is delivery.MaxRenderedBytes.
 	MaxPayloadBytes int
-	// RenderTimeLimit is the time limit of a body template's rendering at
-	// fan-out; 0 is delivery.MaxRenderTime. Tests set a tiny one to meet
-	// the limit without load.
+	// RenderTimeLimit is the time limit of a body or URL template's
+	// rendering (delivery.template_time_limit); 0 is
+	// delivery.MaxRenderTime. Tests set a tiny one to meet the limit
+	// without load, or one out of reach to meet only steps and bytes.
 	RenderTimeLimit time.Duration
+	// ConditionTimeLimit is the time limit of a condition's evaluation
+	// (delivery.condition_time_limit); 0 is delivery.MaxConditionTime.
+	ConditionTimeLimit time.Duration
 	// InlineRequests bounds the first attempts that event tasks make
 	// themselves (HandleEvent) in flight at once in this process; 0 is
 	// DefaultInlineRequests. The worker sets it to worker.concurrency.
@@ -79,6 +83,7 @@ type Dispatcher struct {
 	limiter      Limiter
 	maxPayload   int
 	renderTime   time.Duration
+	condTime     time.Duration
 	// slots bounds inline first attempts (Config.InlineRequests).
 	slots slots
 }
@@ -101,6 +106,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		limiter:      cfg.Limiter,
 		maxPayload:   cfg.MaxPayloadBytes,
 		renderTime:   cfg.RenderTimeLimit,
+		condTime:     cfg.ConditionTimeLimit,
 		slots:        make(slots, cmp.Or(cfg.InlineRequests, DefaultInlineRequests)),
 	}
 	if len(d.schedule) == 0 {

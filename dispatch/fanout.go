@@ -348,7 +348,7 @@ func (d *Dispatcher) plan(w models.Webhook, ev Event, now time.Time, retries int
 	if err != nil {
 		return exhaust(fmt.Sprintf("condition %q does not compile: %v", w.Condition, err), err)
 	}
-	ok, err := cond.MatchAt(ev.Doc, now)
+	ok, err := cond.MatchWithin(ev.Doc, now, d.condTime)
 	if err != nil {
 		return exhaust(fmt.Sprintf("condition %q failed: %v", w.Condition, err), err)
 	}

@@ -67,7 +67,7 @@ func outageBed(t *testing.T, db *gorm.DB, limiter Limiter, rateLimit int) (*Disp
 		}
 	}
 	clk := clock.NewStub(now)
-	sender := delivery.NewSender(delivery.SenderConfig{UserAgent: "test", Now: clk.Now})
+	sender := delivery.NewSender(delivery.SenderConfig{UserAgent: "test"})
 	t.Cleanup(sender.Close)
 	d := New(db, sender, nil, Config{Clock: clk, Limiter: limiter})
 	return d, status, got, clk, ids

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/sweeper"
@@ -53,7 +52,11 @@ func TestBudgetEndingDuringTheMarkLeavesNoRowMarkedWithoutATask(t *testing.T) {
 	if err := lock.Exec("SELECT id FROM deliveries WHERE id = ? FOR UPDATE", ids[0]).Error; err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// The budget ends when the mark is seen waiting on the lock: an event,
+	// not a 300 ms guess that a loaded machine could pass before the mark
+	// was even sent. (pgx answers a cancelled context as it answers one
+	// past its deadline: by closing the connection.)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -70,13 +73,29 @@ func TestBudgetEndingDuringTheMarkLeavesNoRowMarkedWithoutATask(t *testing.T) {
 		}
 		return n
 	}
-	testenv.Eventually(t, "the step's mark waiting on the lock", func() bool { return marks("wait_event_type = 'Lock'") == 1 })
-	<-ctx.Done() // the budget ends while the mark waits
+	// The event is the mark waiting, or else the step ending without it,
+	// which fails the test at once, saying why.
+	var (
+		stepErr   error
+		stepEnded bool
+	)
+	testenv.Eventually(t, "the step's mark waiting on the lock", func() bool {
+		select {
+		case stepErr = <-done:
+			stepEnded = true
+			return true
+		default:
+			return marks("wait_event_type = 'Lock'") == 1
+		}
+	})
+	if stepEnded {
+		t.Fatalf("the step ended before its mark was seen waiting on the lock: %v", stepErr)
+	}
+	cancel() // the budget ends while the mark waits
 	if err := lock.Commit().Error; err != nil {
 		t.Fatal(err)
 	}
-	err := <-done
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Logf("step: %v", err)
 	}
 	// The mark may commit after the step returned (its connection was
@@ -162,32 +181,41 @@ func TestRowDueAgainWhileItsTaskIsActiveIsQueuedOnceTheTaskEnds(t *testing.T) {
 // A retry that comes due while a tick runs is taken by that tick, not left
 // to the next one up to sweeper.interval later: with a retry.schedule of
 // 100ms (the failing-receiver benchmark) every round of retries waited for
-// the next tick. The tick that finds nothing due yet waits for it (real
-// clock here: the row comes due 300 ms after the tick starts).
+// the next tick. The tick that finds nothing due yet sleeps, on its clock,
+// exactly until the retry comes due (300 ms in), and takes it then; a row
+// of a failing webhook is not waited for (its probe is), and a row due
+// after the tick is not.
 func TestTickTakesARetryThatComesDueWithinIt(t *testing.T) {
 	t.Parallel()
 	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := newBed(t, open, sweeper.Config{})
+			b := newBed(t, open, sweeper.Config{Interval: 3 * time.Second})
 			b.webhook("a", 0)
 			b.webhook("failing", 0)
 			b.setHealth("failing", models.FailingAfter)
-			now := time.Now().UTC()
-			ids := b.due("a", 1, now.Add(300*time.Millisecond))
-			b.due("failing", 1, now.Add(100*time.Millisecond)) // waits for its probe, not for the tick
-			b.due("a", 1, now.Add(time.Hour))                  // after the tick: not waited for
-			client := asynq.NewClient(b.opt)
-			t.Cleanup(func() { _ = client.Close() })
-			s := sweeper.New(b.db, client, b.insp, sweeper.Config{Interval: 3 * time.Second, Clock: clock.Real{}, NewTask: tasks.NewRetryTask, TaskID: tasks.RetryTaskID})
-			ctx, cancel := context.WithTimeout(context.Background(), s.TickBudget())
-			defer cancel()
-			res, err := s.Tick(ctx)
-			if err != nil {
-				t.Fatal(err)
+			ids := b.due("a", 1, t0.Add(300*time.Millisecond))
+			failing := b.due("failing", 1, t0.Add(100*time.Millisecond)) // waits for its probe, not for the tick
+			later := b.due("a", 1, t0.Add(time.Hour))                    // after the tick: not waited for
+			run := b.startTick(b.s)
+			if !run.sleeping() {
+				t.Fatalf("tick ended (%+v) with a retry coming due within it", run.res)
 			}
-			if got := b.queued(); !got[ids[0]] || res.Enqueued < 1 {
-				t.Fatalf("tick %+v queued %v; want the retry due 300 ms in (%s)", res, got, ids[0])
+			if at, _ := b.clock.NextWake(); !at.Equal(t0.Add(300*time.Millisecond)) || len(b.queued()) != 0 {
+				t.Fatalf("tick sleeps until +%s having queued %v, want until +300ms, nothing queued yet", at.Sub(t0), b.queued())
+			}
+			b.clock.Advance(300 * time.Millisecond)
+			// Now due: a's row, and the failing webhook's first probe. The
+			// tick then stays, probing, until its budget ends.
+			if !run.sleeping() {
+				t.Fatalf("tick ended (%+v) while probing, want it to stay to its budget's end", run.res)
+			}
+			if got := b.queued(); len(got) != 2 || !got[ids[0]] || !got[failing[0]] || got[later[0]] {
+				t.Fatalf("queued %v after +300ms, want %s (due then) and %s (the probe)", got, ids[0], failing[0])
+			}
+			b.clock.Advance(b.s.TickBudget())
+			if res := run.result(t); res.Enqueued != 2 || res.Probes != 1 || res.Steps != 2 {
+				t.Fatalf("tick %+v, want 2 queued (one a probe) in 2 steps", res)
 			}
 		})
 	}

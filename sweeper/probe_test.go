@@ -274,39 +274,48 @@ func TestTwoSweepsChooseOneProbe(t *testing.T) {
 }
 
 // A tick with nothing due stays when a failing webhook's next probe comes
-// due before its budget ends, and chooses that probe on time rather than
-// leaving it to the next tick; it ends at once when the next probe is
-// later. The real clock: the tick waits on real timers.
+// due before its budget ends, and chooses that probe on time (at its
+// first look at or after the probe's due time, looking every PollFull on
+// its clock) rather than leaving it to the next tick; it ends at once when
+// the next probe is later.
 func TestTickWaitsForAProbeDueWithinIt(t *testing.T) {
 	t.Parallel()
 	for name, open := range testenv.Backends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := newBed(t, open, sweeper.Config{})
-			client := asynq.NewClient(b.opt)
-			t.Cleanup(func() { _ = client.Close() })
-			s := sweeper.New(b.db, client, b.insp, sweeper.Config{BatchSize: 50, Interval: 5 * time.Second,
-				NewTask: tasks.NewRetryTask, TaskID: tasks.RetryTaskID})
-			now := time.Now().UTC()
+			// Interval 2s: a tick's budget is 1.8s.
+			b := newBed(t, open, sweeper.Config{BatchSize: 50, Interval: 2 * time.Second})
 			b.webhook("soon", 0)
-			b.due("soon", 10, now.Add(-time.Hour))
+			b.due("soon", 10, t0.Add(-time.Hour))
 			// Failing for 10 s and probed 1.5 s ago, 8.5 s in: the next
 			// probe is 1.85 s after that, 0.35 s into the tick (and the one
-			// after it 2.035 s later, past the tick's 2 s).
-			b.setProbe("soon", ptr(now.Add(-10*time.Second)), ptr(now.Add(-1500*time.Millisecond)))
+			// after it 2.035 s later, past the tick's end).
+			b.setProbe("soon", ptr(t0.Add(-10*time.Second)), ptr(t0.Add(-1500*time.Millisecond)))
 			b.webhook("late", 0)
-			b.due("late", 10, now.Add(-time.Hour))
+			b.due("late", 10, t0.Add(-time.Hour))
 			// Failing for an hour and probed now: the next is 10 s away.
-			b.setProbe("late", ptr(now.Add(-time.Hour)), ptr(now))
+			b.setProbe("late", ptr(t0.Add(-time.Hour)), ptr(t0))
 
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			res, err := s.Tick(ctx)
-			if err != nil {
-				t.Fatal(err)
+			due := t0.Add(350 * time.Millisecond)
+			run := b.startTick(b.s)
+			for b.clock.Now().Before(due) {
+				if !run.sleeping() {
+					t.Fatalf("tick ended (%+v) at +%s, want it to wait for soon's probe due at +350ms", run.res, b.clock.Now().Sub(t0))
+				}
+				if got := b.queued(); len(got) != 0 {
+					t.Fatalf("queued %v at +%s, before any probe was due", got, b.clock.Now().Sub(t0))
+				}
+				b.clock.Advance(sweeper.PollFull)
 			}
-			if res.Probes != 1 || res.Enqueued != 1 || !b.queued()["soon-00001"] {
-				t.Fatalf("tick %+v, queued %v: want soon's probe, due 0.35 s into the tick", res, b.queued())
+			if !run.sleeping() {
+				t.Fatalf("tick ended (%+v) after choosing a probe, want it to stay to its budget's end", run.res)
+			}
+			if h := b.health("soon"); !b.queued()["soon-00001"] || h.ProbeAt == nil || !h.ProbeAt.Equal(due) {
+				t.Fatalf("queued %v, soon's probe at %v; want soon-00001 probed at +350ms", b.queued(), h.ProbeAt)
+			}
+			b.clock.Advance(b.s.TickBudget())
+			if res := run.result(t); res.Probes != 1 || res.Enqueued != 1 {
+				t.Fatalf("tick %+v, want soon's one probe", res)
 			}
 
 			if err := b.db.Exec("UPDATE webhook_health SET failures = 0 WHERE webhook_id = 'soon'").Error; err != nil {
@@ -315,13 +324,11 @@ func TestTickWaitsForAProbeDueWithinIt(t *testing.T) {
 			if err := b.db.Exec("DELETE FROM deliveries WHERE webhook_id = 'soon'").Error; err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			res, err = s.Tick(ctx)
-			if err != nil {
-				t.Fatal(err)
+			run = b.startTick(b.s)
+			if run.sleeping() {
+				t.Fatalf("tick waits (until %v) for late's probe, which is after its end", b.clock.Now())
 			}
-			if res.Steps != 1 || res.Due != 0 {
+			if res := run.result(t); res.Steps != 1 || res.Due != 0 {
 				t.Fatalf("tick %+v, want one step and an end: late's next probe is after the tick", res)
 			}
 		})

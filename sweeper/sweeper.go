@@ -19,7 +19,7 @@
 // claim refuses to send them (dispatch/storage notHeld) until a success
 // clears the failure. A
 // webhook with a rate_limit gets at most rate_limit × tick rows a tick,
-// spread over the tick with asynq's ProcessIn.
+// spread over the tick from the step's time with asynq's ProcessAt.
 package sweeper
 
 import (
@@ -264,9 +264,12 @@ func (s *Sweeper) RunOnce(ctx context.Context) (Result, error) {
 }
 
 // Tick steps until no due row is left that a queue has room for, or until
-// ctx ends (the sweep task gives it its budget: less than one interval, so
-// ticks do not overlap). When every queue that has due rows is full it
-// waits for the workers to make room.
+// its budget (TickBudget, less than one interval, so ticks do not overlap)
+// has passed on the sweeper's clock, or ctx ends (the sweep task's
+// deadline is the same budget on the wall clock, which also bounds its
+// queries). When every queue that has due rows is full it waits for the
+// workers to make room; it waits, and measures its budget, on the
+// sweeper's clock only.
 func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	start := s.cfg.Clock.Now()
 	end := start.Add(s.tickBudget())
@@ -286,6 +289,9 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	)
 	for ctx.Err() == nil {
 		st.now = s.cfg.Clock.Now().UTC()
+		if !st.now.Before(end) {
+			break // the budget, on the sweeper's clock
+		}
 		var (
 			r       Result
 			touched map[string]bool
@@ -314,7 +320,7 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 				break
 			}
 			if !next.IsZero() {
-				waitUntil(ctx, next.Sub(st.now))
+				s.sleep(ctx, next.Sub(st.now), st.now, end)
 				continue
 			}
 			// A failing webhook whose next probe comes due before the
@@ -328,12 +334,7 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 		if r.Due == 0 || r.Due == r.Busy || (len(st.full) > 0 && len(st.full) == len(touched)) || (probing && !r.more) {
 			// Everything left waits for a full queue, a probe or active
 			// tasks: give the workers time, then look again.
-			t := time.NewTimer(pollFull)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
+			s.sleep(ctx, pollFull, st.now, end)
 		}
 	}
 	if err != nil && budgetEnded(ctx) {
@@ -352,14 +353,10 @@ func (s *Sweeper) Tick(ctx context.Context) (Result, error) {
 	return total, err
 }
 
-// waitUntil waits d, or until ctx ends.
-func waitUntil(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+// sleep waits d on the sweeper's clock, never past the tick's end, or until
+// ctx ends: a test with a stub clock moves the tick on by advancing it.
+func (s *Sweeper) sleep(ctx context.Context, d time.Duration, now, end time.Time) {
+	_ = s.cfg.Clock.Sleep(ctx, min(d, end.Sub(now)))
 }
 
 // budgetEnded reports whether ctx has ended or its deadline has passed. A
@@ -478,7 +475,9 @@ func (s *Sweeper) step(ctx context.Context, st *step) (Result, map[string]bool, 
 			// Spread the webhook's retries over the tick at its rate.
 			k := st.taken[r.WebhookID]
 			st.taken[r.WebhookID] = k + 1
-			q.in = time.Duration(k) * time.Second / time.Duration(r.RateLimit)
+			if k > 0 {
+				q.at = st.now.Add(time.Duration(k) * time.Second / time.Duration(r.RateLimit))
+			}
 			if k+1 >= r.RateLimit*int(tick/time.Second) {
 				spent = append(spent, r.WebhookID)
 			}
@@ -656,11 +655,12 @@ const (
 	busy
 )
 
-// queued is one retry to enqueue, in ProcessIn when its webhook's rate
-// limit spreads it over the tick.
+// queued is one retry to enqueue, to be processed at at (by the
+// sweeper's clock) when its webhook's rate limit spreads it over the tick;
+// a zero at is at once.
 type queued struct {
 	row dueRow
-	in  time.Duration
+	at  time.Time
 }
 
 // enqueue queues one retry. A TaskID conflict means a task with that ID
@@ -671,8 +671,8 @@ func (s *Sweeper) enqueue(ctx context.Context, q queued) (enqueueOutcome, error)
 	id, queue := q.row.ID, q.row.Queue
 	taskID := s.cfg.TaskID(id)
 	var opts []asynq.Option
-	if q.in > 0 {
-		opts = append(opts, asynq.ProcessIn(q.in))
+	if !q.at.IsZero() {
+		opts = append(opts, asynq.ProcessAt(q.at))
 	}
 	for try := 0; try < 3; try++ {
 		_, err := s.client.EnqueueContext(ctx, s.cfg.NewTask(id, q.row.WebhookName, queue), opts...)

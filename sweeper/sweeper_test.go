@@ -123,6 +123,52 @@ func (b *bed) health(webhook string) models.WebhookHealth {
 	return h
 }
 
+// tickRun is a Tick running in the background on the bed's stub clock,
+// which moves only when the test advances it: the test waits for the tick
+// to sleep on the clock (or to end), looks at what it did so far, and
+// moves the clock on.
+type tickRun struct {
+	clock *clock.Stub
+	done  chan struct{}
+	res   sweeper.Result
+	err   error
+}
+
+// startTick runs s.Tick in the background; it is cancelled, and waited
+// for, when the test ends.
+func (b *bed) startTick(s *sweeper.Sweeper) *tickRun {
+	b.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &tickRun{clock: b.clock, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.res, r.err = s.Tick(ctx)
+	}()
+	b.t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+// sleeping waits until the tick sleeps on the clock (true) or has ended
+// (false).
+func (r *tickRun) sleeping() bool {
+	select {
+	case <-r.clock.Sleeping(1):
+		return true
+	case <-r.done:
+		return false
+	}
+}
+
+// result waits for the tick to end and returns what it did.
+func (r *tickRun) result(t *testing.T) sweeper.Result {
+	t.Helper()
+	<-r.done
+	if r.err != nil {
+		t.Fatalf("tick: %v", r.err)
+	}
+	return r.res
+}
+
 func (b *bed) step() sweeper.Result {
 	b.t.Helper()
 	res, err := b.s.RunOnce(context.Background())
@@ -173,7 +219,8 @@ func TestStepIsFairAcrossWebhooks(t *testing.T) {
 
 // A tick keeps taking batches while rows are due and the queue has room,
 // so the retry path is not capped at one batch per interval; and it stops
-// adding to a queue at its high-water mark.
+// adding to a queue at its high-water mark. The tick runs on the stub
+// clock: what it does is counted in steps, not in seconds.
 func TestTickDrainsUpToTheHighWaterMark(t *testing.T) {
 	t.Parallel()
 	for name, open := range testenv.Backends() {
@@ -183,17 +230,18 @@ func TestTickDrainsUpToTheHighWaterMark(t *testing.T) {
 			b.webhook("a", 0)
 			b.due("a", 500, t0.Add(-time.Hour))
 			// No worker empties the queue: the tick fills it past the mark
-			// by at most one batch, then waits until its budget ends.
-			// A budget long enough for the three steps on a loaded machine
-			// under -race; the tick then waits on the full queue to its end.
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			defer cancel()
-			res, err := b.s.Tick(ctx)
-			if err != nil {
-				t.Fatal(err)
+			// by less than one batch, in three steps of 40, then waits for
+			// room until its budget has passed.
+			run := b.startTick(b.s)
+			if !run.sleeping() {
+				t.Fatalf("tick ended (%+v), want it waiting on the full queue", run.res)
 			}
-			if res.Enqueued < 100 || res.Enqueued >= 100+40 || res.Steps < 3 {
-				t.Fatalf("tick %+v, want from 100 up to 139 queued over several steps", res)
+			if got := len(b.queued()); got != 120 {
+				t.Fatalf("%d queued when the tick waits, want 120 (three steps of 40, the third past the mark of 100)", got)
+			}
+			b.clock.Advance(b.s.TickBudget())
+			if res := run.result(t); res.Enqueued != 120 || res.Steps != 3 {
+				t.Fatalf("tick %+v, want 120 queued in 3 steps", res)
 			}
 			// Emptied (as workers would), the queue takes the rest.
 			if _, err := b.insp.DeleteAllPendingTasks("default"); err != nil {
@@ -207,16 +255,18 @@ func TestTickDrainsUpToTheHighWaterMark(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Enqueued+res2.Enqueued != 500 {
-				t.Fatalf("two ticks queued %d + %d, want 500", res.Enqueued, res2.Enqueued)
+			if res2.Enqueued != 380 {
+				t.Fatalf("second tick queued %d, want the other 380", res2.Enqueued)
 			}
 		})
 	}
 }
 
 // A tick that met a full queue goes on once the workers make room, rather
-// than leaving the rest for the next tick: here a goroutine empties the
-// queue as workers would, and one tick queues the whole backlog.
+// than leaving the rest for the next tick: each time the tick waits, the
+// test empties the queue as workers would and moves the clock to the
+// tick's next look, and one tick queues the whole backlog, ending by
+// itself well inside its budget.
 func TestTickResumesWhenTheQueueHasRoom(t *testing.T) {
 	t.Parallel()
 	for name, open := range testenv.Backends() {
@@ -225,31 +275,21 @@ func TestTickResumesWhenTheQueueHasRoom(t *testing.T) {
 			b := newBed(t, open, sweeper.Config{BatchSize: 40, MaxPending: 100, Interval: 10 * time.Second})
 			b.webhook("a", 0)
 			b.due("a", 500, t0.Add(-time.Hour))
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			done := make(chan struct{})
-			worked := make(chan struct{})
-			go func() {
-				defer close(worked)
-				tick := time.NewTicker(20 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					select {
-					case <-done:
-						return
-					case <-tick.C:
-						_, _ = b.insp.DeleteAllPendingTasks("default")
-					}
+			run := b.startTick(b.s)
+			looks := 0
+			for run.sleeping() {
+				if _, err := b.insp.DeleteAllPendingTasks("default"); err != nil {
+					t.Fatal(err)
 				}
-			}()
-			res, err := b.s.Tick(ctx)
-			close(done)
-			<-worked
-			if err != nil {
-				t.Fatal(err)
+				b.clock.Advance(sweeper.PollFull)
+				if looks++; looks > 100 {
+					t.Fatalf("the tick still waits after %d looks", looks)
+				}
 			}
-			if res.Enqueued != 500 || ctx.Err() != nil {
-				t.Fatalf("tick %+v (budget left: %v), want all 500 queued in one tick", res, ctx.Err() == nil)
+			res := run.result(t)
+			if res.Enqueued != 500 || !b.clock.Now().Before(t0.Add(b.s.TickBudget())) {
+				t.Fatalf("tick %+v ended at +%s (budget %s), want all 500 queued in one tick, ended by itself",
+					res, b.clock.Now().Sub(t0), b.s.TickBudget())
 			}
 		})
 	}
@@ -302,7 +342,11 @@ func TestFailingWebhookIsProbedOneRowAtATime(t *testing.T) {
 }
 
 // A webhook with a rate_limit gets at most rate × tick rows a tick, spread
-// over the tick with ProcessIn, so the retries arrive at its rate.
+// over the tick from the step's time, so the retries arrive at its rate:
+// the k-th row taken is processed k/rate after the step, by the sweeper's
+// clock. The stub clock stands a day ahead of the wall clock, so asynq
+// schedules every one of them (a time it sees as past is pending at once),
+// and it keeps whole seconds.
 func TestRateLimitedWebhookIsPacedOverTheTick(t *testing.T) {
 	t.Parallel()
 	for name, open := range testenv.Backends() {
@@ -310,34 +354,42 @@ func TestRateLimitedWebhookIsPacedOverTheTick(t *testing.T) {
 			t.Parallel()
 			// Interval 5s: a tick's budget is 4.5s, its quota 2 × 4 rows.
 			b := newBed(t, open, sweeper.Config{BatchSize: 50, Interval: 5 * time.Second})
+			now := time.Now().Add(24 * time.Hour).Truncate(time.Second).UTC()
+			b.clock.Set(now)
 			b.webhook("slow", 2)
-			b.due("slow", 100, t0.Add(-time.Hour))
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			before := time.Now()
-			res, err := b.s.Tick(ctx)
-			after := time.Now()
+			ids := b.due("slow", 100, now.Add(-time.Hour))
+			res, err := b.s.Tick(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Enqueued != 8 {
-				t.Fatalf("tick %+v, want 8 (2/s over a 4s tick)", res)
+			if res.Enqueued != 8 || res.Steps != 1 {
+				t.Fatalf("tick %+v, want 8 (2/s over a 4s tick) in one step", res)
+			}
+			pending, err := b.insp.ListPendingTasks("default")
+			if err != nil || len(pending) != 1 {
+				t.Fatalf("%d pending (%v), want the first at once", len(pending), err)
+			}
+			if p, err := tasks.DecodeDelivery(pending[0].Payload); err != nil || p.DeliveryID != ids[0] {
+				t.Fatalf("pending retry %+v (%v), want the oldest row %s", p, err, ids[0])
 			}
 			scheduled, err := b.insp.ListScheduledTasks("default")
 			if err != nil || len(scheduled) != 7 {
 				t.Fatalf("%d scheduled (%v), want 7 spread after the first", len(scheduled), err)
 			}
-			var last time.Time
+			at := map[string]time.Time{}
 			for _, ti := range scheduled {
-				if ti.NextProcessAt.After(last) {
-					last = ti.NextProcessAt
+				p, err := tasks.DecodeDelivery(ti.Payload)
+				if err != nil {
+					t.Fatal(err)
 				}
+				at[p.DeliveryID] = ti.NextProcessAt.UTC()
 			}
-			// Measured from the tick (a loaded machine may take long to get
-			// here): the last one is 3.5 s after its enqueue, within the tick,
-			// and asynq keeps whole seconds.
-			if last.Before(before.Add(2*time.Second)) || last.After(after.Add(4*time.Second)) {
-				t.Fatalf("last retry %s after the tick began (it took %s), want about 3.5s (7 × 0.5s)", last.Sub(before), after.Sub(before))
+			for k := 1; k < 8; k++ {
+				// k × 0.5 s after the step, in whole seconds.
+				want := now.Add(time.Duration(k) * 500 * time.Millisecond).Truncate(time.Second)
+				if got, ok := at[ids[k]]; !ok || !got.Equal(want) {
+					t.Errorf("row %d (%s) processed at %v (scheduled %v), want %v", k, ids[k], got, ok, want)
+				}
 			}
 		})
 	}

@@ -87,9 +87,10 @@ func New(cfg Config) (*Deliverer, error) {
 		}
 		rdb, _ = opt.MakeRedisClient().(redis.UniversalClient)
 	}
-	sender := delivery.NewSender(app.SenderConfig(cfg.Delivery, nil))
+	sender := delivery.NewSender(app.SenderConfig(cfg.Delivery))
 	hand := handoff.New(rdb, cfg.Logger)
-	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger, Observer: hand})
+	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger, Observer: hand,
+		RenderTimeLimit: cfg.Delivery.TemplateTimeLimit, ConditionTimeLimit: cfg.Delivery.ConditionTimeLimit})
 	return &Deliverer{db: db, sender: sender, disp: disp, rdb: rdb, hand: hand}, nil
 }
 

@@ -229,7 +229,7 @@ func (s *Service) render(w models.Webhook, doc map[string]any) (rendered, error)
 	if err != nil {
 		return rendered{Preview: Preview{Error: err.Error()}}, nil
 	}
-	ok, err := cond.MatchAt(doc, s.now())
+	ok, err := cond.MatchWithin(doc, s.now(), s.defaults.ConditionTimeLimit)
 	if delivery.NoVerdict(err) {
 		// No verdict on the webhook (the heap ceiling, the time limit):
 		// the caller is told to try again.
@@ -247,7 +247,7 @@ func (s *Service) render(w models.Webhook, doc map[string]any) (rendered, error)
 	}
 	target := w.RequestURL
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
+		u, err := delivery.RenderURLWithin(w.URLTemplate, doc, w.Compat, s.now(), s.defaults.RenderTimeLimit)
 		if delivery.NoVerdict(err) {
 			return rendered{}, notNow(w.Name, err)
 		}

@@ -136,11 +136,16 @@ type Defaults struct {
 	// deliveries may not reach (the SSRF guard; sends are checked again at
 	// dial time).
 	Guard *delivery.Guard
-	// RenderTimeLimit is the time limit of a body template's rendering
-	// when a definition is checked or previewed; 0 is
-	// delivery.MaxRenderTime. Tests set a tiny one to meet the limit
-	// without load.
+	// RenderTimeLimit is the time limit of a body or URL template's
+	// rendering when a definition is checked or previewed
+	// (delivery.template_time_limit); 0 is delivery.MaxRenderTime. Tests
+	// set a tiny one to meet the limit without load, or one out of reach
+	// to meet only steps and bytes.
 	RenderTimeLimit time.Duration
+	// ConditionTimeLimit is the time limit of a condition's evaluation
+	// there (delivery.condition_time_limit); 0 is
+	// delivery.MaxConditionTime.
+	ConditionTimeLimit time.Duration
 }
 
 // Service creates, changes and reads webhooks.
@@ -740,13 +745,13 @@ func (s *Service) tryDefinition(w models.Webhook, sample map[string]any) error {
 	if sample != nil {
 		with = " (with the sample document)"
 	}
-	if _, err := cond.MatchAt(doc, s.now()); delivery.NoVerdict(err) {
+	if _, err := cond.MatchWithin(doc, s.now(), s.defaults.ConditionTimeLimit); delivery.NoVerdict(err) {
 		return busy(err)
 	} else if err != nil && refuse(err) {
 		return invalid("condition", "%s%s", strings.TrimPrefix(err.Error(), "condition "), with)
 	}
 	if w.URLTemplate != "" {
-		u, err := delivery.RenderURL(w.URLTemplate, doc, w.Compat, s.now())
+		u, err := delivery.RenderURLWithin(w.URLTemplate, doc, w.Compat, s.now(), s.defaults.RenderTimeLimit)
 		if delivery.NoVerdict(err) {
 			return busy(err)
 		}
