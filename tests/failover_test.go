@@ -237,7 +237,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	for _, w := range []struct{ doctype, queue string }{{"A", doomed}, {"B", healthy}} {
 		s.ok(t, nil, "homing", "webhook", "create", "--name", w.doctype, "--doctype", w.doctype, "--event", "on_submit",
-			"--url", rc.URL, "--field", "name=e", "--queue", w.queue, "--max-retries", "100", "--timeout", "2s")
+			"--url", rc.URL, "--field", "name=e", "--queue", w.queue, "--max-retries", "100", "--timeout", receiverTimeout)
 	}
 	s.start("worker", "worker started")
 	s.start("scheduler", "scheduler started")
@@ -368,7 +368,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 	s.env = withEnv(s.env, "HOMING_OUTBOX_RECOVER_AFTER", "5s")
 	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "A", "--doctype", "A", "--event", "on_submit",
-		"--url", rc.URL, "--field", "name=e", "--max-retries", "100", "--timeout", "2s")
+		"--url", rc.URL, "--field", "name=e", "--max-retries", "100", "--timeout", receiverTimeout)
 	s.start("worker", "worker started")
 	s.start("scheduler", "scheduler started")
 	api := s.startAPI(t)

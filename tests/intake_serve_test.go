@@ -129,7 +129,15 @@ func post(c apiClient, path, body string) (int, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := (&http.Client{Timeout: waitTimeout}).Do(req)
+	// A client that sends a large body asks first (Expect: 100-continue,
+	// RFC 9110 10.1.1), and sends it only once serve reads it: a refusal
+	// then comes before any of it is written. Without it, net/http's
+	// transport may report its own write to the connection serve half-closed
+	// (while lingering) instead of the answer that arrived first, when both
+	// are ready by the time it looks: a race of the client's, seen under
+	// load. The lingering close itself is api's tests' (linger_test.go).
+	req.Header.Set("Expect", "100-continue")
+	resp, err := (&http.Client{Timeout: waitTimeout, Transport: &http.Transport{ExpectContinueTimeout: waitTimeout}}).Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("POST %s: %w", path, err)
 	}
