@@ -81,6 +81,11 @@ type Config struct {
 	TaskID func(deliveryID string) string
 	// Observer is told of every tick, for metrics; nil is none.
 	Observer Observer
+	// StepTimeout bounds a step's writes and enqueues once its rows are
+	// read (transport time: the wall clock); zero is DefaultStepTimeout.
+	// Tests that enqueue thousands of retries in one step on a loaded
+	// machine put it out of reach.
+	StepTimeout time.Duration
 }
 
 // Observer is told how long each tick took, by the sweeper's clock, and how
@@ -113,6 +118,9 @@ func New(db *gorm.DB, client *asynq.Client, inspector *asynq.Inspector, cfg Conf
 	}
 	if cfg.ProbeInterval <= 0 {
 		cfg.ProbeInterval = DefaultProbeInterval
+	}
+	if cfg.StepTimeout <= 0 {
+		cfg.StepTimeout = DefaultStepTimeout
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -390,8 +398,9 @@ func (s *Sweeper) fullQueues(queues map[string]bool) ([]string, error) {
 	return full, nil
 }
 
-// stepTimeout bounds the part of a step after its rows are marked queued.
-const stepTimeout = 10 * time.Second
+// DefaultStepTimeout bounds the part of a step after its rows are marked
+// queued (Config.StepTimeout).
+const DefaultStepTimeout = 10 * time.Second
 
 // step takes one batch and enqueues its retries, reporting the queues it
 // enqueued to.
@@ -405,11 +414,11 @@ const stepTimeout = 10 * time.Second
 // while the step sees an error (the drain stall of issue 27:
 // TestBudgetEndingDuringTheMarkLeavesNoRowMarkedWithoutATask). So the
 // writes (probe choice, mark) and the enqueues run on fin, detached from ctx
-// and bounded by stepTimeout: a tick may overrun its budget by one step's
+// and bounded by Config.StepTimeout: a tick may overrun its budget by one step's
 // writes and enqueues (milliseconds), which two ticks at once already allow
 // (the marks keep them apart).
 func (s *Sweeper) step(ctx context.Context, st *step) (Result, map[string]bool, error) {
-	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), stepTimeout)
+	fin, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.StepTimeout)
 	defer cancel()
 	rows, more, err := s.take(ctx, fin, st)
 	ctx = fin
