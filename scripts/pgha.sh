@@ -319,8 +319,12 @@ kill-primary)
   [ -n "$old" ] || { echo "pgha: no primary to kill" >&2; exit 1; }
   node=$(node_of_port "$old")
   # The keeper first, or it would start PostgreSQL again at once.
+  pm=$(head -1 "$dir/$node/postmaster.pid")
   kill -KILL -- "-$(cat "$dir/$node.pid")" 2>/dev/null || true
-  kill -KILL "$(head -1 "$dir/$node/postmaster.pid")"
+  # The postmaster may have gone with the keeper's process group already:
+  # gone is what this asks, so only a postmaster still there after the kill
+  # is a failure.
+  kill -KILL "$pm" 2>/dev/null || ! kill -0 "$pm" 2>/dev/null || { echo "pgha: could not kill the postmaster $pm" >&2; exit 1; }
   echo "$old"
   ;;
 kill-postmaster)
