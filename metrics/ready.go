@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/hibiken/asynq"
@@ -52,7 +53,26 @@ func pingRedis(ctx context.Context, opt asynq.RedisConnOpt) error {
 	}
 	defer func() { _ = client.Close() }()
 	if err := client.Ping(ctx).Err(); err != nil {
+		if addr := redisAddr(opt); addr != "" {
+			// A deadline names no server; the operator needs which.
+			return fmt.Errorf("redis: %w (at %s)", err, addr)
+		}
 		return fmt.Errorf("redis: %w", err)
 	}
 	return nil
+}
+
+// redisAddr names the server(s) of opt.
+func redisAddr(opt asynq.RedisConnOpt) string {
+	switch o := opt.(type) {
+	case asynq.RedisClientOpt:
+		return o.Addr
+	case *asynq.RedisClientOpt:
+		return o.Addr
+	case asynq.RedisFailoverClientOpt:
+		return "sentinel master " + o.MasterName
+	case asynq.RedisClusterClientOpt:
+		return strings.Join(o.Addrs, ",")
+	}
+	return ""
 }

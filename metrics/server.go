@@ -93,6 +93,19 @@ func checkReady(ctx context.Context, ready func(ctx context.Context) error) erro
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+		// A check that honours its context answers as it ends, with an
+		// error naming what did not answer: prefer that to this one's,
+		// which names nothing (both are ready at once, and select would
+		// pick either).
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(readyGrace):
+		}
 		return fmt.Errorf("readiness check did not answer within %s", ReadyTimeout)
 	}
 }
+
+// readyGrace is how long checkReady waits, once ReadyTimeout has passed,
+// for the check's own answer.
+const readyGrace = 250 * time.Millisecond
