@@ -28,11 +28,7 @@ func newDevCmd(e *env) *cobra.Command {
 		Short: "Run everything in one process with an embedded, in-memory Redis (for trying Homing)",
 		Args:  argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			log, err := e.logger(cfg)
+			cfg, log, err := e.configured()
 			if err != nil {
 				return err
 			}
@@ -67,11 +63,7 @@ func newRunCmd(e *env) *cobra.Command {
 			"When no Redis answers it runs homing dev instead (an embedded, in-memory Redis).",
 		Args: argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			log, err := e.logger(cfg)
+			cfg, log, err := e.configured()
 			if err != nil {
 				return err
 			}

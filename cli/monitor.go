@@ -28,11 +28,7 @@ func newMonitorCmd(e *env) *cobra.Command {
 			"logs a warning.",
 		Args: argNames(),
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			cfg, err := e.config()
-			if err != nil {
-				return err
-			}
-			log, err := e.logger(cfg)
+			cfg, log, err := e.configured()
 			if err != nil {
 				return err
 			}

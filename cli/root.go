@@ -60,6 +60,16 @@ func (e *env) config() (config.Config, error) {
 	return *e.cfg, nil
 }
 
+// configured is config and logger, for the commands that run services.
+func (e *env) configured() (config.Config, *slog.Logger, error) {
+	cfg, err := e.config()
+	if err != nil {
+		return cfg, nil, err
+	}
+	log, err := e.logger(cfg)
+	return cfg, log, err
+}
+
 // logger is the configured logger for the long-running commands.
 func (e *env) logger(cfg config.Config) (*slog.Logger, error) {
 	return logging.New(e.stderr, cfg.Log.Level, cfg.Log.Format)

@@ -46,11 +46,7 @@ func pingRedis(ctx context.Context, opt asynq.RedisConnOpt) error {
 // ends the process at once. Redis client logs stay at debug level until fn
 // raises them, since a failed start-up ping reports for itself.
 func (e *env) runService(cmd *cobra.Command, fn func(ctx context.Context, stop context.CancelFunc, a *app.App) error) error {
-	cfg, err := e.config()
-	if err != nil {
-		return err
-	}
-	log, err := e.logger(cfg)
+	cfg, log, err := e.configured()
 	if err != nil {
 		return err
 	}
