@@ -15,9 +15,13 @@
 #   scripts/pgha.sh primary       the port of the current primary
 #   scripts/pgha.sh failover      pg_autoctl perform failover, and wait until
 #                                 the other node is primary
-#   scripts/pgha.sh kill-primary  SIGKILL the primary's pg_autoctl and its
-#                                 postmaster (a lost machine: nothing restarts
-#                                 it), then return at once
+#   scripts/pgha.sh kill-primary [PORT]  SIGKILL the primary's pg_autoctl and
+#                                 its postmaster (a lost machine: nothing
+#                                 restarts it), then return at once. With PORT,
+#                                 that node, which must be taking writes;
+#                                 without, the node the monitor names primary
+#                                 (waiting up to 60s while the group moves
+#                                 between states and names none)
 #   scripts/pgha.sh kill-postmaster  SIGKILL the primary's postmaster only (its
 #                                 pg_autoctl starts it again, and the monitor
 #                                 may or may not fail over meanwhile)
@@ -54,7 +58,7 @@ pgbin=${PGHA_PGBIN:-}
 export PGCONNECT_TIMEOUT=3
 
 usage() {
-  echo "usage: $0 start|status|primary|failover|kill-primary|kill-postmaster|wait-primary [PORT]|wait-ready|stop" >&2
+  echo "usage: $0 start|status|primary|failover|kill-primary [PORT]|kill-postmaster|wait-primary [PORT]|wait-ready|stop" >&2
   exit 2
 }
 
@@ -154,6 +158,8 @@ wait_until() { # seconds what command...
 primary_port() {
   monitor_sql "SELECT nodeport FROM pgautofailover.node WHERE goalstate = reportedstate AND reportedstate IN ('primary', 'wait_primary')" 2>/dev/null | head -1
 }
+
+primary_named() { [ -n "$(primary_port)" ]; }
 
 # has_single is true once the first node runs alone.
 has_single() { [ "$(monitor_sql "SELECT count(*) FROM pgautofailover.node WHERE reportedstate = 'single' AND goalstate = 'single'" 2>/dev/null)" = 1 ]; }
@@ -314,9 +320,19 @@ failover)
   wait_primary "$old"
   ;;
 kill-primary)
+  [ $# -le 2 ] || usage
   find_pgbin
-  old=$(primary_port)
-  [ -n "$old" ] || { echo "pgha: no primary to kill" >&2; exit 1; }
+  if [ -n "${2:-}" ]; then
+    old=$2
+    node_of_port "$old" >/dev/null || { echo "pgha: $old is not a node of this group (${ports[*]})" >&2; exit 1; }
+    # The node's own word: the monitor's goal and reported states differ
+    # while it applies settings (a standby lost, a synchronous one named).
+    [ "$(as_pg psql -X -h 127.0.0.1 -p "$old" -d postgres -tAc 'SELECT NOT pg_is_in_recovery()' 2>/dev/null)" = t ] ||
+      { echo "pgha: the node on $old is not taking writes" >&2; exit 1; }
+  else
+    wait_until 60 "a primary named by the monitor" primary_named
+    old=$(primary_port)
+  fi
   node=$(node_of_port "$old")
   # The keeper first, or it would start PostgreSQL again at once.
   pm=$(head -1 "$dir/$node/postmaster.pid")
@@ -329,8 +345,8 @@ kill-primary)
   ;;
 kill-postmaster)
   find_pgbin
+  wait_until 60 "a primary named by the monitor" primary_named
   old=$(primary_port)
-  [ -n "$old" ] || { echo "pgha: no primary to kill" >&2; exit 1; }
   kill -KILL "$(head -1 "$dir/$(node_of_port "$old")/postmaster.pid")"
   echo "$old"
   ;;
