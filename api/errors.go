@@ -15,6 +15,7 @@ import (
 	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -26,6 +27,7 @@ const (
 	CodeNotFound            = "not_found"            // 404
 	CodeMethodNotAllowed    = "method_not_allowed"   // 405, with Allow
 	CodeConflict            = "conflict"             // 409: a webhook name taken, a delivery in a state that forbids it
+	CodeTenantDisabled      = "tenant_disabled"      // 409: the tenant is disabled: it accepts no events and sends nothing (its deliveries are kept) until it is enabled again
 	CodePayloadTooLarge     = "payload_too_large"    // 413: the body over api.max_body_bytes, or doc over delivery.max_payload_bytes
 	CodeInvalidJSON         = "invalid_json"         // 400: not JSON, not the request's shape, or an unknown field
 	CodeInvalidRequest      = "invalid_request"      // 422: well-formed, but a value is not acceptable
@@ -121,6 +123,8 @@ func apiError(err error) *Error {
 		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: int(math.Ceil(wre.RetryAfter.Seconds())), Message: wre.Error()}
 	case errors.Is(err, webhook.ErrNoSender):
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}
+	case errors.Is(err, tenant.ErrDisabled):
+		return errorf(http.StatusConflict, CodeTenantDisabled, "", "%s", err.Error())
 	case errors.Is(err, webhook.ErrLimit):
 		return conflict("%s", err.Error())
 	case errors.Is(err, webhook.ErrExists):

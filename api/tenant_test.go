@@ -209,7 +209,7 @@ func TestTenantHeader(t *testing.T) {
 	}
 	// A disabled tenant's events are refused.
 	s.expect(http.StatusOK, "PATCH", "/v1/tenants/globex", s.admin, `{"enabled": false}`)
-	e := s.refused(http.StatusUnprocessableEntity, "invalid_request", "tenant", "POST", "/v1/events", ts.globexPublish, eventBody("ev-off", ""))
+	e := s.refused(http.StatusConflict, "tenant_disabled", "", "POST", "/v1/events", ts.globexPublish, eventBody("ev-off", ""))
 	if !strings.Contains(e.Message, "globex") {
 		t.Errorf("refusal %q does not name the tenant", e.Message)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/tasks"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -156,7 +157,7 @@ func (c *Console) retry(w http.ResponseWriter, r *http.Request, _ session) {
 		c.message(w, r, http.StatusConflict, "Not retried", "Delivery "+id+" was delivered; use Resend to send its payload again as a new delivery.")
 	case errors.Is(err, recovery.ErrInFlight):
 		c.message(w, r, http.StatusConflict, "Not retried", "Delivery "+id+" has an attempt in flight; try again once it is recorded.")
-	case errors.Is(err, recovery.ErrNotBuilt):
+	case errors.Is(err, recovery.ErrNotBuilt), errors.Is(err, tenant.ErrDisabled):
 		c.message(w, r, http.StatusConflict, "Not retried", err.Error())
 	case err != nil:
 		c.fail(w, r, err)
@@ -173,7 +174,7 @@ func (c *Console) resend(w http.ResponseWriter, r *http.Request, _ session) {
 	switch {
 	case errors.Is(err, recovery.ErrNotFound):
 		c.message(w, r, http.StatusNotFound, "Not found", "No delivery "+id+".")
-	case errors.Is(err, recovery.ErrNotBuilt):
+	case errors.Is(err, recovery.ErrNotBuilt), errors.Is(err, tenant.ErrDisabled):
 		c.message(w, r, http.StatusConflict, "Not resent", err.Error())
 	case err != nil:
 		c.fail(w, r, err)

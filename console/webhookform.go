@@ -16,6 +16,7 @@ import (
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -298,7 +299,7 @@ func formError(err error) (int, string) {
 	switch {
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, fe.Message
-	case errors.Is(err, webhook.ErrExists), errors.Is(err, webhook.ErrLimit):
+	case errors.Is(err, webhook.ErrExists), errors.Is(err, webhook.ErrLimit), errors.Is(err, tenant.ErrDisabled):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, delivery.ErrTimeLimit), errors.Is(err, delivery.ErrOverloaded):
 		msg := err.Error()

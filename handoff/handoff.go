@@ -157,10 +157,9 @@ func New(rdb redis.UniversalClient, log *slog.Logger) *Handoff {
 var errNoRedis = errors.New("this process has no Redis to hand them off with (set redis.url; for package transition, Config.Redis)")
 
 // Deliveries hands off n of webhook's deliveries moved to status for reason.
-// It is dispatch.Observer's (and so webhook.Observer's and tenant.Observer's)
-// method: the change is committed, so a Redis that fails cannot undo it;
-// the loss is logged at ERROR with how many were not counted and why,
-// never silent.
+// It is dispatch.Observer's (and so webhook.Observer's) method: the change
+// is committed, so a Redis that fails cannot undo it; the loss is logged at
+// ERROR with how many were not counted and why, never silent.
 func (h *Handoff) Deliveries(tenant, webhook, status, reason string, n int) {
 	if n <= 0 {
 		return
