@@ -309,7 +309,7 @@ func TestFailingWebhookIsProbedOneRowAtATime(t *testing.T) {
 			b := newBed(t, open, sweeper.Config{BatchSize: 50, ProbeInterval: 10 * time.Second})
 			b.webhook("dead", 0)
 			b.webhook("fine", 0)
-			ids := b.due("dead", 1000, t0.Add(-time.Hour))
+			ids := b.due("dead", 250, t0.Add(-time.Hour)) // five batches
 			b.due("fine", 5, t0.Add(-time.Hour))
 			b.setHealth("dead", models.FailingAfter)
 			res := b.step()
@@ -338,8 +338,8 @@ func TestFailingWebhookIsProbedOneRowAtATime(t *testing.T) {
 			for range 40 {
 				total += b.step().Enqueued
 			}
-			if total != 998 {
-				t.Fatalf("after recovery %d queued, want the other 998", total)
+			if total != 248 {
+				t.Fatalf("after recovery %d queued, want the other 248", total)
 			}
 		})
 	}
