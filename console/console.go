@@ -45,7 +45,8 @@ type Config struct {
 	Recovery *recovery.Service
 	Tokens   *token.Service
 	// AsynqmonURL (api.asynqmon_url) is where asynqmon answers; when set, a
-	// delivery with a task links to it there.
+	// delivery with a task links to it there, in the console only: the
+	// portal names no internal address.
 	AsynqmonURL string
 	// Tasks, when set, is asked whether a delivery's task exists before it
 	// is linked: a retry's task is made only when the sweeper queues it, so
