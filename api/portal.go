@@ -44,7 +44,7 @@ func (s *Server) createPortalLink(w http.ResponseWriter, r *http.Request) error 
 	if s.cfg.Portal == nil {
 		return errorf(http.StatusConflict, CodeConflict, "", "%s", portal.ErrNoKey.Error())
 	}
-	link, err := s.cfg.Portal.Create(r.Context(), tenantOf(r.Context()), ttl, tokenName(r.Context()))
+	link, err := s.cfg.Portal.Create(r.Context(), tenantOf(r.Context()), ttl, tokenOf(r.Context()))
 	if errors.Is(err, portal.ErrNoKey) {
 		return errorf(http.StatusConflict, CodeConflict, "", "%s", err.Error())
 	}

@@ -74,7 +74,7 @@ func TestPortalShowsOnlyItsTenant(t *testing.T) {
 	s := newSite(t)
 	s.withAcme()
 	ctx := context.Background()
-	link, err := s.links.Create(ctx, "acme", 0, "test")
+	link, err := s.links.Create(ctx, "acme", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestPortalShowsOnlyItsTenant(t *testing.T) {
 		}
 	}
 	refused(strings.Replace(link.Token, "v1.acme.", "v1.default.", 1), http.StatusForbidden, "not valid")
-	old, err := portal.New(s.db, portalKey, clock.NewStub(time.Now().Add(-2*time.Hour))).Create(ctx, "acme", time.Hour, "test")
+	old, err := portal.New(s.db, portalKey, clock.NewStub(time.Now().Add(-2*time.Hour))).Create(ctx, "acme", time.Hour, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestPortalShowsOnlyItsTenant(t *testing.T) {
 		t.Errorf("revoked link's session: %d: %s", res.StatusCode, body)
 	}
 	// A tenant without portal_origins may be framed by no one.
-	def, err := s.links.Create(ctx, "default", 0, "test")
+	def, err := s.links.Create(ctx, "default", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/tasks"
+	"github.com/homingdev/homing/token"
 )
 
 // portalHref is a link of a portal page to another portal page.
@@ -56,7 +57,7 @@ func TestPortalPagesNameNoInternalAddress(t *testing.T) {
 		}
 	}
 
-	link, err := s.links.Create(ctx, "acme", 0, "test")
+	link, err := s.links.Create(ctx, "acme", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

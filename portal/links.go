@@ -21,6 +21,7 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/token"
 )
 
 // KeyLabel is the label secrets.key's portal subkey is derived with
@@ -85,8 +86,10 @@ func CheckTTL(ttl time.Duration) (time.Duration, error) {
 }
 
 // Create issues a link into tenant's portal for ttl (0: DefaultTTL),
-// recorded as made by createdBy (a token's name).
-func (l *Links) Create(ctx context.Context, tenant string, ttl time.Duration, createdBy string) (Link, error) {
+// recorded as made by the token by: revoking by revokes the link (the
+// foreign key's cascade, migration 0021). A by without an ID (none made
+// the link) is recorded by name only.
+func (l *Links) Create(ctx context.Context, tenant string, ttl time.Duration, by token.Token) (Link, error) {
 	if l.key == nil {
 		return Link{}, ErrNoKey
 	}
@@ -96,7 +99,10 @@ func (l *Links) Create(ctx context.Context, tenant string, ttl time.Duration, cr
 	}
 	now := l.now()
 	m := models.PortalLink{ID: uuid.Must(uuid.NewV7()).String(), Tenant: models.TenantOr(tenant),
-		CreatedBy: createdBy, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+		CreatedBy: by.Name, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	if by.ID != "" {
+		m.TokenID = &by.ID
+	}
 	if err := l.db.WithContext(ctx).Create(&m).Error; err != nil {
 		return Link{}, fmt.Errorf("create portal link: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/portal"
+	"github.com/homingdev/homing/token"
 )
 
 // A link opens its tenant's portal until it expires or is revoked; a
@@ -21,7 +22,7 @@ func TestLinks(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	links := portal.New(db, key, clk)
 	ctx := context.Background()
-	l, err := links.Create(ctx, "default", 0, "test")
+	l, err := links.Create(ctx, "default", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestLinks(t *testing.T) {
 	if _, err := links.Open(ctx, l.Token); !errors.Is(err, portal.ErrExpired) {
 		t.Errorf("link at its expiry: %v, want ErrExpired", err)
 	}
-	l2, err := links.Create(ctx, "default", 24*time.Hour, "test")
+	l2, err := links.Create(ctx, "default", 24*time.Hour, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +56,59 @@ func TestLinks(t *testing.T) {
 		t.Errorf("revoked link: %v, want ErrRevoked", err)
 	}
 	for _, ttl := range []time.Duration{time.Second, 25 * time.Hour, -time.Hour} {
-		if _, err := links.Create(ctx, "default", ttl, "test"); !errors.Is(err, portal.ErrBadTTL) {
+		if _, err := links.Create(ctx, "default", ttl, token.Token{Name: "test"}); !errors.Is(err, portal.ErrBadTTL) {
 			t.Errorf("ttl %s: %v, want ErrBadTTL", ttl, err)
 		}
 	}
-	if _, err := portal.New(db, nil, clk).Create(ctx, "default", 0, "test"); !errors.Is(err, portal.ErrNoKey) {
+	if _, err := portal.New(db, nil, clk).Create(ctx, "default", 0, token.Token{Name: "test"}); !errors.Is(err, portal.ErrNoKey) {
 		t.Errorf("without a key: %v, want ErrNoKey", err)
+	}
+}
+
+// Revoking a token revokes the links it made, and only those: a link made
+// by another token, or by one revoked and made again under the same name,
+// still opens.
+func TestRevokingATokenRevokesItsLinks(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			clk := clock.NewStub(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+			links := portal.New(db, []byte("0123456789abcdef0123456789abcdef"), clk)
+			tokens := token.New(db, clk, nil)
+			ctx := context.Background()
+			mint := func(name string) token.Token {
+				t.Helper()
+				tok, _, err := tokens.Create(ctx, name, token.ScopeAdmin, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tok
+			}
+			link := func(by token.Token) portal.Link {
+				t.Helper()
+				l, err := links.Create(ctx, "default", 0, by)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			alice, bob := mint("alice"), mint("bob")
+			byAlice, byBob := link(alice), link(bob)
+			if err := tokens.Revoke(ctx, "alice"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := links.Open(ctx, byAlice.Token); !errors.Is(err, portal.ErrRevoked) {
+				t.Errorf("alice's link after alice was revoked: %v, want ErrRevoked", err)
+			}
+			if _, err := links.Open(ctx, byBob.Token); err != nil {
+				t.Errorf("bob's link after alice was revoked: %v", err)
+			}
+			byNewAlice := link(mint("alice"))
+			if _, err := links.Open(ctx, byNewAlice.Token); err != nil {
+				t.Errorf("the new alice's link: %v", err)
+			}
+		})
 	}
 }
