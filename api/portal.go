@@ -81,3 +81,36 @@ func (s *Server) revokePortalLink(w http.ResponseWriter, r *http.Request) error 
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// listPortalLinks is GET /v1/portal-links: the request's tenant's live
+// links (neither expired nor revoked), without their URLs, which are the
+// credentials.
+func (s *Server) listPortalLinks(w http.ResponseWriter, r *http.Request) error {
+	links := []portal.Issued{}
+	if s.cfg.Portal != nil {
+		var err error
+		if links, err = s.cfg.Portal.List(r.Context(), tenantOf(r.Context())); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"portal_links": links})
+	return nil
+}
+
+// revokePortalLinks is DELETE /v1/portal-links?all=true: every live link of
+// the request's tenant opens nothing more, and their sessions end. all=true
+// is required, so that a DELETE that lost its link's id revokes nothing.
+func (s *Server) revokePortalLinks(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.Query().Get("all") != "true" {
+		return invalidRequest("all", "DELETE /v1/portal-links revokes every live portal link of the tenant only with ?all=true; DELETE /v1/portal-links/{id} revokes one")
+	}
+	var n int64
+	if s.cfg.Portal != nil {
+		var err error
+		if n, err = s.cfg.Portal.RevokeAll(r.Context(), tenantOf(r.Context())); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"revoked": n})
+	return nil
+}

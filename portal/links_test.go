@@ -10,6 +10,7 @@ import (
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/portal"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
 )
 
@@ -108,6 +109,50 @@ func TestRevokingATokenRevokesItsLinks(t *testing.T) {
 			byNewAlice := link(mint("alice"))
 			if _, err := links.Open(ctx, byNewAlice.Token); err != nil {
 				t.Errorf("the new alice's link: %v", err)
+			}
+		})
+	}
+}
+
+// List shows a tenant's live links only, and RevokeAll revokes them, on
+// both databases; another tenant's stay.
+func TestListAndRevokeAll(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			clk := clock.NewStub(time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC))
+			links := portal.New(db, []byte("0123456789abcdef0123456789abcdef"), clk)
+			ctx := context.Background()
+			if _, err := tenant.New(db, clk, nil).Create(ctx, "acme", tenant.Patch{}); err != nil {
+				t.Fatal(err)
+			}
+			issue := func(tenant string, ttl time.Duration) portal.Link {
+				t.Helper()
+				l, err := links.Create(ctx, tenant, ttl, token.Token{Name: "ops"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			expiring, live, revoked, acme := issue("default", time.Minute), issue("default", time.Hour), issue("default", time.Hour), issue("acme", time.Hour)
+			if err := links.Revoke(ctx, "default", revoked.ID); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Minute)
+			got, err := links.List(ctx, "default")
+			if err != nil || len(got) != 1 || got[0].ID != live.ID || got[0].CreatedBy != "ops" || !got[0].ExpiresAt.Equal(live.ExpiresAt) {
+				t.Fatalf("default's live links: %+v, %v; want only %s (not the expired %s or the revoked %s)", got, err, live.ID, expiring.ID, revoked.ID)
+			}
+			if n, err := links.RevokeAll(ctx, "default"); err != nil || n != 1 {
+				t.Fatalf("revoke all of default's: %d, %v; want 1", n, err)
+			}
+			if _, err := links.Open(ctx, live.Token); !errors.Is(err, portal.ErrRevoked) {
+				t.Errorf("a link after revoke all: %v, want ErrRevoked", err)
+			}
+			if _, err := links.Open(ctx, acme.Token); err != nil {
+				t.Errorf("acme's link after default's revoke all: %v", err)
 			}
 		})
 	}
