@@ -201,7 +201,9 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/v1/deliveries/{id}/retry", token.ScopeAdmin, false, s.retryDelivery},
 		{http.MethodPost, "/v1/deliveries/{id}/resend", token.ScopeAdmin, false, s.resendDelivery},
 
+		{http.MethodGet, "/v1/portal-links", token.ScopeAdmin, false, s.listPortalLinks},
 		{http.MethodPost, "/v1/portal-links", token.ScopeAdmin, false, s.createPortalLink},
+		{http.MethodDelete, "/v1/portal-links", token.ScopeAdmin, false, s.revokePortalLinks},
 		{http.MethodDelete, "/v1/portal-links/{id}", token.ScopeAdmin, false, s.revokePortalLink},
 
 		{http.MethodGet, "/v1/tenants", token.ScopeAdmin, true, s.listTenants},

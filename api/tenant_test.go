@@ -158,6 +158,21 @@ func TestEveryRouteKeepsTenantsApart(t *testing.T) {
 				t.Fatalf("globex's link is of tenant %v", got)
 			}
 		},
+		"GET /v1/portal-links": func(t *testing.T) {
+			id := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, "").object(t)["id"].(string)
+			if body := string(s.expect(http.StatusOK, "GET", "/v1/portal-links", ts.globexAdmin, "").body); strings.Contains(body, id) {
+				t.Fatalf("globex lists acme's link: %s", body)
+			}
+			s.refused(http.StatusNotFound, "not_found", "", "GET", "/v1/portal-links", ts.globexAdmin, "", api.TenantHeader, "acme")
+		},
+		"DELETE /v1/portal-links": func(t *testing.T) {
+			id := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, "").object(t)["id"].(string)
+			s.expect(http.StatusOK, "DELETE", "/v1/portal-links?all=true", ts.globexAdmin, "")
+			s.refused(http.StatusNotFound, "not_found", "", "DELETE", "/v1/portal-links?all=true", ts.globexAdmin, "", api.TenantHeader, "acme")
+			if body := string(s.expect(http.StatusOK, "GET", "/v1/portal-links", ts.acmeAdmin, "").body); !strings.Contains(body, id) {
+				t.Fatalf("globex's revoke-all revoked acme's link: %s", body)
+			}
+		},
 		"DELETE /v1/portal-links/{id}": func(t *testing.T) {
 			id := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, "").object(t)["id"].(string)
 			notFound("DELETE", "/v1/portal-links/"+id, "")(t)

@@ -116,8 +116,10 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
 // asynqmonLink is d's task in asynqmon: its first attempt's task while it
 // has made none, its retry's task while it is Failed; "" otherwise, and ""
 // while that task does not exist (a retry not yet queued by the sweeper).
+// The portal never links it: asynqmon is the operator's, and shows every
+// tenant's tasks and payloads to whoever reaches it.
 func (c *Console) asynqmonLink(r *http.Request, d inspect.Detail) string {
-	if c.cfg.AsynqmonURL == "" {
+	if c.cfg.AsynqmonURL == "" || isPortal(r) {
 		return ""
 	}
 	var id string

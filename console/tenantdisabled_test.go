@@ -11,6 +11,7 @@ import (
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tenant"
+	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -27,7 +28,7 @@ func TestPortalOfADisabledTenantSendsNothing(t *testing.T) {
 	if _, err := s.hooks.Create(ctx, "acme", webhook.Input{Name: ptr("acme-try"), DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: ptr(rc.URL + "/try")}); err != nil {
 		t.Fatal(err)
 	}
-	link, err := s.links.Create(ctx, "acme", 0, "test")
+	link, err := s.links.Create(ctx, "acme", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -358,9 +358,12 @@ func TenantOr(tenant string) string {
 // PortalLink is a link into a tenant's portal (portal.Links): its signed
 // token names this row, which revoking marks.
 type PortalLink struct {
-	ID        string     `gorm:"column:id;primaryKey"`
-	Tenant    string     `gorm:"column:tenant"`
-	CreatedBy string     `gorm:"column:created_by"`
+	ID        string `gorm:"column:id;primaryKey"`
+	Tenant    string `gorm:"column:tenant"`
+	CreatedBy string `gorm:"column:created_by"`
+	// TokenID is the token that made the link (NULL: none); deleting the
+	// token deletes the link (ON DELETE CASCADE), which revokes it.
+	TokenID   *string    `gorm:"column:token_id"`
 	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	ExpiresAt time.Time  `gorm:"column:expires_at"`
 	RevokedAt *time.Time `gorm:"column:revoked_at"`
