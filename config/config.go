@@ -223,6 +223,11 @@ type Metrics struct {
 	// tenant label of their own on the same counters; the rest share
 	// tenant="other", so a SaaS with thousands of customers stays bounded.
 	MaxTenantLabels int
+	// MaxWebhookLabelsPerTenant is metrics.max_webhook_labels_per_tenant:
+	// how many of those webhook labels one tenant other than default may
+	// take (0: no cap of its own), so that one tenant creating or renaming
+	// webhooks cannot take every other tenant's.
+	MaxWebhookLabelsPerTenant int
 }
 
 // KeyError is a problem with one key. Load and Validate return these, joined
@@ -288,6 +293,7 @@ func fields() []field {
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 		{"metrics.max_webhook_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabels })},
 		{"metrics.max_tenant_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxTenantLabels })},
+		{"metrics.max_webhook_labels_per_tenant", 25, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabelsPerTenant })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
@@ -862,6 +868,9 @@ func (c Config) problems() []*KeyError {
 	}
 	if n := c.Metrics.MaxTenantLabels; n < 0 {
 		bad("metrics.max_tenant_labels", "%d is negative (0 counts every tenant as \"other\")", n)
+	}
+	if n := c.Metrics.MaxWebhookLabelsPerTenant; n < 0 {
+		bad("metrics.max_webhook_labels_per_tenant", "%d is negative (0 gives a tenant no cap of its own below metrics.max_webhook_labels)", n)
 	}
 	if err := checkAddr(c.API.Addr); err != nil {
 		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)

@@ -49,7 +49,7 @@ func TestDefault(t *testing.T) {
 		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond},
 		Log:       Log{Level: "info", Format: "auto"},
 		Secrets:   Secrets{Key: ""},
-		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100, MaxTenantLabels: 100},
+		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
@@ -122,7 +122,7 @@ process: {memory_limit: 2GiB}
 					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond},
 					Log:       Log{Level: "debug", Format: "text"},
 					Secrets:   Secrets{Key: "abc"},
-					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100},
+					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 30 * time.Second},
@@ -152,7 +152,7 @@ process: {memory_limit: 2GiB}
 				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond}
 				c.Log = Log{Level: "debug", Format: "text"}
 				c.Secrets.Key = "abc"
-				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100}
+				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25}
 				c.Outbox.PollInterval = 2 * time.Second
 				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192}
 				c.Process.MemoryLimit = 2 << 30
@@ -272,32 +272,33 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"delivery.allowed_networks": {"10.1.0.0/16, fd00::/8", func(c *Config) {
 			c.Delivery.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")}
 		}},
-		"delivery.max_payload_bytes":    {"1024", func(c *Config) { c.Delivery.MaxPayloadBytes = 1024 }},
-		"delivery.template_time_limit":  {"1h", func(c *Config) { c.Delivery.TemplateTimeLimit = time.Hour }},
-		"delivery.condition_time_limit": {"10ms", func(c *Config) { c.Delivery.ConditionTimeLimit = 10 * time.Millisecond }},
-		"worker.concurrency":            {"10000", func(c *Config) { c.Worker.Concurrency = 10000 }},
-		"worker.queues":                 {"a=1", func(c *Config) { c.Worker.Queues = map[string]int{"a": 1} }},
-		"worker.shutdown_timeout":       {"0s", func(c *Config) { c.Worker.ShutdownTimeout = 0 }},
-		"worker.task_check_interval":    {"5ms", func(c *Config) { c.Worker.TaskCheckInterval = 5 * time.Millisecond }},
-		"log.level":                     {"debug", func(c *Config) { c.Log.Level = "debug" }},
-		"log.format":                    {"text", func(c *Config) { c.Log.Format = "text" }},
-		"secrets.key":                   {"c2VjcmV0", func(c *Config) { c.Secrets.Key = "c2VjcmV0" }},
-		"retention.delivered":           {"24h", func(c *Config) { c.Retention.Delivered = 24 * time.Hour }},
-		"retention.exhausted":           {"48h", func(c *Config) { c.Retention.Exhausted = 48 * time.Hour }},
-		"retention.pause":               {"0s", func(c *Config) { c.Retention.Pause = 0 }},
-		"health.disable_after":          {"0s", func(c *Config) { c.Health.DisableAfter = 0 }},
-		"health.probe_interval":         {"1m", func(c *Config) { c.Health.ProbeInterval = time.Minute }},
-		"metrics.addr":                  {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
-		"metrics.max_webhook_labels":    {"7", func(c *Config) { c.Metrics.MaxWebhookLabels = 7 }},
-		"metrics.max_tenant_labels":     {"8", func(c *Config) { c.Metrics.MaxTenantLabels = 8 }},
-		"outbox.poll_interval":          {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
-		"api.addr":                      {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
-		"api.max_body_bytes":            {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
-		"api.asynqmon_url":              {"http://127.0.0.1:8080", func(c *Config) { c.API.AsynqmonURL = "http://127.0.0.1:8080" }},
-		"api.max_inflight_bytes":        {"256MiB", func(c *Config) { c.API.MaxInflightBytes = 256 << 20 }},
-		"outbox.recover_after":          {"45s", func(c *Config) { c.Outbox.RecoverAfter = 45 * time.Second }},
-		"monitor.auth":                  {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
-		"process.memory_limit":          {"512MiB", func(c *Config) { c.Process.MemoryLimit = 512 << 20 }},
+		"delivery.max_payload_bytes":            {"1024", func(c *Config) { c.Delivery.MaxPayloadBytes = 1024 }},
+		"delivery.template_time_limit":          {"1h", func(c *Config) { c.Delivery.TemplateTimeLimit = time.Hour }},
+		"delivery.condition_time_limit":         {"10ms", func(c *Config) { c.Delivery.ConditionTimeLimit = 10 * time.Millisecond }},
+		"worker.concurrency":                    {"10000", func(c *Config) { c.Worker.Concurrency = 10000 }},
+		"worker.queues":                         {"a=1", func(c *Config) { c.Worker.Queues = map[string]int{"a": 1} }},
+		"worker.shutdown_timeout":               {"0s", func(c *Config) { c.Worker.ShutdownTimeout = 0 }},
+		"worker.task_check_interval":            {"5ms", func(c *Config) { c.Worker.TaskCheckInterval = 5 * time.Millisecond }},
+		"log.level":                             {"debug", func(c *Config) { c.Log.Level = "debug" }},
+		"log.format":                            {"text", func(c *Config) { c.Log.Format = "text" }},
+		"secrets.key":                           {"c2VjcmV0", func(c *Config) { c.Secrets.Key = "c2VjcmV0" }},
+		"retention.delivered":                   {"24h", func(c *Config) { c.Retention.Delivered = 24 * time.Hour }},
+		"retention.exhausted":                   {"48h", func(c *Config) { c.Retention.Exhausted = 48 * time.Hour }},
+		"retention.pause":                       {"0s", func(c *Config) { c.Retention.Pause = 0 }},
+		"health.disable_after":                  {"0s", func(c *Config) { c.Health.DisableAfter = 0 }},
+		"health.probe_interval":                 {"1m", func(c *Config) { c.Health.ProbeInterval = time.Minute }},
+		"metrics.addr":                          {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
+		"metrics.max_webhook_labels":            {"7", func(c *Config) { c.Metrics.MaxWebhookLabels = 7 }},
+		"metrics.max_tenant_labels":             {"8", func(c *Config) { c.Metrics.MaxTenantLabels = 8 }},
+		"metrics.max_webhook_labels_per_tenant": {"9", func(c *Config) { c.Metrics.MaxWebhookLabelsPerTenant = 9 }},
+		"outbox.poll_interval":                  {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
+		"api.addr":                              {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
+		"api.max_body_bytes":                    {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
+		"api.asynqmon_url":                      {"http://127.0.0.1:8080", func(c *Config) { c.API.AsynqmonURL = "http://127.0.0.1:8080" }},
+		"api.max_inflight_bytes":                {"256MiB", func(c *Config) { c.API.MaxInflightBytes = 256 << 20 }},
+		"outbox.recover_after":                  {"45s", func(c *Config) { c.Outbox.RecoverAfter = 45 * time.Second }},
+		"monitor.auth":                          {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
+		"process.memory_limit":                  {"512MiB", func(c *Config) { c.Process.MemoryLimit = 512 << 20 }},
 	}
 	keys := Config{}.Keys()
 	if len(keys) != len(values) {

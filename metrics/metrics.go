@@ -57,6 +57,10 @@ type Options struct {
 	// MaxTenantLabels is metrics.max_tenant_labels, the same bound for the
 	// tenant label.
 	MaxTenantLabels int
+	// MaxWebhookLabelsPerTenant is metrics.max_webhook_labels_per_tenant:
+	// how many of MaxWebhookLabels one tenant other than the default may
+	// take (0: no cap of its own).
+	MaxWebhookLabelsPerTenant int
 	// Database is the process's database watcher, read for
 	// homing_database_errors_total and homing_database_up; nil leaves them
 	// out.
@@ -81,8 +85,7 @@ type Metrics struct {
 	sweepEnqueued   prometheus.Counter
 	postponed       *prometheus.CounterVec
 	taskFailures    *prometheus.CounterVec // taskfailure.go
-	webhooks        *webhookLabels
-	tenants         *webhookLabels
+	bound           *handoff.Labels
 }
 
 // New builds the metrics and registers them, with the Go runtime and
@@ -129,8 +132,7 @@ func New(opts Options) *Metrics {
 	}
 	// Every label value starts at zero, so rate() and alerts see a series
 	// before its first event.
-	m.webhooks = &webhookLabels{max: opts.MaxWebhookLabels, seen: map[string]bool{}}
-	m.tenants = &webhookLabels{max: opts.MaxTenantLabels, seen: map[string]bool{}}
+	m.bound = handoff.NewLabels(opts.MaxTenantLabels, opts.MaxWebhookLabels, opts.MaxWebhookLabelsPerTenant)
 	for status, reasons := range models.Reasons {
 		for _, r := range reasons {
 			m.deliveries.WithLabelValues(OtherWebhooks, OtherWebhooks, status, r)
@@ -194,19 +196,11 @@ func (m *Metrics) Deliveries(tenant, webhook, status, reason string, n int) {
 }
 
 // labels are the tenant and webhook label values of tenant's webhook, each
-// bounded: a tenant past metrics.max_tenant_labels is "other", and so is
-// its webhook (the webhook bound counts tenant and name together, since two
-// tenants may name a webhook alike).
+// bounded (handoff.Labels): a tenant past metrics.max_tenant_labels is
+// "other", and so is its webhook; a webhook past metrics.max_webhook_labels,
+// or past its tenant's metrics.max_webhook_labels_per_tenant, is "other".
 func (m *Metrics) labels(tenant, webhook string) (string, string) {
-	tenant = models.TenantOr(tenant)
-	ten := m.tenants.label(tenant)
-	if ten == OtherWebhooks {
-		return OtherWebhooks, OtherWebhooks
-	}
-	if m.webhooks.label(tenant+"\x00"+webhook) == OtherWebhooks {
-		return ten, OtherWebhooks
-	}
-	return ten, webhook
+	return m.bound.Of(tenant, webhook)
 }
 
 // Postponed counts an attempt not made, by why.

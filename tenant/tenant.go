@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,13 +43,16 @@ const EnabledRows = "tenant IN (SELECT name FROM tenants WHERE enabled)"
 
 // Tenant is a tenant as commands and the API show it.
 type Tenant struct {
-	Name          string    `json:"name"`
-	Enabled       bool      `json:"enabled"`
-	PortalOrigins []string  `json:"portal_origins"`
-	MaxWebhooks   int       `json:"max_webhooks"`
-	PublishRate   int       `json:"publish_rate"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Name          string   `json:"name"`
+	Enabled       bool     `json:"enabled"`
+	PortalOrigins []string `json:"portal_origins"`
+	MaxWebhooks   int      `json:"max_webhooks"`
+	PublishRate   int      `json:"publish_rate"`
+	// Queues are the queues besides models.DefaultQueue its webhooks may
+	// use; only an operator sets them.
+	Queues    []string  `json:"queues"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 func viewOf(m models.Tenant) Tenant {
@@ -56,8 +60,12 @@ func viewOf(m models.Tenant) Tenant {
 	if origins == nil {
 		origins = []string{}
 	}
+	queues := []string(m.Queues)
+	if queues == nil {
+		queues = []string{}
+	}
 	return Tenant{Name: m.Name, Enabled: m.Enabled, PortalOrigins: origins, MaxWebhooks: m.MaxWebhooks,
-		PublishRate: m.PublishRate, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		PublishRate: m.PublishRate, Queues: queues, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
 // Patch is a change to a tenant: only the fields set change.
@@ -66,6 +74,9 @@ type Patch struct {
 	PortalOrigins *[]string `json:"portal_origins,omitempty"`
 	MaxWebhooks   *int      `json:"max_webhooks,omitempty"`
 	PublishRate   *int      `json:"publish_rate,omitempty"`
+	// Queues replaces the tenant's queues; an empty list leaves it
+	// models.DefaultQueue only.
+	Queues *[]string `json:"queues,omitempty"`
 }
 
 // WebhookDeleter deletes a tenant's webhook as homing webhook delete does
@@ -118,7 +129,7 @@ func (s *Service) Create(ctx context.Context, name string, p Patch) (Tenant, err
 		return Tenant{}, err
 	}
 	now := s.now()
-	m := models.Tenant{Name: name, Enabled: true, PortalOrigins: models.StringList{}, CreatedAt: now, UpdatedAt: now}
+	m := models.Tenant{Name: name, Enabled: true, PortalOrigins: models.StringList{}, Queues: models.StringList{}, CreatedAt: now, UpdatedAt: now}
 	if err := apply(&m, p); err != nil {
 		return Tenant{}, err
 	}
@@ -162,6 +173,19 @@ func apply(m *models.Tenant, p Patch) error {
 			return fmt.Errorf("%w: publish_rate %d is negative (0 means no limit)", ErrInvalid, *p.PublishRate)
 		}
 		m.PublishRate = *p.PublishRate
+	}
+	if p.Queues != nil {
+		queues := models.StringList{}
+		for _, q := range *p.Queues {
+			q = strings.TrimSpace(q)
+			if msg := models.CheckQueue(q); msg != "" {
+				return fmt.Errorf("%w: queues: %s", ErrInvalid, msg)
+			}
+			if q != models.DefaultQueue && !slices.Contains(queues, q) {
+				queues = append(queues, q)
+			}
+		}
+		m.Queues = queues
 	}
 	return nil
 }
@@ -282,7 +306,7 @@ func (s *Service) Update(ctx context.Context, name string, p Patch) (Tenant, err
 	m.UpdatedAt = s.now()
 	if err := s.db.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", name).
 		Updates(map[string]any{"enabled": m.Enabled, "portal_origins": m.PortalOrigins, "max_webhooks": m.MaxWebhooks,
-			"publish_rate": m.PublishRate, "updated_at": m.UpdatedAt}).Error; err != nil {
+			"publish_rate": m.PublishRate, "queues": m.Queues, "updated_at": m.UpdatedAt}).Error; err != nil {
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", name, err)
 	}
 	s.seen.forget()
