@@ -21,7 +21,7 @@ func TestTenantCommands(t *testing.T) {
 	s.ok("migrate")
 
 	created := object(t, s.ok("tenant", "create", "acme", "--max-webhooks", "5", "--json").stdout)
-	checkKeys(t, "tenant create --json", created, []string{"name", "enabled", "portal_origins", "max_webhooks", "publish_rate", "created_at", "updated_at"})
+	checkKeys(t, "tenant create --json", created, []string{"name", "enabled", "portal_origins", "max_webhooks", "publish_rate", "queues", "created_at", "updated_at"})
 	if created["name"] != "acme" || created["enabled"] != true || created["max_webhooks"] != float64(5) {
 		t.Fatalf("tenant create --json = %v", created)
 	}
