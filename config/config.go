@@ -223,6 +223,11 @@ type Metrics struct {
 	// tenant label of their own on the same counters; the rest share
 	// tenant="other", so a SaaS with thousands of customers stays bounded.
 	MaxTenantLabels int
+	// ScrapeCache (metrics.scrape_cache) is how long one collection
+	// answers scrapes: a collection reads the database and Redis, and
+	// scrapers, however many, cost at most one a ScrapeCache (and one at
+	// a time). 0 collects for every scrape.
+	ScrapeCache time.Duration
 }
 
 // KeyError is a problem with one key. Load and Validate return these, joined
@@ -288,6 +293,7 @@ func fields() []field {
 		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 		{"metrics.max_webhook_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabels })},
 		{"metrics.max_tenant_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxTenantLabels })},
+		{"metrics.scrape_cache", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Metrics.ScrapeCache })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
 		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
@@ -863,6 +869,7 @@ func (c Config) problems() []*KeyError {
 	if n := c.Metrics.MaxTenantLabels; n < 0 {
 		bad("metrics.max_tenant_labels", "%d is negative (0 counts every tenant as \"other\")", n)
 	}
+	betweenD("metrics.scrape_cache", c.Metrics.ScrapeCache, 0, time.Minute)
 	if err := checkAddr(c.API.Addr); err != nil {
 		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)
 	}

@@ -49,7 +49,7 @@ func TestDefault(t *testing.T) {
 		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond},
 		Log:       Log{Level: "info", Format: "auto"},
 		Secrets:   Secrets{Key: ""},
-		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100, MaxTenantLabels: 100},
+		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100, MaxTenantLabels: 100, ScrapeCache: time.Second},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
@@ -122,7 +122,7 @@ process: {memory_limit: 2GiB}
 					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond},
 					Log:       Log{Level: "debug", Format: "text"},
 					Secrets:   Secrets{Key: "abc"},
-					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100},
+					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, ScrapeCache: time.Second},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 30 * time.Second},
@@ -152,7 +152,7 @@ process: {memory_limit: 2GiB}
 				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond}
 				c.Log = Log{Level: "debug", Format: "text"}
 				c.Secrets.Key = "abc"
-				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100}
+				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, ScrapeCache: time.Second}
 				c.Outbox.PollInterval = 2 * time.Second
 				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192}
 				c.Process.MemoryLimit = 2 << 30
@@ -290,6 +290,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"metrics.addr":                  {":1", func(c *Config) { c.Metrics.Addr = ":1" }},
 		"metrics.max_webhook_labels":    {"7", func(c *Config) { c.Metrics.MaxWebhookLabels = 7 }},
 		"metrics.max_tenant_labels":     {"8", func(c *Config) { c.Metrics.MaxTenantLabels = 8 }},
+		"metrics.scrape_cache":          {"0s", func(c *Config) { c.Metrics.ScrapeCache = 0 }},
 		"outbox.poll_interval":          {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
 		"api.addr":                      {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
 		"api.max_body_bytes":            {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
