@@ -55,7 +55,8 @@ type Process struct {
 
 // API is where `homing serve` answers HTTP requests.
 type API struct {
-	// Addr (api.addr) is the listen address, host:port.
+	// Addr (api.addr) is the listen address, host:port: loopback by
+	// default, for a TLS-terminating proxy on the same machine.
 	Addr string
 	// MaxBodyBytes (api.max_body_bytes) refuses larger request bodies with
 	// 413 before they are read. It must leave room for a document of
@@ -213,7 +214,9 @@ type Secrets struct {
 
 // Metrics is where the worker serves Prometheus metrics.
 type Metrics struct {
-	Addr string // metrics.addr; empty disables the endpoint
+	// Addr (metrics.addr) is where /metrics, /healthz and /readyz answer,
+	// loopback by default: they need no token. Empty disables them.
+	Addr string
 	// MaxWebhookLabels is metrics.max_webhook_labels: how many webhooks get
 	// a webhook label of their own on the delivery and attempt counters;
 	// the rest share webhook="other", so a site with thousands of webhooks
@@ -290,12 +293,12 @@ func fields() []field {
 		{"retention.pause", "50ms", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Pause })},
 		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
 		{"health.probe_interval", "10s", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.ProbeInterval })},
-		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
+		{"metrics.addr", "127.0.0.1:9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 		{"metrics.max_webhook_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabels })},
 		{"metrics.max_tenant_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxTenantLabels })},
 		{"metrics.scrape_cache", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Metrics.ScrapeCache })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
-		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
+		{"api.addr", "127.0.0.1:8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
 		{"api.asynqmon_url", "", into(parseString, func(c *Config) *string { return &c.API.AsynqmonURL })},
 		{"api.max_inflight_bytes", "0", into(parseBytes, func(c *Config) *int64 { return &c.API.MaxInflightBytes })},
@@ -860,7 +863,7 @@ func (c Config) problems() []*KeyError {
 
 	if a := c.Metrics.Addr; a != "" {
 		if err := checkAddr(a); err != nil {
-			bad("metrics.addr", "%v (use :9464 or 127.0.0.1:9464; empty disables metrics)", err)
+			bad("metrics.addr", "%v (use 127.0.0.1:9464, or an internal address such as 10.0.0.5:9464 behind a firewall; empty disables metrics)", err)
 		}
 	}
 	if n := c.Metrics.MaxWebhookLabels; n < 0 {
@@ -871,7 +874,7 @@ func (c Config) problems() []*KeyError {
 	}
 	betweenD("metrics.scrape_cache", c.Metrics.ScrapeCache, 0, time.Minute)
 	if err := checkAddr(c.API.Addr); err != nil {
-		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)
+		bad("api.addr", "%v (use 127.0.0.1:8088, or an internal address such as 10.0.0.5:8088 behind a TLS-terminating proxy)", err)
 	}
 	if c.API.MaxInflightBytes < 0 {
 		bad("api.max_inflight_bytes", "must be 0 (half of the memory limit) or a size such as 512MiB, got %d bytes", c.API.MaxInflightBytes)

@@ -49,11 +49,11 @@ func TestDefault(t *testing.T) {
 		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond},
 		Log:       Log{Level: "info", Format: "auto"},
 		Secrets:   Secrets{Key: ""},
-		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100, MaxTenantLabels: 100, ScrapeCache: time.Second},
+		Metrics:   Metrics{Addr: "127.0.0.1:9464", MaxWebhookLabels: 100, MaxTenantLabels: 100, ScrapeCache: time.Second},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
-		API:       API{Addr: ":8088", MaxBodyBytes: 2097152},
+		API:       API{Addr: "127.0.0.1:8088", MaxBodyBytes: 2097152},
 		Process:   Process{MemoryLimit: 1 << 30},
 	}
 	if !reflect.DeepEqual(d, want) {
@@ -402,7 +402,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"metrics addr without port", "", []string{"HOMING_METRICS_ADDR=9464"}, "metrics.addr", `metrics.addr: "9464" is not host:port`},
 		{"metrics addr bad port", "metrics: {addr: \":http2\"}\n", nil, "metrics.addr", `port "http2" is not a number`},
 		{"negative webhook labels", "", []string{"HOMING_METRICS_MAX_WEBHOOK_LABELS=-1"}, "metrics.max_webhook_labels", "-1 is negative"},
-		{"api addr empty", "", []string{"HOMING_API_ADDR="}, "api.addr", `api.addr: "" is not host:port (use :8088`},
+		{"api addr empty", "", []string{"HOMING_API_ADDR="}, "api.addr", `api.addr: "" is not host:port (use 127.0.0.1:8088`},
 		{"api addr without port", "api: {addr: localhost}\n", nil, "api.addr", `"localhost" is not host:port`},
 		{"api body smaller than a payload", "", []string{"HOMING_API_MAX_BODY_BYTES=4096", "HOMING_DELIVERY_MAX_PAYLOAD_BYTES=8192"}, "api.max_body_bytes",
 			"api.max_body_bytes: must be at least delivery.max_payload_bytes (8192)"},
