@@ -34,6 +34,7 @@ const (
 	CodeDeliveryFailed      = "delivery_failed"      // 502: a workflow_transition event did not reach every webhook
 	CodeUnavailable         = "unavailable"          // 503, with Retry-After: the server cannot do it now (past its memory ceiling, api.max_inflight_bytes full, or too busy to evaluate a definition within its time limit)
 	CodeRateLimited         = "rate_limited"         // 429, with Retry-After: the tenant's publish_rate is spent, or a webhook's test sends (one a second)
+	CodeTenantShareFull     = "tenant_share_full"    // 429, with Retry-After: the tenant's requests in flight hold its share of api.max_inflight_bytes (api.tenant_inflight_share); other tenants are not refused
 	CodeDatabaseUnavailable = "database_unavailable" // 503, with Retry-After: the database is unreachable, shutting down, starting up, read-only (a failover), or busy; nothing is lost by retrying
 	CodeInternal            = "internal"             // 500
 )

@@ -103,6 +103,8 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 		MaxBodyBytes:     int64(a.Config.API.MaxBodyBytes),
 		MaxPayloadBytes:  a.Config.Delivery.MaxPayloadBytes,
 		MaxInflightBytes: maxInflightBytes(a.Config.API.MaxInflightBytes),
+		// One tenant's requests in flight hold at most this share of it.
+		TenantInflightShare: a.Config.API.TenantInflightShare,
 		// Ready while the database answers and takes writes: events are
 		// accepted into the outbox even while Redis is away.
 		Database: a.Database,

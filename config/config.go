@@ -69,6 +69,12 @@ type API struct {
 	// process's memory limit (process.memory_limit or GOMEMLIMIT), or
 	// 512MiB when there is none.
 	MaxInflightBytes int64
+	// TenantInflightShare (api.tenant_inflight_share) is the fraction of
+	// MaxInflightBytes one tenant's requests in flight may hold together
+	// (above 0, at most 1): past it the tenant's next request is refused
+	// with 429 tenant_share_full, so one tenant's slow bodies cannot
+	// refuse every other tenant's requests.
+	TenantInflightShare float64
 	// AsynqmonURL (api.asynqmon_url) is where operators reach asynqmon; when
 	// set, the console links a delivery to its task there.
 	AsynqmonURL string
@@ -302,6 +308,8 @@ func fields() []field {
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
 		{"api.asynqmon_url", "", into(parseString, func(c *Config) *string { return &c.API.AsynqmonURL })},
 		{"api.max_inflight_bytes", "0", into(parseBytes, func(c *Config) *int64 { return &c.API.MaxInflightBytes })},
+		// Tenants' trust (issue 35).
+		{"api.tenant_inflight_share", 0.25, into(parseFloat, func(c *Config) *float64 { return &c.API.TenantInflightShare })},
 		// Durable intake and operator defaults (issue 16).
 		{"outbox.recover_after", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.RecoverAfter })},
 		{"monitor.auth", "", into(parseString, func(c *Config) *string { return &c.Monitor.Auth })},
@@ -624,6 +632,25 @@ func parseInt(raw any) (int, error) {
 	return 0, fmt.Errorf("%v is not a whole number", raw)
 }
 
+func parseFloat(raw any) (float64, error) {
+	switch x := raw.(type) {
+	case float64:
+		return x, nil
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case uint64:
+		return float64(x), nil
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return f, nil
+		}
+		return 0, fmt.Errorf("%q is not a number (use a fraction such as 0.25)", x)
+	}
+	return 0, fmt.Errorf("%v is not a number (use a fraction such as 0.25)", raw)
+}
+
 func parseDuration(raw any) (time.Duration, error) {
 	switch x := raw.(type) {
 	case time.Duration:
@@ -878,6 +905,9 @@ func (c Config) problems() []*KeyError {
 	}
 	if c.API.MaxInflightBytes < 0 {
 		bad("api.max_inflight_bytes", "must be 0 (half of the memory limit) or a size such as 512MiB, got %d bytes", c.API.MaxInflightBytes)
+	}
+	if f := c.API.TenantInflightShare; !(f > 0 && f <= 1) {
+		bad("api.tenant_inflight_share", "must be a fraction above 0 and at most 1 (0.25: a tenant's requests in flight may hold a quarter of api.max_inflight_bytes), got %v", f)
 	}
 	if c.API.MaxBodyBytes < c.Delivery.MaxPayloadBytes {
 		bad("api.max_body_bytes", "must be at least delivery.max_payload_bytes (%d), or documents that fit could never be published over HTTP; got %d", c.Delivery.MaxPayloadBytes, c.API.MaxBodyBytes)

@@ -53,7 +53,7 @@ func TestDefault(t *testing.T) {
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
-		API:       API{Addr: "127.0.0.1:8088", MaxBodyBytes: 2097152},
+		API:       API{Addr: "127.0.0.1:8088", MaxBodyBytes: 2097152, TenantInflightShare: 0.25},
 		Process:   Process{MemoryLimit: 1 << 30},
 	}
 	if !reflect.DeepEqual(d, want) {
@@ -126,7 +126,7 @@ process: {memory_limit: 2GiB}
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 30 * time.Second},
-					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192},
+					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192, TenantInflightShare: 0.25},
 					Process:   Process{MemoryLimit: 2 << 30},
 				}
 			},
@@ -154,7 +154,7 @@ process: {memory_limit: 2GiB}
 				c.Secrets.Key = "abc"
 				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, ScrapeCache: time.Second}
 				c.Outbox.PollInterval = 2 * time.Second
-				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192}
+				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192, TenantInflightShare: 0.25}
 				c.Process.MemoryLimit = 2 << 30
 			},
 		},
@@ -296,6 +296,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"api.max_body_bytes":            {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
 		"api.asynqmon_url":              {"http://127.0.0.1:8080", func(c *Config) { c.API.AsynqmonURL = "http://127.0.0.1:8080" }},
 		"api.max_inflight_bytes":        {"256MiB", func(c *Config) { c.API.MaxInflightBytes = 256 << 20 }},
+		"api.tenant_inflight_share":     {"0.5", func(c *Config) { c.API.TenantInflightShare = 0.5 }},
 		"outbox.recover_after":          {"45s", func(c *Config) { c.Outbox.RecoverAfter = 45 * time.Second }},
 		"monitor.auth":                  {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
 		"process.memory_limit":          {"512MiB", func(c *Config) { c.Process.MemoryLimit = 512 << 20 }},
@@ -404,6 +405,10 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"negative webhook labels", "", []string{"HOMING_METRICS_MAX_WEBHOOK_LABELS=-1"}, "metrics.max_webhook_labels", "-1 is negative"},
 		{"api addr empty", "", []string{"HOMING_API_ADDR="}, "api.addr", `api.addr: "" is not host:port (use 127.0.0.1:8088`},
 		{"api addr without port", "api: {addr: localhost}\n", nil, "api.addr", `"localhost" is not host:port`},
+		{"tenant share zero", "", []string{"HOMING_API_TENANT_INFLIGHT_SHARE=0"}, "api.tenant_inflight_share",
+			"api.tenant_inflight_share: must be a fraction above 0 and at most 1 (0.25: a tenant's requests in flight may hold a quarter of api.max_inflight_bytes), got 0"},
+		{"tenant share over one", "api: {tenant_inflight_share: 1.5}\n", nil, "api.tenant_inflight_share", "must be a fraction above 0 and at most 1"},
+		{"tenant share not a number", "", []string{"HOMING_API_TENANT_INFLIGHT_SHARE=a quarter"}, "api.tenant_inflight_share", `"a quarter" is not a number`},
 		{"api body smaller than a payload", "", []string{"HOMING_API_MAX_BODY_BYTES=4096", "HOMING_DELIVERY_MAX_PAYLOAD_BYTES=8192"}, "api.max_body_bytes",
 			"api.max_body_bytes: must be at least delivery.max_payload_bytes (8192)"},
 		{"string key given a list", "redis: {url: [a, b]}\n", nil, "redis.url", "redis.url: must be a single value"},
