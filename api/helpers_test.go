@@ -28,6 +28,7 @@ import (
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/store"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
 )
@@ -58,6 +59,9 @@ type options struct {
 	// templates (webhook.Defaults.RenderTimeLimit); 0 is the default.
 	renderTimeLimit time.Duration
 	publishLimiter  api.PublishLimiter
+	// actionLimiter, when set, charges resends, retries, recovers and test
+	// sends to their tenant's action_rate (tenant.Actions), as serve does.
+	actionLimiter tenant.Limiter
 	// dsn, when set, is the database to open (through a testenv proxy)
 	// instead of a fresh one.
 	dsn string
@@ -102,11 +106,17 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	tokens := token.New(db, nil, nil)
 	hooks := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil)
 	hooks.SetSender(sender, nil)
+	rec := recovery.New(db, nil, 0)
+	if o.actionLimiter != nil {
+		actions := tenant.NewActions(tenant.New(db, nil, nil), o.actionLimiter, nil)
+		hooks.SetActions(actions)
+		rec.SetActions(actions)
+	}
 	a := api.New(api.Config{
 		DB:                  db,
 		Dispatcher:          dispatch.New(db, sender, box, dispatch.Config{}),
 		Webhooks:            hooks,
-		Recovery:            recovery.New(db, nil, 0),
+		Recovery:            rec,
 		Tokens:              tokens,
 		Portal:              portal.New(db, box.Subkey(portal.KeyLabel), o.portalClock),
 		MaxBodyBytes:        o.maxBodyBytes,

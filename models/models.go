@@ -328,11 +328,12 @@ const DefaultTenant = "default"
 type Tenant struct {
 	Name    string `gorm:"column:name;primaryKey"`
 	Enabled bool   `gorm:"column:enabled"`
-	// PortalOrigins, MaxWebhooks and PublishRate are settings for the
+	// PortalOrigins, MaxWebhooks, PublishRate and ActionRate are settings for the
 	// portal and the per-tenant limits; zero values mean unset.
 	PortalOrigins StringList `gorm:"column:portal_origins"`
 	MaxWebhooks   int        `gorm:"column:max_webhooks"`
 	PublishRate   int        `gorm:"column:publish_rate"`
+	ActionRate    int        `gorm:"column:action_rate"`
 	CreatedAt     time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt     time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 }

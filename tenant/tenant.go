@@ -47,6 +47,7 @@ type Tenant struct {
 	PortalOrigins []string  `json:"portal_origins"`
 	MaxWebhooks   int       `json:"max_webhooks"`
 	PublishRate   int       `json:"publish_rate"`
+	ActionRate    int       `json:"action_rate"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
@@ -57,7 +58,7 @@ func viewOf(m models.Tenant) Tenant {
 		origins = []string{}
 	}
 	return Tenant{Name: m.Name, Enabled: m.Enabled, PortalOrigins: origins, MaxWebhooks: m.MaxWebhooks,
-		PublishRate: m.PublishRate, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		PublishRate: m.PublishRate, ActionRate: m.ActionRate, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
 // Patch is a change to a tenant: only the fields set change.
@@ -66,6 +67,7 @@ type Patch struct {
 	PortalOrigins *[]string `json:"portal_origins,omitempty"`
 	MaxWebhooks   *int      `json:"max_webhooks,omitempty"`
 	PublishRate   *int      `json:"publish_rate,omitempty"`
+	ActionRate    *int      `json:"action_rate,omitempty"`
 }
 
 // WebhookDeleter deletes a tenant's webhook as homing webhook delete does
@@ -162,6 +164,12 @@ func apply(m *models.Tenant, p Patch) error {
 			return fmt.Errorf("%w: publish_rate %d is negative (0 means no limit)", ErrInvalid, *p.PublishRate)
 		}
 		m.PublishRate = *p.PublishRate
+	}
+	if p.ActionRate != nil {
+		if *p.ActionRate < 0 {
+			return fmt.Errorf("%w: action_rate %d is negative (0 means no limit)", ErrInvalid, *p.ActionRate)
+		}
+		m.ActionRate = *p.ActionRate
 	}
 	return nil
 }
@@ -282,7 +290,7 @@ func (s *Service) Update(ctx context.Context, name string, p Patch) (Tenant, err
 	m.UpdatedAt = s.now()
 	if err := s.db.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", name).
 		Updates(map[string]any{"enabled": m.Enabled, "portal_origins": m.PortalOrigins, "max_webhooks": m.MaxWebhooks,
-			"publish_rate": m.PublishRate, "updated_at": m.UpdatedAt}).Error; err != nil {
+			"publish_rate": m.PublishRate, "action_rate": m.ActionRate, "updated_at": m.UpdatedAt}).Error; err != nil {
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", name, err)
 	}
 	s.seen.forget()
