@@ -35,6 +35,7 @@ func tenants(a *app.App) *tenant.Service {
 type tenantSettings struct {
 	origins, queues   []string
 	maxWebhooks, rate int
+	actionRate        int
 	enable, disable   bool
 }
 
@@ -43,6 +44,7 @@ func (s *tenantSettings) flags(cmd *cobra.Command, withEnable bool) {
 	cmd.Flags().IntVar(&s.maxWebhooks, "max-webhooks", 0, "at most `N` webhooks (0: no limit)")
 	cmd.Flags().IntVar(&s.rate, "publish-rate", 0, "at most `N` events a second (0: no limit)")
 	cmd.Flags().StringSliceVar(&s.queues, "queues", nil, "the `QUEUES` (comma-separated) besides default its webhooks may use; the tenant's own admins and portal users choose from these only (--queues '' leaves default only)")
+	cmd.Flags().IntVar(&s.actionRate, "action-rate", 0, "at most `N` resends, retries, recovers and test sends a second through serve (0: no limit)")
 	if withEnable {
 		cmd.Flags().BoolVar(&s.enable, "enable", false, "accept the tenant's events again, and send what it kept while disabled")
 		cmd.Flags().BoolVar(&s.disable, "disable", false, "refuse the tenant's events and send nothing of it; what it accepted is kept, held")
@@ -73,6 +75,10 @@ func (s *tenantSettings) patch(cmd *cobra.Command) (tenant.Patch, error) {
 			q = []string{}
 		}
 		p.Queues = &q
+
+	}
+	if cmd.Flags().Changed("action-rate") {
+		p.ActionRate = &s.actionRate
 	}
 	return p, nil
 }
@@ -82,8 +88,8 @@ func printTenant(e *env, t tenant.Tenant, asJSON bool) error {
 		return writeJSON(e.stdout, t)
 	}
 	p := &printer{w: e.stdout}
-	p.printf("name:           %s\nenabled:        %v\nportal_origins: %s\nmax_webhooks:   %d\npublish_rate:   %d\nqueues:         %s\ncreated_at:     %s\nupdated_at:     %s\n",
-		t.Name, t.Enabled, strings.Join(t.PortalOrigins, ", "), t.MaxWebhooks, t.PublishRate, strings.Join(append([]string{"default"}, t.Queues...), ", "),
+	p.printf("name:           %s\nenabled:        %v\nportal_origins: %s\nmax_webhooks:   %d\npublish_rate:   %d\naction_rate:    %d\nqueues:         %s\ncreated_at:     %s\nupdated_at:     %s\n",
+		t.Name, t.Enabled, strings.Join(t.PortalOrigins, ", "), t.MaxWebhooks, t.PublishRate, t.ActionRate, strings.Join(append([]string{"default"}, t.Queues...), ", "),
 		t.CreatedAt.UTC().Format(time.RFC3339), t.UpdatedAt.UTC().Format(time.RFC3339))
 	return p.err
 }

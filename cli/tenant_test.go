@@ -20,9 +20,9 @@ func TestTenantCommands(t *testing.T) {
 	s := newSite(t, "")
 	s.ok("migrate")
 
-	created := object(t, s.ok("tenant", "create", "acme", "--max-webhooks", "5", "--json").stdout)
-	checkKeys(t, "tenant create --json", created, []string{"name", "enabled", "portal_origins", "max_webhooks", "publish_rate", "queues", "created_at", "updated_at"})
-	if created["name"] != "acme" || created["enabled"] != true || created["max_webhooks"] != float64(5) {
+	created := object(t, s.ok("tenant", "create", "acme", "--max-webhooks", "5", "--action-rate", "3", "--json").stdout)
+	checkKeys(t, "tenant create --json", created, []string{"name", "enabled", "portal_origins", "max_webhooks", "publish_rate", "action_rate", "queues", "created_at", "updated_at"})
+	if created["name"] != "acme" || created["enabled"] != true || created["max_webhooks"] != float64(5) || created["action_rate"] != float64(3) {
 		t.Fatalf("tenant create --json = %v", created)
 	}
 	s.ok("tenant", "create", "globex")

@@ -49,11 +49,11 @@ func TestDefault(t *testing.T) {
 		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond},
 		Log:       Log{Level: "info", Format: "auto"},
 		Secrets:   Secrets{Key: ""},
-		Metrics:   Metrics{Addr: ":9464", MaxWebhookLabels: 100, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25},
+		Metrics:   Metrics{Addr: "127.0.0.1:9464", MaxWebhookLabels: 100, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25, ScrapeCache: time.Second},
 		Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 		Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
-		API:       API{Addr: ":8088", MaxBodyBytes: 2097152},
+		API:       API{Addr: "127.0.0.1:8088", MaxBodyBytes: 2097152, TenantInflightShare: 0.25},
 		Process:   Process{MemoryLimit: 1 << 30},
 	}
 	if !reflect.DeepEqual(d, want) {
@@ -122,11 +122,11 @@ process: {memory_limit: 2GiB}
 					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond},
 					Log:       Log{Level: "debug", Format: "text"},
 					Secrets:   Secrets{Key: "abc"},
-					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25},
+					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25, ScrapeCache: time.Second},
 					Retention: Retention{Delivered: 720 * time.Hour, Exhausted: 2160 * time.Hour, Pause: 50 * time.Millisecond},
 					Health:    Health{DisableAfter: 120 * time.Hour, ProbeInterval: 10 * time.Second},
 					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 30 * time.Second},
-					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192},
+					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192, TenantInflightShare: 0.25},
 					Process:   Process{MemoryLimit: 2 << 30},
 				}
 			},
@@ -152,9 +152,9 @@ process: {memory_limit: 2GiB}
 				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond}
 				c.Log = Log{Level: "debug", Format: "text"}
 				c.Secrets.Key = "abc"
-				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25}
+				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25, ScrapeCache: time.Second}
 				c.Outbox.PollInterval = 2 * time.Second
-				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192}
+				c.API = API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192, TenantInflightShare: 0.25}
 				c.Process.MemoryLimit = 2 << 30
 			},
 		},
@@ -291,11 +291,13 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"metrics.max_webhook_labels":            {"7", func(c *Config) { c.Metrics.MaxWebhookLabels = 7 }},
 		"metrics.max_tenant_labels":             {"8", func(c *Config) { c.Metrics.MaxTenantLabels = 8 }},
 		"metrics.max_webhook_labels_per_tenant": {"9", func(c *Config) { c.Metrics.MaxWebhookLabelsPerTenant = 9 }},
+		"metrics.scrape_cache":                  {"0s", func(c *Config) { c.Metrics.ScrapeCache = 0 }},
 		"outbox.poll_interval":                  {"250ms", func(c *Config) { c.Outbox.PollInterval = 250 * time.Millisecond }},
 		"api.addr":                              {"127.0.0.1:0", func(c *Config) { c.API.Addr = "127.0.0.1:0" }},
 		"api.max_body_bytes":                    {"1048576", func(c *Config) { c.API.MaxBodyBytes = 1048576 }},
 		"api.asynqmon_url":                      {"http://127.0.0.1:8080", func(c *Config) { c.API.AsynqmonURL = "http://127.0.0.1:8080" }},
 		"api.max_inflight_bytes":                {"256MiB", func(c *Config) { c.API.MaxInflightBytes = 256 << 20 }},
+		"api.tenant_inflight_share":             {"0.5", func(c *Config) { c.API.TenantInflightShare = 0.5 }},
 		"outbox.recover_after":                  {"45s", func(c *Config) { c.Outbox.RecoverAfter = 45 * time.Second }},
 		"monitor.auth":                          {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
 		"process.memory_limit":                  {"512MiB", func(c *Config) { c.Process.MemoryLimit = 512 << 20 }},
@@ -402,8 +404,12 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"metrics addr without port", "", []string{"HOMING_METRICS_ADDR=9464"}, "metrics.addr", `metrics.addr: "9464" is not host:port`},
 		{"metrics addr bad port", "metrics: {addr: \":http2\"}\n", nil, "metrics.addr", `port "http2" is not a number`},
 		{"negative webhook labels", "", []string{"HOMING_METRICS_MAX_WEBHOOK_LABELS=-1"}, "metrics.max_webhook_labels", "-1 is negative"},
-		{"api addr empty", "", []string{"HOMING_API_ADDR="}, "api.addr", `api.addr: "" is not host:port (use :8088`},
+		{"api addr empty", "", []string{"HOMING_API_ADDR="}, "api.addr", `api.addr: "" is not host:port (use 127.0.0.1:8088`},
 		{"api addr without port", "api: {addr: localhost}\n", nil, "api.addr", `"localhost" is not host:port`},
+		{"tenant share zero", "", []string{"HOMING_API_TENANT_INFLIGHT_SHARE=0"}, "api.tenant_inflight_share",
+			"api.tenant_inflight_share: must be a fraction above 0 and at most 1 (0.25: a tenant's requests in flight may hold a quarter of api.max_inflight_bytes), got 0"},
+		{"tenant share over one", "api: {tenant_inflight_share: 1.5}\n", nil, "api.tenant_inflight_share", "must be a fraction above 0 and at most 1"},
+		{"tenant share not a number", "", []string{"HOMING_API_TENANT_INFLIGHT_SHARE=a quarter"}, "api.tenant_inflight_share", `"a quarter" is not a number`},
 		{"api body smaller than a payload", "", []string{"HOMING_API_MAX_BODY_BYTES=4096", "HOMING_DELIVERY_MAX_PAYLOAD_BYTES=8192"}, "api.max_body_bytes",
 			"api.max_body_bytes: must be at least delivery.max_payload_bytes (8192)"},
 		{"string key given a list", "redis: {url: [a, b]}\n", nil, "redis.url", "redis.url: must be a single value"},

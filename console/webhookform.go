@@ -434,6 +434,8 @@ func (c *Console) try(w http.ResponseWriter, r *http.Request, send bool) {
 		case errors.As(err, &re):
 			w.Header().Set("Retry-After", fmt.Sprint(int(re.RetryAfter.Seconds())+1))
 			status, v.Error = http.StatusTooManyRequests, re.Error()
+		case c.overRate(w, r, err):
+			return
 		case errors.Is(err, webhook.ErrNoSender):
 			status, v.Error = http.StatusServiceUnavailable, err.Error()
 		default:

@@ -179,6 +179,8 @@ func (c *Console) recoverWebhook(w http.ResponseWriter, r *http.Request, s sessi
 	case errors.Is(err, tenant.ErrDisabled):
 		c.message(w, r, http.StatusConflict, "Not recovered", err.Error())
 		return
+	case c.overRate(w, r, err):
+		return
 	case err != nil:
 		c.message(w, r, http.StatusBadRequest, "Not recovered", err.Error())
 		return

@@ -45,6 +45,14 @@ type Options struct {
 	// Now is the clock the oldest due delivery's age is measured with, the
 	// one its next_retry was computed with; nil is the wall clock.
 	Now func() time.Time
+	// ScrapeCache is metrics.scrape_cache: how long the metrics server's
+	// /metrics answers scrapes from one collection (CachedHandler); 0
+	// collects for every scrape, still one at a time.
+	ScrapeCache time.Duration
+	// ScrapeNow is the clock ScrapeCache is measured with: transport
+	// time, the wall clock when nil (Now is the deliveries' clock, which
+	// tests stop).
+	ScrapeNow func() time.Time
 	// Inspector reads asynq's queues for the asynq_* metrics; nil leaves
 	// them out.
 	Inspector *asynq.Inspector
@@ -78,6 +86,8 @@ type Options struct {
 type Metrics struct {
 	reg             *prometheus.Registry
 	log             *slog.Logger
+	scrapeCache     time.Duration    // Options.ScrapeCache
+	scrapeNow       func() time.Time // Options.ScrapeNow
 	deliveries      *prometheus.CounterVec
 	attempts        *prometheus.CounterVec
 	attemptDuration prometheus.Histogram
@@ -94,12 +104,17 @@ func New(opts Options) *Metrics {
 	if opts.Now == nil {
 		opts.Now = clock.Real{}.Now
 	}
+	if opts.ScrapeNow == nil {
+		opts.ScrapeNow = time.Now
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		log: opts.Logger,
+		reg:         prometheus.NewRegistry(),
+		log:         opts.Logger,
+		scrapeCache: opts.ScrapeCache,
+		scrapeNow:   opts.ScrapeNow,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_deliveries_total",
 			Help: "Deliveries moved to a status, by why (reason): Delivered and Exhausted are final, Failed means a retry is scheduled. Every outcome is counted once, whichever process caused it: those of processes without metrics (serve, the command line) are handed off through Redis and counted by the next worker scraped.",

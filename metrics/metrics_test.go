@@ -62,6 +62,9 @@ func testConfig(t *testing.T) config.Config {
 	cfg.Worker.Concurrency = 5
 	cfg.Worker.ShutdownTimeout = 5 * time.Second
 	cfg.Metrics.Addr = "127.0.0.1:0"
+	// These tests scrape right after what they count: every scrape
+	// collects (server_test.go tests the cache).
+	cfg.Metrics.ScrapeCache = 0
 	return cfg
 }
 

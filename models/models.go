@@ -330,7 +330,7 @@ const DefaultTenant = "default"
 type Tenant struct {
 	Name    string `gorm:"column:name;primaryKey"`
 	Enabled bool   `gorm:"column:enabled"`
-	// PortalOrigins, MaxWebhooks and PublishRate are settings for the
+	// PortalOrigins, MaxWebhooks, PublishRate and ActionRate are settings for the
 	// portal and the per-tenant limits; zero values mean unset.
 	PortalOrigins StringList `gorm:"column:portal_origins"`
 	MaxWebhooks   int        `gorm:"column:max_webhooks"`
@@ -338,9 +338,10 @@ type Tenant struct {
 	// Queues are the asynq queues the tenant's webhooks may be put on
 	// besides DefaultQueue, as the operator lists them (issue 35): a
 	// tenant's own admins and portal users choose from these only.
-	Queues    StringList `gorm:"column:queues"`
-	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	Queues     StringList `gorm:"column:queues"`
+	ActionRate int        `gorm:"column:action_rate"`
+	CreatedAt  time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt  time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (Tenant) TableName() string { return "tenants" }

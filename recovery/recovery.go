@@ -58,7 +58,16 @@ type Service struct {
 	db         *gorm.DB
 	clock      clock.Clock
 	maxPayload int
+	// actions charges retries, resends and recovers to their tenant's
+	// action_rate (SetActions); nil charges nothing.
+	actions *tenantpkg.Actions
 }
+
+// SetActions charges every retry, resend and recover (not a dry run) to
+// its tenant's action_rate (tenant.Actions): serve's service does, so the
+// API, the console and the portal are charged alike; the command line's,
+// an operator's, does not. Call it before the service is in use.
+func (s *Service) SetActions(a *tenantpkg.Actions) { s.actions = a }
 
 // New builds a Service. maxPayload caps the bodies it builds for
 // deliveries that were never built (delivery.max_payload_bytes; 0 is
@@ -166,6 +175,9 @@ func (s *Service) Retry(ctx context.Context, tenant, id string) error {
 	if err := tenantpkg.RequireEnabled(ctx, s.db, row.Tenant); err != nil {
 		return err
 	}
+	if err := s.actions.Take(ctx, row.Tenant); err != nil {
+		return err
+	}
 	var ok []int
 	// Served by delivery_attempts_once (delivery_id, attempt).
 	if err := s.db.WithContext(ctx).Model(&models.Attempt{}).Where("delivery_id = ? AND class = ?", id, delivery.Class2xx).
@@ -223,6 +235,11 @@ func (s *Service) Recover(ctx context.Context, tenant string, f Filter, dryRun b
 	}
 	if err := tenantpkg.RequireEnabled(ctx, s.db, tenant); err != nil {
 		return 0, err
+	}
+	if !dryRun {
+		if err := s.actions.Take(ctx, tenant); err != nil {
+			return 0, err
+		}
 	}
 	now := s.now()
 	base := func() *gorm.DB {
@@ -340,6 +357,9 @@ func (s *Service) resend(ctx context.Context, tenant, id, key string) (string, b
 		return "", false, fmt.Errorf("read delivery %s: %w", id, err)
 	}
 	if err := tenantpkg.RequireEnabled(ctx, s.db, orig.Tenant); err != nil {
+		return "", false, err
+	}
+	if err := s.actions.Take(ctx, orig.Tenant); err != nil {
 		return "", false, err
 	}
 	built, err := s.build(ctx, orig)

@@ -50,9 +50,10 @@ type Tenant struct {
 	PublishRate   int      `json:"publish_rate"`
 	// Queues are the queues besides models.DefaultQueue its webhooks may
 	// use; only an operator sets them.
-	Queues    []string  `json:"queues"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Queues     []string  `json:"queues"`
+	ActionRate int       `json:"action_rate"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 func viewOf(m models.Tenant) Tenant {
@@ -65,7 +66,7 @@ func viewOf(m models.Tenant) Tenant {
 		queues = []string{}
 	}
 	return Tenant{Name: m.Name, Enabled: m.Enabled, PortalOrigins: origins, MaxWebhooks: m.MaxWebhooks,
-		PublishRate: m.PublishRate, Queues: queues, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		PublishRate: m.PublishRate, ActionRate: m.ActionRate, Queues: queues, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
 // Patch is a change to a tenant: only the fields set change.
@@ -74,6 +75,7 @@ type Patch struct {
 	PortalOrigins *[]string `json:"portal_origins,omitempty"`
 	MaxWebhooks   *int      `json:"max_webhooks,omitempty"`
 	PublishRate   *int      `json:"publish_rate,omitempty"`
+	ActionRate    *int      `json:"action_rate,omitempty"`
 	// Queues replaces the tenant's queues; an empty list leaves it
 	// models.DefaultQueue only.
 	Queues *[]string `json:"queues,omitempty"`
@@ -186,6 +188,13 @@ func apply(m *models.Tenant, p Patch) error {
 			}
 		}
 		m.Queues = queues
+
+	}
+	if p.ActionRate != nil {
+		if *p.ActionRate < 0 {
+			return fmt.Errorf("%w: action_rate %d is negative (0 means no limit)", ErrInvalid, *p.ActionRate)
+		}
+		m.ActionRate = *p.ActionRate
 	}
 	return nil
 }
@@ -306,7 +315,7 @@ func (s *Service) Update(ctx context.Context, name string, p Patch) (Tenant, err
 	m.UpdatedAt = s.now()
 	if err := s.db.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", name).
 		Updates(map[string]any{"enabled": m.Enabled, "portal_origins": m.PortalOrigins, "max_webhooks": m.MaxWebhooks,
-			"publish_rate": m.PublishRate, "queues": m.Queues, "updated_at": m.UpdatedAt}).Error; err != nil {
+			"publish_rate": m.PublishRate, "action_rate": m.ActionRate, "queues": m.Queues, "updated_at": m.UpdatedAt}).Error; err != nil {
 		return Tenant{}, fmt.Errorf("update tenant %q: %w", name, err)
 	}
 	s.seen.forget()

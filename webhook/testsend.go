@@ -58,6 +58,11 @@ func (s *Service) SetSender(sender *delivery.Sender, limiter Limiter) {
 	s.sender, s.limiter = sender, limiter
 }
 
+// SetActions charges every test send to its tenant's action_rate
+// (tenant.Actions): serve's services do, the command line's do not. Call
+// it before the service is in use.
+func (s *Service) SetActions(a *tenantpkg.Actions) { s.actions = a }
+
 // TestResult is one test send: the request as sent (secrets masked), and
 // the receiver's answer. It is no event and no delivery: nothing of it is
 // stored.
@@ -119,6 +124,9 @@ func (s *Service) TestSend(ctx context.Context, tenant, name string, doc map[str
 		return res, nil
 	}
 	if err := s.allowTest(ctx, w); err != nil {
+		return TestResult{}, err
+	}
+	if err := s.actions.Take(ctx, w.Tenant); err != nil {
 		return TestResult{}, err
 	}
 	req, err := s.testRequest(w, b)

@@ -23,6 +23,7 @@ import (
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/signing"
+	tenantpkg "github.com/homingdev/homing/tenant"
 )
 
 // Errors callers tell apart with errors.Is.
@@ -160,6 +161,9 @@ type Service struct {
 	sender  *delivery.Sender
 	limiter Limiter
 	tests   localBudget
+	// actions charges test sends to their tenant's action_rate
+	// (SetActions); nil charges nothing.
+	actions *tenantpkg.Actions
 }
 
 // New builds a Service.

@@ -62,6 +62,7 @@ func New(a *app.App) *Worker {
 			MaxWebhookLabels:          cfg.Metrics.MaxWebhookLabels,
 			MaxTenantLabels:           cfg.Metrics.MaxTenantLabels,
 			MaxWebhookLabelsPerTenant: cfg.Metrics.MaxWebhookLabelsPerTenant,
+			ScrapeCache:               cfg.Metrics.ScrapeCache,
 			Database:                  a.Database,
 			// What serve, the command line and workers without metrics
 			// made final, counted here at the next scrape.
