@@ -37,6 +37,9 @@ USER 65532:65532
 WORKDIR /home/nonroot
 # 9464: the worker's /metrics, /healthz and /readyz (metrics.addr).
 # 8088: homing serve, the HTTP API, with its own /healthz and /readyz (api.addr).
+# Both default to 127.0.0.1, the container's own loopback: a container whose
+# port is published or probed sets HOMING_METRICS_ADDR=0.0.0.0:9464 and
+# HOMING_API_ADDR=0.0.0.0:8088 (deploy/compose.yaml, deploy/k8s/configmap.yaml).
 # 8080: homing monitor (asynqmon) when started with --addr :8080.
 EXPOSE 9464 8088 8080
 # The worker and scheduler stop gracefully on SIGTERM: in-flight attempts get

@@ -68,6 +68,11 @@ type Config struct {
 	// in flight may hold together (intake); a request that does not fit is
 	// answered 503 at once. 0 is DefaultMaxInflightBytes.
 	MaxInflightBytes int64
+	// TenantInflightShare (api.tenant_inflight_share) is the fraction of
+	// MaxInflightBytes one tenant's requests may hold together, so that
+	// one tenant's slow bodies cannot refuse every other tenant's
+	// requests. 0 is DefaultTenantInflightShare.
+	TenantInflightShare float64
 	// Database watches the database for outages: every error a request
 	// meets is observed, so an outage is logged once and counted (dbstate).
 	// nil watches nothing; a database error is answered 503 all the same.
@@ -130,8 +135,11 @@ func New(cfg Config) *Server {
 	if cfg.MaxInflightBytes <= 0 {
 		cfg.MaxInflightBytes = DefaultMaxInflightBytes
 	}
+	if cfg.TenantInflightShare <= 0 || cfg.TenantInflightShare > 1 {
+		cfg.TenantInflightShare = DefaultTenantInflightShare
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, tenants: cfg.Tenants,
-		intake: newIntake(cfg.MaxInflightBytes, cfg.Clock, cfg.Logger), linger: linger{idle: lingerIdle, total: lingerTotal}}
+		intake: newIntake(cfg.MaxInflightBytes, cfg.TenantInflightShare, cfg.Clock, cfg.Logger), linger: linger{idle: lingerIdle, total: lingerTotal}}
 	if cfg.DB != nil {
 		s.outbox = outbox.NewWriter(cfg.DB, outbox.WriterConfig{Queue: cfg.Queue, Logger: cfg.Logger})
 		if s.tenants == nil {
@@ -201,7 +209,9 @@ func (s *Server) routes() []route {
 		{http.MethodPost, "/v1/deliveries/{id}/retry", token.ScopeAdmin, false, s.retryDelivery},
 		{http.MethodPost, "/v1/deliveries/{id}/resend", token.ScopeAdmin, false, s.resendDelivery},
 
+		{http.MethodGet, "/v1/portal-links", token.ScopeAdmin, false, s.listPortalLinks},
 		{http.MethodPost, "/v1/portal-links", token.ScopeAdmin, false, s.createPortalLink},
+		{http.MethodDelete, "/v1/portal-links", token.ScopeAdmin, false, s.revokePortalLinks},
 		{http.MethodDelete, "/v1/portal-links/{id}", token.ScopeAdmin, false, s.revokePortalLink},
 
 		{http.MethodGet, "/v1/tenants", token.ScopeAdmin, true, s.listTenants},
@@ -293,43 +303,57 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// admit is what every request on the API's address gets before its
-// handler: a body declared larger than api.max_body_bytes is refused, the
-// request is charged to the intake budget (or refused), and its body is
-// cut off at the limit and given a deadline. The charge is returned by
-// release, once the handler has answered: the body, its decoded form and
-// its outbox write are all done by then.
-//
-// A refusal is answered at once, before the body is read, and its
-// connection ended with a bounded lingering close (refuseUnread).
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+// bound is what every request on the API's address gets first: a body
+// declared larger than api.max_body_bytes is refused (answered before the
+// body is read, with refuseUnread), and the body is cut off at the limit
+// and given a deadline. Nothing is charged yet: authentication reads no
+// body.
+func (s *Server) bound(w http.ResponseWriter, r *http.Request) (*http.Request, error) {
 	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return r, nil, bodyTooLarge(s.cfg.MaxBodyBytes)
+		return r, bodyTooLarge(s.cfg.MaxBodyBytes)
 	}
-	g, err := s.intake.acquire(r, requestCharge(r, s.cfg.MaxBodyBytes))
-	if err != nil {
-		return r, nil, err
-	}
-	r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	// A body trickled in byte by byte must not hold the connection
 	// forever. Only reading is bounded: a workflow_transition's answer
 	// may take as long as its webhooks do. (Transport time, not domain
 	// time: the wall clock is right here.)
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	return r, g.release, nil
+	return r, nil
+}
+
+// charge charges a bounded request to the intake budget, and to tenant's
+// share of it ("" for none), before its body is read; or refuses it. The
+// charge is returned by release, once the handler has answered: the body,
+// its decoded form and its outbox write are all done by then.
+//
+// A refusal is answered at once, before the body is read, and its
+// connection ended with a bounded lingering close (refuseUnread).
+func (s *Server) charge(r *http.Request, tenant string) (*http.Request, func(), error) {
+	g, err := s.intake.acquire(r, tenant, requestCharge(r, s.cfg.MaxBodyBytes))
+	if err != nil {
+		return r, nil, err
+	}
+	return r.WithContext(context.WithValue(r.Context(), grantKey{}, g)), g.release, nil
 }
 
 // Admit bounds a handler served on the API's address beside it (the
-// console's and the portal's pages) as every API route is bounded (admit):
-// the same body limit, intake budget and body deadline. A request that may
-// change something (any method but GET and HEAD) is charged an
-// evaluation's value budget on top, as the API's routes that render a
-// definition are: the console's webhook form renders them. Refusals are
-// answered in plain text.
+// console's and the portal's pages) as every API route is bounded (bound
+// and charge): the same body limit, intake budget and body deadline. Their
+// sessions are the pages' own, known only inside them, so the pages are
+// charged together as one tenant is, to one share of the budget: a flood
+// of page requests cannot refuse the API's. A request that may change
+// something (any method but GET and HEAD) is charged an evaluation's value
+// budget on top, as the API's routes that render a definition are: the
+// console's webhook form renders them. Refusals are answered in plain
+// text.
 func (s *Server) Admit(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, release, err := s.admit(w, r)
+		r, err := s.bound(w, r)
+		if err != nil {
+			s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
+			return
+		}
+		r, release, err := s.charge(r, pagesTenant)
 		if err != nil {
 			s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
 			return
@@ -358,45 +382,60 @@ func pageError(w http.ResponseWriter, err error) {
 	http.Error(w, err.Error(), http.StatusInternalServerError)
 }
 
-// endpoint wraps a route's handler: body size limit, the intake budget,
-// authentication, then the handler, whose error becomes the JSON error
-// response.
+// endpoint wraps a route's handler: body size limit, authentication, the
+// intake budget (charged to the token's tenant), then the handler, whose
+// error becomes the JSON error response. Authentication comes before the
+// charge, so that a request is charged to its tenant's share and one
+// without a valid token is charged nothing.
 func (s *Server) endpoint(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		r, release, err := s.admit(w, r)
+		r, err := s.bound(w, r)
 		if err != nil {
 			s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
 			return
 		}
-		defer release()
 		if err := checkRequestText(r); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		// Refused before it is charged, a request's body is never read:
+		// it is answered at once and its connection closed (refuseUnread).
+		refuse := func(err error) {
+			setChallenge(w, err)
+			s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
+		}
+		charged := ""
 		if rt.scope != scopeNone {
 			tok, err := s.authenticate(r, rt.scope)
 			if err != nil {
-				setChallenge(w, err)
-				s.writeError(w, r, err)
+				refuse(err)
 				return
 			}
 			if rt.operator {
 				if err := operatorOnly(tok, r); err != nil {
-					setChallenge(w, err)
-					s.writeError(w, r, err)
+					refuse(err)
 					return
 				}
 			}
 			// The one place a request's tenant is decided.
 			sc, err := s.resolveTenant(r, tok)
 			if err != nil {
-				s.writeError(w, r, err)
+				refuse(err)
 				return
 			}
 			ctx := context.WithValue(withToken(r.Context(), tok), scopeKey{}, sc)
 			r = r.WithContext(ctx)
+			if !tok.Operator {
+				charged = tok.Tenant
+			}
 		}
+		r, release, err := s.charge(r, charged)
+		if err != nil {
+			s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
+			return
+		}
+		defer release()
 		if err := rt.handle(w, r); err != nil {
 			s.writeError(w, r, err)
 		}

@@ -69,6 +69,12 @@ func withToken(ctx context.Context, t token.Token) context.Context {
 	return context.WithValue(ctx, tokenKey{}, t)
 }
 
+// tokenOf is the token that authenticated the request (zero when none).
+func tokenOf(ctx context.Context) token.Token {
+	t, _ := ctx.Value(tokenKey{}).(token.Token)
+	return t
+}
+
 // tokenName is the name of the token that authenticated the request, for
 // logs ("" when none).
 func tokenName(ctx context.Context) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -26,12 +27,14 @@ const (
 	CodeNotFound            = "not_found"            // 404
 	CodeMethodNotAllowed    = "method_not_allowed"   // 405, with Allow
 	CodeConflict            = "conflict"             // 409: a webhook name taken, a delivery in a state that forbids it
+	CodeTenantDisabled      = "tenant_disabled"      // 409: the tenant is disabled: it accepts no events and sends nothing (its deliveries are kept) until it is enabled again
 	CodePayloadTooLarge     = "payload_too_large"    // 413: the body over api.max_body_bytes, or doc over delivery.max_payload_bytes
 	CodeInvalidJSON         = "invalid_json"         // 400: not JSON, not the request's shape, or an unknown field
 	CodeInvalidRequest      = "invalid_request"      // 422: well-formed, but a value is not acceptable
 	CodeDeliveryFailed      = "delivery_failed"      // 502: a workflow_transition event did not reach every webhook
 	CodeUnavailable         = "unavailable"          // 503, with Retry-After: the server cannot do it now (past its memory ceiling, api.max_inflight_bytes full, or too busy to evaluate a definition within its time limit)
-	CodeRateLimited         = "rate_limited"         // 429, with Retry-After: the tenant's publish_rate is spent, or a webhook's test sends (one a second)
+	CodeRateLimited         = "rate_limited"         // 429, with Retry-After: the tenant's publish_rate or action_rate (resends, retries, recovers, test sends) is spent, or a webhook's test sends (one a second)
+	CodeTenantShareFull     = "tenant_share_full"    // 429, with Retry-After: the tenant's requests in flight hold its share of api.max_inflight_bytes (api.tenant_inflight_share); other tenants are not refused
 	CodeDatabaseUnavailable = "database_unavailable" // 503, with Retry-After: the database is unreachable, shutting down, starting up, read-only (a failover), or busy; nothing is lost by retrying
 	CodeInternal            = "internal"             // 500
 )
@@ -90,6 +93,7 @@ func apiError(err error) *Error {
 		se  *event.SyncError
 		wfe *webhook.FieldError
 		wre *webhook.RateError
+		are *tenant.ActionRateError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -117,10 +121,14 @@ func apiError(err error) *Error {
 			msg += " (the server was too busy, or the definition is too slow); try again shortly"
 		}
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: 5, Message: msg}
+	case errors.As(err, &are):
+		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: int(math.Ceil(are.RetryAfter.Seconds())), Message: are.Error()}
 	case errors.As(err, &wre):
 		return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: int(math.Ceil(wre.RetryAfter.Seconds())), Message: wre.Error()}
 	case errors.Is(err, webhook.ErrNoSender):
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: err.Error()}
+	case errors.Is(err, tenant.ErrDisabled):
+		return errorf(http.StatusConflict, CodeTenantDisabled, "", "%s", err.Error())
 	case errors.Is(err, webhook.ErrLimit):
 		return conflict("%s", err.Error())
 	case errors.Is(err, webhook.ErrExists):

@@ -31,9 +31,20 @@ type eventResponse struct {
 	EventID string `json:"event_id"`
 }
 
-// publishEvent is POST /v1/events: decode → prepare (the producers' one
-// validation path) → deliver now (workflow_transition) or add to the outbox.
+// publishEvent is POST /v1/events: admit (tenant enabled, publish_rate) →
+// decode → prepare (the producers' one validation path) → deliver now
+// (workflow_transition) or add to the outbox.
 func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
+	// A token of one tenant publishes into its own: the tenant is known
+	// before the body is read, and so is whether to refuse it. Only an
+	// operator's token may name the tenant in the body.
+	sc, _ := r.Context().Value(scopeKey{}).(scope)
+	if !sc.operator {
+		if err := s.admitPublish(r.Context(), tenantOf(r.Context())); err != nil {
+			s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
+			return nil
+		}
+	}
 	var req eventRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -42,11 +53,10 @@ func (s *Server) publishEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.tenants.Usable(r.Context(), ten); err != nil {
-		return tenantError(ten, err)
-	}
-	if err := s.withinPublishRate(r.Context(), ten); err != nil {
-		return err
+	if sc.operator {
+		if err := s.admitPublish(r.Context(), ten); err != nil {
+			return err
+		}
 	}
 	ev, err := event.Prepare(dispatch.Event{Tenant: tenantField(ten), ID: req.ID, DocType: req.DocType, DocName: req.DocName, Event: req.Event}, req.Doc, s.cfg.MaxPayloadBytes)
 	if err != nil {
@@ -104,6 +114,15 @@ func (s *Server) deliverNow(w http.ResponseWriter, r *http.Request, ev dispatch.
 	}
 	writeJSON(w, http.StatusOK, eventResponse{EventID: ev.ID})
 	return nil
+}
+
+// admitPublish refuses a publish into tenant ten that is disabled or past
+// its publish_rate.
+func (s *Server) admitPublish(ctx context.Context, ten string) error {
+	if err := s.tenants.Usable(ctx, ten); err != nil {
+		return tenantError(ten, err)
+	}
+	return s.withinPublishRate(ctx, ten)
 }
 
 // tenantField is how an event names its tenant: empty for the default one,

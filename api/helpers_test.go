@@ -28,6 +28,7 @@ import (
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/store"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
 )
@@ -52,10 +53,15 @@ type options struct {
 	maxBodyBytes     int64
 	maxPayloadBytes  int
 	maxInflightBytes int64
+	// tenantInflightShare is api.tenant_inflight_share; 0 is the default.
+	tenantInflightShare float64
 	// renderTimeLimit is the webhook service's time limit for body
 	// templates (webhook.Defaults.RenderTimeLimit); 0 is the default.
 	renderTimeLimit time.Duration
 	publishLimiter  api.PublishLimiter
+	// actionLimiter, when set, charges resends, retries, recovers and test
+	// sends to their tenant's action_rate (tenant.Actions), as serve does.
+	actionLimiter tenant.Limiter
 	// dsn, when set, is the database to open (through a testenv proxy)
 	// instead of a fresh one.
 	dsn string
@@ -100,20 +106,27 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	tokens := token.New(db, nil, nil)
 	hooks := webhook.New(db, box, nil, webhook.Defaults{MaxRetries: 3, Timeout: 5 * time.Second, RenderTimeLimit: o.renderTimeLimit}, nil)
 	hooks.SetSender(sender, nil)
+	rec := recovery.New(db, nil, 0)
+	if o.actionLimiter != nil {
+		actions := tenant.NewActions(tenant.New(db, nil, nil), o.actionLimiter, nil)
+		hooks.SetActions(actions)
+		rec.SetActions(actions)
+	}
 	a := api.New(api.Config{
-		DB:               db,
-		Dispatcher:       dispatch.New(db, sender, box, dispatch.Config{}),
-		Webhooks:         hooks,
-		Recovery:         recovery.New(db, nil, 0),
-		Tokens:           tokens,
-		Portal:           portal.New(db, box.Subkey(portal.KeyLabel), o.portalClock),
-		MaxBodyBytes:     o.maxBodyBytes,
-		MaxPayloadBytes:  o.maxPayloadBytes,
-		MaxInflightBytes: o.maxInflightBytes,
-		PublishLimiter:   o.publishLimiter,
-		Database:         watcher,
-		Ready:            ready,
-		Logger:           o.logger,
+		DB:                  db,
+		Dispatcher:          dispatch.New(db, sender, box, dispatch.Config{}),
+		Webhooks:            hooks,
+		Recovery:            rec,
+		Tokens:              tokens,
+		Portal:              portal.New(db, box.Subkey(portal.KeyLabel), o.portalClock),
+		MaxBodyBytes:        o.maxBodyBytes,
+		MaxPayloadBytes:     o.maxPayloadBytes,
+		MaxInflightBytes:    o.maxInflightBytes,
+		TenantInflightShare: o.tenantInflightShare,
+		PublishLimiter:      o.publishLimiter,
+		Database:            watcher,
+		Ready:               ready,
+		Logger:              o.logger,
 	})
 	if o.linger != nil {
 		o.linger(a)
@@ -147,6 +160,12 @@ type answer struct {
 // The pipe is closed when the test ends, before the server is.
 func (s *server) openPublish(length int64, first string) (*io.PipeWriter, <-chan answer) {
 	s.t.Helper()
+	return s.openPublishAs(s.publish, length, first)
+}
+
+// openPublishAs is openPublish with token tok.
+func (s *server) openPublishAs(tok string, length int64, first string) (*io.PipeWriter, <-chan answer) {
+	s.t.Helper()
 	pr, pw := io.Pipe()
 	s.t.Cleanup(func() { _ = pw.Close() })
 	req, err := http.NewRequest("POST", s.srv.URL+"/v1/events", pr)
@@ -154,7 +173,7 @@ func (s *server) openPublish(length int64, first string) (*io.PipeWriter, <-chan
 		s.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+s.publish)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	req.ContentLength = length
 	got := make(chan answer, 1)
 	go func() {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -34,6 +35,10 @@ const minRequestBytes = 4 << 10
 // because the budget is full: requests in flight end within seconds.
 const intakeRetryAfter = 1
 
+// DefaultTenantInflightShare is api.tenant_inflight_share's default: a
+// tenant's requests in flight may hold a quarter of the intake budget.
+const DefaultTenantInflightShare = 0.25
+
 // intake is the process-wide budget of memory that requests in flight may
 // hold. Every request is charged before its body is read, by its declared
 // length (or api.max_body_bytes when unknown) times IntakeMemoryFactor, and
@@ -42,9 +47,19 @@ const intakeRetryAfter = 1
 // A request that does not fit is refused with 503 at once rather than
 // queued, so neither the bodies nor the waiters can grow without bound, and
 // the group commit of publishes holds at most what the budget admitted.
+//
+// A request is charged once it is authenticated, to the tenant its token
+// belongs to, and a tenant's requests together hold at most share of the
+// budget (api.tenant_inflight_share): one tenant's slow bodies are refused
+// with 429 tenant_share_full, charged to no one, long before they could
+// fill the budget every other tenant shares. A tenant's first request in
+// flight always fits its share, as any request alone fits the budget.
+// Operator tokens, and the pages served beside the API (together, as one
+// tenant would), are charged to the budget alone.
 type intake struct {
 	sem   *semaphore.Weighted
 	limit int64
+	share int64 // what one tenant may hold
 	log   *slog.Logger
 	clock clock.Clock
 
@@ -53,24 +68,35 @@ type intake struct {
 
 	mu       sync.Mutex
 	lastWarn time.Time
-	unlogged int64 // refusals since the last warning
+	unlogged int64            // refusals since the last warning
+	tenants  map[string]int64 // bytes each tenant's requests in flight hold
 }
 
-func newIntake(limit int64, c clock.Clock, log *slog.Logger) *intake {
-	return &intake{sem: semaphore.NewWeighted(limit), limit: limit, log: log, clock: c}
+func newIntake(limit int64, share float64, c clock.Clock, log *slog.Logger) *intake {
+	return &intake{sem: semaphore.NewWeighted(limit), limit: limit, share: max(int64(float64(limit)*share), 1),
+		log: log, clock: c, tenants: map[string]int64{}}
 }
+
+// pagesTenant is the share the pages served beside the API (the console
+// and the portal) hold together: they are charged before their session is
+// known.
+const pagesTenant = "\x00pages"
 
 // grant is what one request holds of the intake budget.
 type grant struct {
-	in   *intake
-	held int64
+	in *intake
+	// tenant is the share the request is charged to; "" is none (an
+	// operator's token, or a route that needs none).
+	tenant string
+	held   int64
 }
 
 type grantKey struct{}
 
-// acquire charges n bytes for a new request, or returns the 503 to answer.
-func (in *intake) acquire(r *http.Request, n int64) (*grant, error) {
-	g := &grant{in: in}
+// acquire charges n bytes for a new request of tenant ("" for none), or
+// returns the refusal to answer.
+func (in *intake) acquire(r *http.Request, tenant string, n int64) (*grant, error) {
+	g := &grant{in: in, tenant: tenant}
 	if err := g.more(r, n); err != nil {
 		return nil, err
 	}
@@ -78,12 +104,18 @@ func (in *intake) acquire(r *http.Request, n int64) (*grant, error) {
 }
 
 // more charges n more bytes to the request's grant: a request that turns
-// out to need an evaluation (a workflow_transition publish).
+// out to need an evaluation (a workflow_transition publish). The tenant's
+// share is taken first, so that a refusal for the budget gives it back and
+// a refusal for the share takes nothing of the budget.
 func (g *grant) more(r *http.Request, n int64) error {
 	if left := g.in.limit - g.held; n > left {
 		n = left // a request alone may always run, whatever it is charged
 	}
+	if err := g.in.takeShare(r, g, n); err != nil {
+		return err
+	}
 	if !g.in.sem.TryAcquire(n) {
+		g.in.giveShare(g.tenant, n)
 		return g.in.refuse(r, n)
 	}
 	g.held += n
@@ -91,18 +123,73 @@ func (g *grant) more(r *http.Request, n int64) error {
 	return nil
 }
 
+// takeShare charges n bytes of g's request to its tenant's share, or
+// refuses it when the tenant's other requests in flight leave too little.
+func (in *intake) takeShare(r *http.Request, g *grant, n int64) error {
+	if g.tenant == "" {
+		return nil
+	}
+	in.mu.Lock()
+	held := in.tenants[g.tenant]
+	if others := held - g.held; others > 0 && held+n > in.share {
+		in.mu.Unlock()
+		return in.refuseShare(r, g.tenant, n)
+	}
+	in.tenants[g.tenant] = held + n
+	in.mu.Unlock()
+	return nil
+}
+
+// giveShare returns n bytes of tenant's share.
+func (in *intake) giveShare(tenant string, n int64) {
+	if tenant == "" || n == 0 {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.tenants[tenant] -= n; in.tenants[tenant] <= 0 {
+		delete(in.tenants, tenant)
+	}
+}
+
 // release returns everything the request held.
 func (g *grant) release() {
 	if g.held > 0 {
+		g.in.giveShare(g.tenant, g.held)
 		g.in.held.Add(-g.held)
 		g.in.sem.Release(g.held)
 		g.held = 0
 	}
 }
 
-// refuse counts a refusal, warns at most once a second, and returns the
-// 503 unavailable the client gets.
+// refuse counts a refusal for the whole budget, warns at most once a
+// second, and returns the 503 unavailable the client gets.
 func (in *intake) refuse(r *http.Request, n int64) error {
+	in.warn(r, n, "api request refused with 503: requests in flight hold the whole intake budget (api.max_inflight_bytes)")
+	return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: intakeRetryAfter,
+		Message: "the server is holding as many requests as its memory allows (api.max_inflight_bytes); try again shortly"}
+}
+
+// refuseShare counts a refusal for a tenant's share, warns at most once a
+// second, and returns the 429 tenant_share_full the client gets.
+func (in *intake) refuseShare(r *http.Request, tenant string, n int64) error {
+	name := tenant
+	if tenant == pagesTenant {
+		name = "console and portal pages"
+	}
+	in.warn(r, n, "api request refused with 429: the tenant's requests in flight hold its share of the intake budget (api.tenant_inflight_share)",
+		"tenant", name, "share_bytes", in.share)
+	if tenant == pagesTenant {
+		return &Error{Status: http.StatusTooManyRequests, Code: CodeTenantShareFull, RetryAfter: intakeRetryAfter,
+			Message: "the console's and the portal's requests in flight hold their share of the server's memory (api.tenant_inflight_share of api.max_inflight_bytes); try again shortly"}
+	}
+	return &Error{Status: http.StatusTooManyRequests, Code: CodeTenantShareFull, RetryAfter: intakeRetryAfter,
+		Message: fmt.Sprintf("tenant %q's requests in flight hold its share of the server's memory (api.tenant_inflight_share of api.max_inflight_bytes): finish or cancel them, or send fewer at once, and retry after Retry-After", tenant)}
+}
+
+// warn counts a refusal and logs it at most once a second, with how many
+// were refused since the last warning.
+func (in *intake) warn(r *http.Request, n int64, msg string, attrs ...any) {
 	total := in.refused.Add(1)
 	in.mu.Lock()
 	in.unlogged++
@@ -114,12 +201,9 @@ func (in *intake) refuse(r *http.Request, n int64) error {
 	}
 	in.mu.Unlock()
 	if warn {
-		in.log.Warn("api request refused with 503: requests in flight hold the whole intake budget (api.max_inflight_bytes)",
-			"method", r.Method, "path", r.URL.Path, "charge_bytes", n, "max_inflight_bytes", in.limit,
-			"refused_since_last_warning", count, "refused_total", total)
+		in.log.Warn(msg, append([]any{"method", r.Method, "path", r.URL.Path, "charge_bytes", n, "max_inflight_bytes", in.limit,
+			"refused_since_last_warning", count, "refused_total", total}, attrs...)...)
 	}
-	return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: intakeRetryAfter,
-		Message: "the server is holding as many requests as its memory allows (api.max_inflight_bytes); try again shortly"}
 }
 
 // requestCharge is what a request is charged before its body is read.

@@ -18,19 +18,19 @@ func TestIntakeWarnsAtMostOnceASecond(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	c := clock.NewStub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	in := newIntake(100, c, slog.New(slog.NewTextHandler(&logs, nil)))
+	in := newIntake(100, 1, c, slog.New(slog.NewTextHandler(&logs, nil)))
 	r := httptest.NewRequest("POST", "/v1/events", nil)
-	g, err := in.acquire(r, 100)
+	g, err := in.acquire(r, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		if _, err := in.acquire(r, 1); err == nil {
+		if _, err := in.acquire(r, "", 1); err == nil {
 			t.Fatal("a request was admitted past the budget")
 		}
 	}
 	c.Advance(time.Second)
-	if _, err := in.acquire(r, 1); err == nil {
+	if _, err := in.acquire(r, "", 1); err == nil {
 		t.Fatal("a request was admitted past the budget")
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
@@ -39,7 +39,7 @@ func TestIntakeWarnsAtMostOnceASecond(t *testing.T) {
 		t.Errorf("warnings:\n%s\nwant two: the first refusal, then the 5 since it", logs.String())
 	}
 	g.release()
-	if g2, err := in.acquire(r, 100); err != nil {
+	if g2, err := in.acquire(r, "", 100); err != nil {
 		t.Errorf("the whole budget after the release: %v", err)
 	} else {
 		g2.release()
@@ -51,16 +51,16 @@ func TestIntakeWarnsAtMostOnceASecond(t *testing.T) {
 // body of unknown length is charged as api.max_body_bytes.
 func TestIntakeChargeOverTheBudgetRunsAlone(t *testing.T) {
 	t.Parallel()
-	in := newIntake(1000, clock.NewStub(time.Time{}), slog.New(slog.DiscardHandler))
+	in := newIntake(1000, 1, clock.NewStub(time.Time{}), slog.New(slog.DiscardHandler))
 	r := httptest.NewRequest("POST", "/v1/webhooks", nil)
-	g, err := in.acquire(r, 10_000)
+	g, err := in.acquire(r, "", 10_000)
 	if err != nil {
 		t.Fatalf("alone: %v", err)
 	}
 	if err := g.more(r, 1); err != nil || g.held != 1000 {
 		t.Errorf("a request holding the whole budget charged more: %v, holding %d; want it to go on holding 1000", err, g.held)
 	}
-	if _, err := in.acquire(r, 1); err == nil {
+	if _, err := in.acquire(r, "", 1); err == nil {
 		t.Error("a second request was admitted beside one holding the whole budget")
 	}
 	g.release()

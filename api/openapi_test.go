@@ -15,6 +15,7 @@ import (
 
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/inspect"
+	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -156,6 +157,7 @@ func TestSchemasMatchTheJSON(t *testing.T) {
 		"DeliveryPage":   structFields(reflect.TypeFor[inspect.Page]()),
 		"Preview":        structFields(reflect.TypeFor[webhook.Preview]()),
 		"TestResult":     structFields(reflect.TypeFor[webhook.TestResult]()),
+		"PortalLink":     structFields(reflect.TypeFor[portal.Issued]()),
 	} {
 		s, ok := doc.Components.Schemas[name]
 		if !ok {

@@ -44,7 +44,7 @@ func (s *Server) createPortalLink(w http.ResponseWriter, r *http.Request) error 
 	if s.cfg.Portal == nil {
 		return errorf(http.StatusConflict, CodeConflict, "", "%s", portal.ErrNoKey.Error())
 	}
-	link, err := s.cfg.Portal.Create(r.Context(), tenantOf(r.Context()), ttl, tokenName(r.Context()))
+	link, err := s.cfg.Portal.Create(r.Context(), tenantOf(r.Context()), ttl, tokenOf(r.Context()))
 	if errors.Is(err, portal.ErrNoKey) {
 		return errorf(http.StatusConflict, CodeConflict, "", "%s", err.Error())
 	}
@@ -79,5 +79,38 @@ func (s *Server) revokePortalLink(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// listPortalLinks is GET /v1/portal-links: the request's tenant's live
+// links (neither expired nor revoked), without their URLs, which are the
+// credentials.
+func (s *Server) listPortalLinks(w http.ResponseWriter, r *http.Request) error {
+	links := []portal.Issued{}
+	if s.cfg.Portal != nil {
+		var err error
+		if links, err = s.cfg.Portal.List(r.Context(), tenantOf(r.Context())); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"portal_links": links})
+	return nil
+}
+
+// revokePortalLinks is DELETE /v1/portal-links?all=true: every live link of
+// the request's tenant opens nothing more, and their sessions end. all=true
+// is required, so that a DELETE that lost its link's id revokes nothing.
+func (s *Server) revokePortalLinks(w http.ResponseWriter, r *http.Request) error {
+	if r.URL.Query().Get("all") != "true" {
+		return invalidRequest("all", "DELETE /v1/portal-links revokes every live portal link of the tenant only with ?all=true; DELETE /v1/portal-links/{id} revokes one")
+	}
+	var n int64
+	if s.cfg.Portal != nil {
+		var err error
+		if n, err = s.cfg.Portal.RevokeAll(r.Context(), tenantOf(r.Context())); err != nil {
+			return err
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"revoked": n})
 	return nil
 }

@@ -115,10 +115,8 @@ func tenantError(name string, err error) error {
 		return conflict("%s", err.Error())
 	case errors.Is(err, tenant.ErrInvalid):
 		return invalidRequest("name", "%s", err.Error())
-	case errors.Is(err, tenant.ErrDisabled):
-		return errorf(http.StatusUnprocessableEntity, CodeInvalidRequest, "tenant", "%s", err.Error())
 	}
-	return err
+	return err // tenant.ErrDisabled: 409 tenant_disabled (apiError)
 }
 
 // tenantRequest is the body of POST /v1/tenants and PATCH /v1/tenants/{name}.

@@ -158,6 +158,21 @@ func TestEveryRouteKeepsTenantsApart(t *testing.T) {
 				t.Fatalf("globex's link is of tenant %v", got)
 			}
 		},
+		"GET /v1/portal-links": func(t *testing.T) {
+			id := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, "").object(t)["id"].(string)
+			if body := string(s.expect(http.StatusOK, "GET", "/v1/portal-links", ts.globexAdmin, "").body); strings.Contains(body, id) {
+				t.Fatalf("globex lists acme's link: %s", body)
+			}
+			s.refused(http.StatusNotFound, "not_found", "", "GET", "/v1/portal-links", ts.globexAdmin, "", api.TenantHeader, "acme")
+		},
+		"DELETE /v1/portal-links": func(t *testing.T) {
+			id := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, "").object(t)["id"].(string)
+			s.expect(http.StatusOK, "DELETE", "/v1/portal-links?all=true", ts.globexAdmin, "")
+			s.refused(http.StatusNotFound, "not_found", "", "DELETE", "/v1/portal-links?all=true", ts.globexAdmin, "", api.TenantHeader, "acme")
+			if body := string(s.expect(http.StatusOK, "GET", "/v1/portal-links", ts.acmeAdmin, "").body); !strings.Contains(body, id) {
+				t.Fatalf("globex's revoke-all revoked acme's link: %s", body)
+			}
+		},
 		"DELETE /v1/portal-links/{id}": func(t *testing.T) {
 			id := s.expect(http.StatusCreated, "POST", "/v1/portal-links", ts.acmeAdmin, "").object(t)["id"].(string)
 			notFound("DELETE", "/v1/portal-links/"+id, "")(t)
@@ -209,7 +224,7 @@ func TestTenantHeader(t *testing.T) {
 	}
 	// A disabled tenant's events are refused.
 	s.expect(http.StatusOK, "PATCH", "/v1/tenants/globex", s.admin, `{"enabled": false}`)
-	e := s.refused(http.StatusUnprocessableEntity, "invalid_request", "tenant", "POST", "/v1/events", ts.globexPublish, eventBody("ev-off", ""))
+	e := s.refused(http.StatusConflict, "tenant_disabled", "", "POST", "/v1/events", ts.globexPublish, eventBody("ev-off", ""))
 	if !strings.Contains(e.Message, "globex") {
 		t.Errorf("refusal %q does not name the tenant", e.Message)
 	}

@@ -101,7 +101,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		rl = ratelimit.New(rateRedis)
 		limiter = rl
 	}
-	hand := handoff.New(rateRedis, log)
+	hand := handoff.New(rateRedis, log).Bound(handoff.NewLabels(cfg.Metrics.MaxTenantLabels, cfg.Metrics.MaxWebhookLabels, cfg.Metrics.MaxWebhookLabelsPerTenant))
 	d := dispatch.New(db, sender, box, dispatch.Config{
 		Schedule:     retry.Schedule(cfg.Retry.Schedule),
 		DisableAfter: cfg.Health.DisableAfter,

@@ -56,8 +56,8 @@ func newRunCmd(e *env) *cobra.Command {
 		Short: "Run the worker, the scheduler, the HTTP API and console on a real Redis, on 127.0.0.1 (make run)",
 		Long: "run is make run: a worker, the scheduler (with the outbox relay), the HTTP API with the\n" +
 			"console on api.addr, and the asynqmon UI, in one process on the configured Redis and\n" +
-			"database (SQLite by default, migrated at start). An address without a host (the\n" +
-			"defaults :8088 and :9464) listens on 127.0.0.1 only. Without secrets.key it uses the dev\n" +
+			"database (SQLite by default, migrated at start). It listens on 127.0.0.1 only (the defaults\n" +
+			"127.0.0.1:8088 and 127.0.0.1:9464; an address without a host is made loopback). Without secrets.key it uses the dev\n" +
 			"key homing dev keeps; it prints the console's URL and an admin token (kept, and replaced\n" +
 			"only when the database no longer knows it). Ctrl-C stops every part gracefully.\n" +
 			"When no Redis answers it runs homing dev instead (an embedded, in-memory Redis).",

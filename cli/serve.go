@@ -17,6 +17,7 @@ import (
 	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/process"
 	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
 )
 
@@ -103,6 +104,8 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 		MaxBodyBytes:     int64(a.Config.API.MaxBodyBytes),
 		MaxPayloadBytes:  a.Config.Delivery.MaxPayloadBytes,
 		MaxInflightBytes: maxInflightBytes(a.Config.API.MaxInflightBytes),
+		// One tenant's requests in flight hold at most this share of it.
+		TenantInflightShare: a.Config.API.TenantInflightShare,
 		// Ready while the database answers and takes writes: events are
 		// accepted into the outbox even while Redis is away.
 		Database: a.Database,
@@ -113,6 +116,12 @@ func apiConfig(a *app.App, tokens *token.Service) api.Config {
 	}
 	if a.Limiter != nil {
 		cfg.PublishLimiter = a.Limiter
+		// Resends, retries, recovers and test sends through serve (the
+		// API, the console, the portal) are charged to their tenant's
+		// action_rate; the command line's are not.
+		actions := tenant.NewActions(cfg.Tenants, a.Limiter, a.Log)
+		cfg.Webhooks.SetActions(actions)
+		cfg.Recovery.SetActions(actions)
 	}
 	// Accepted events are queued by the request that accepted them, not
 	// at the relay's next wake-up (outbox.Writer).

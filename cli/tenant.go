@@ -25,20 +25,17 @@ func newTenantCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// tenants is the tenant service every command (and the API) uses. The
-// deliveries a disable exhausts are told to the dispatcher, which counts
-// them in the process's metrics or hands them off to a worker's.
+// tenants is the tenant service every command (and the API) uses.
 func tenants(a *app.App) *tenant.Service {
-	svc := tenant.New(a.DB, a.Clock, a.Log)
-	svc.SetObserver(a.Dispatcher)
-	return svc
+	return tenant.New(a.DB, a.Clock, a.Log)
 }
 
 // tenantSettings are the flags of create and update that set a tenant's
 // settings; only those given change.
 type tenantSettings struct {
-	origins           []string
+	origins, queues   []string
 	maxWebhooks, rate int
+	actionRate        int
 	enable, disable   bool
 }
 
@@ -46,9 +43,11 @@ func (s *tenantSettings) flags(cmd *cobra.Command, withEnable bool) {
 	cmd.Flags().StringSliceVar(&s.origins, "portal-origin", nil, "`ORIGIN` the tenant's portal may be embedded in (repeatable)")
 	cmd.Flags().IntVar(&s.maxWebhooks, "max-webhooks", 0, "at most `N` webhooks (0: no limit)")
 	cmd.Flags().IntVar(&s.rate, "publish-rate", 0, "at most `N` events a second (0: no limit)")
+	cmd.Flags().StringSliceVar(&s.queues, "queues", nil, "the `QUEUES` (comma-separated) besides default its webhooks may use; the tenant's own admins and portal users choose from these only (--queues '' leaves default only)")
+	cmd.Flags().IntVar(&s.actionRate, "action-rate", 0, "at most `N` resends, retries, recovers and test sends a second through serve (0: no limit)")
 	if withEnable {
-		cmd.Flags().BoolVar(&s.enable, "enable", false, "accept the tenant's events and fire its webhooks again")
-		cmd.Flags().BoolVar(&s.disable, "disable", false, "refuse the tenant's events and fire none of its webhooks")
+		cmd.Flags().BoolVar(&s.enable, "enable", false, "accept the tenant's events again, and send what it kept while disabled")
+		cmd.Flags().BoolVar(&s.disable, "disable", false, "refuse the tenant's events and send nothing of it; what it accepted is kept, held")
 	}
 }
 
@@ -70,6 +69,17 @@ func (s *tenantSettings) patch(cmd *cobra.Command) (tenant.Patch, error) {
 	if cmd.Flags().Changed("publish-rate") {
 		p.PublishRate = &s.rate
 	}
+	if cmd.Flags().Changed("queues") {
+		q := s.queues
+		if q == nil {
+			q = []string{}
+		}
+		p.Queues = &q
+
+	}
+	if cmd.Flags().Changed("action-rate") {
+		p.ActionRate = &s.actionRate
+	}
 	return p, nil
 }
 
@@ -78,8 +88,8 @@ func printTenant(e *env, t tenant.Tenant, asJSON bool) error {
 		return writeJSON(e.stdout, t)
 	}
 	p := &printer{w: e.stdout}
-	p.printf("name:           %s\nenabled:        %v\nportal_origins: %s\nmax_webhooks:   %d\npublish_rate:   %d\ncreated_at:     %s\nupdated_at:     %s\n",
-		t.Name, t.Enabled, strings.Join(t.PortalOrigins, ", "), t.MaxWebhooks, t.PublishRate,
+	p.printf("name:           %s\nenabled:        %v\nportal_origins: %s\nmax_webhooks:   %d\npublish_rate:   %d\naction_rate:    %d\nqueues:         %s\ncreated_at:     %s\nupdated_at:     %s\n",
+		t.Name, t.Enabled, strings.Join(t.PortalOrigins, ", "), t.MaxWebhooks, t.PublishRate, t.ActionRate, strings.Join(append([]string{"default"}, t.Queues...), ", "),
 		t.CreatedAt.UTC().Format(time.RFC3339), t.UpdatedAt.UTC().Format(time.RFC3339))
 	return p.err
 }
@@ -196,7 +206,7 @@ func newTenantDisableCmd(e *env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "disable NAME",
-		Short: "Disable a tenant: its events are refused and its webhooks do not fire",
+		Short: "Disable a tenant: its events are refused and nothing of it is sent; what it accepted is kept until it is enabled again",
 		Args:  argNames("tenant NAME"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
@@ -217,7 +227,7 @@ func newTenantDeleteCmd(e *env) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "delete NAME [--force]",
-		Short: "Delete a tenant and its tokens; refused while it has webhooks unless --force",
+		Short: "Delete a tenant and everything of it; refused while it has webhooks or deliveries unless --force",
 		Args:  argNames("tenant NAME"),
 		RunE: run(func(cmd *cobra.Command, pos []string) error {
 			return e.withApp(cmd.Context(), func(a *app.App) error {
@@ -229,6 +239,6 @@ func newTenantDeleteCmd(e *env) *cobra.Command {
 			})
 		}),
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "delete the tenant's webhooks too (as homing webhook delete does; their deliveries stay)")
+	cmd.Flags().BoolVar(&force, "force", false, "delete the tenant's webhooks (as homing webhook delete does) and deliveries with it")
 	return cmd
 }

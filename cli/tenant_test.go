@@ -20,9 +20,9 @@ func TestTenantCommands(t *testing.T) {
 	s := newSite(t, "")
 	s.ok("migrate")
 
-	created := object(t, s.ok("tenant", "create", "acme", "--max-webhooks", "5", "--json").stdout)
-	checkKeys(t, "tenant create --json", created, []string{"name", "enabled", "portal_origins", "max_webhooks", "publish_rate", "created_at", "updated_at"})
-	if created["name"] != "acme" || created["enabled"] != true || created["max_webhooks"] != float64(5) {
+	created := object(t, s.ok("tenant", "create", "acme", "--max-webhooks", "5", "--action-rate", "3", "--json").stdout)
+	checkKeys(t, "tenant create --json", created, []string{"name", "enabled", "portal_origins", "max_webhooks", "publish_rate", "action_rate", "queues", "created_at", "updated_at"})
+	if created["name"] != "acme" || created["enabled"] != true || created["max_webhooks"] != float64(5) || created["action_rate"] != float64(3) {
 		t.Fatalf("tenant create --json = %v", created)
 	}
 	s.ok("tenant", "create", "globex")
@@ -59,7 +59,7 @@ func TestTenantCommands(t *testing.T) {
 		t.Fatalf("token create (operator) --json = %v", op)
 	}
 
-	// A pending retry of globex's is made final by the disable.
+	// A pending retry of globex's is held by the disable, not ended.
 	db, err := store.Open(s.dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +77,8 @@ func TestTenantCommands(t *testing.T) {
 	}
 	shown := object(t, s.ok("tenant", "disable", "globex", "--json").stdout)
 	var after models.Delivery
-	if err := db.Where("id = ?", "globex-pending").Take(&after).Error; err != nil || after.Status != models.StatusExhausted || after.LastError != "tenant disabled" {
-		t.Fatalf("globex's pending delivery after the disable: %s %q (%v), want Exhausted, tenant disabled", after.Status, after.LastError, err)
+	if err := db.Where("id = ?", "globex-pending").Take(&after).Error; err != nil || after.Status != models.StatusFailed || after.NextRetry == nil || !after.NextRetry.Equal(*pending.NextRetry) {
+		t.Fatalf("globex's pending delivery after the disable: %s due %v (%v), want Failed and due as it was, held", after.Status, after.NextRetry, err)
 	}
 	if shown["enabled"] != false {
 		t.Fatalf("tenant disable = %v", shown)

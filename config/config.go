@@ -55,7 +55,8 @@ type Process struct {
 
 // API is where `homing serve` answers HTTP requests.
 type API struct {
-	// Addr (api.addr) is the listen address, host:port.
+	// Addr (api.addr) is the listen address, host:port: loopback by
+	// default, for a TLS-terminating proxy on the same machine.
 	Addr string
 	// MaxBodyBytes (api.max_body_bytes) refuses larger request bodies with
 	// 413 before they are read. It must leave room for a document of
@@ -68,6 +69,12 @@ type API struct {
 	// process's memory limit (process.memory_limit or GOMEMLIMIT), or
 	// 512MiB when there is none.
 	MaxInflightBytes int64
+	// TenantInflightShare (api.tenant_inflight_share) is the fraction of
+	// MaxInflightBytes one tenant's requests in flight may hold together
+	// (above 0, at most 1): past it the tenant's next request is refused
+	// with 429 tenant_share_full, so one tenant's slow bodies cannot
+	// refuse every other tenant's requests.
+	TenantInflightShare float64
 	// AsynqmonURL (api.asynqmon_url) is where operators reach asynqmon; when
 	// set, the console links a delivery to its task there.
 	AsynqmonURL string
@@ -213,7 +220,9 @@ type Secrets struct {
 
 // Metrics is where the worker serves Prometheus metrics.
 type Metrics struct {
-	Addr string // metrics.addr; empty disables the endpoint
+	// Addr (metrics.addr) is where /metrics, /healthz and /readyz answer,
+	// loopback by default: they need no token. Empty disables them.
+	Addr string
 	// MaxWebhookLabels is metrics.max_webhook_labels: how many webhooks get
 	// a webhook label of their own on the delivery and attempt counters;
 	// the rest share webhook="other", so a site with thousands of webhooks
@@ -223,6 +232,16 @@ type Metrics struct {
 	// tenant label of their own on the same counters; the rest share
 	// tenant="other", so a SaaS with thousands of customers stays bounded.
 	MaxTenantLabels int
+	// MaxWebhookLabelsPerTenant is metrics.max_webhook_labels_per_tenant:
+	// how many of those webhook labels one tenant other than default may
+	// take (0: no cap of its own), so that one tenant creating or renaming
+	// webhooks cannot take every other tenant's.
+	MaxWebhookLabelsPerTenant int
+	// ScrapeCache (metrics.scrape_cache) is how long one collection
+	// answers scrapes: a collection reads the database and Redis, and
+	// scrapers, however many, cost at most one a ScrapeCache (and one at
+	// a time). 0 collects for every scrape.
+	ScrapeCache time.Duration
 }
 
 // KeyError is a problem with one key. Load and Validate return these, joined
@@ -285,14 +304,18 @@ func fields() []field {
 		{"retention.pause", "50ms", into(parseDuration, func(c *Config) *time.Duration { return &c.Retention.Pause })},
 		{"health.disable_after", "120h", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.DisableAfter })},
 		{"health.probe_interval", "10s", into(parseDuration, func(c *Config) *time.Duration { return &c.Health.ProbeInterval })},
-		{"metrics.addr", ":9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
+		{"metrics.addr", "127.0.0.1:9464", into(parseString, func(c *Config) *string { return &c.Metrics.Addr })},
 		{"metrics.max_webhook_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabels })},
 		{"metrics.max_tenant_labels", 100, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxTenantLabels })},
+		{"metrics.max_webhook_labels_per_tenant", 25, into(parseInt, func(c *Config) *int { return &c.Metrics.MaxWebhookLabelsPerTenant })},
+		{"metrics.scrape_cache", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Metrics.ScrapeCache })},
 		{"outbox.poll_interval", "1s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.PollInterval })},
-		{"api.addr", ":8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
+		{"api.addr", "127.0.0.1:8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
 		{"api.asynqmon_url", "", into(parseString, func(c *Config) *string { return &c.API.AsynqmonURL })},
 		{"api.max_inflight_bytes", "0", into(parseBytes, func(c *Config) *int64 { return &c.API.MaxInflightBytes })},
+		// Tenants' trust (issue 35).
+		{"api.tenant_inflight_share", 0.25, into(parseFloat, func(c *Config) *float64 { return &c.API.TenantInflightShare })},
 		// Durable intake and operator defaults (issue 16).
 		{"outbox.recover_after", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Outbox.RecoverAfter })},
 		{"monitor.auth", "", into(parseString, func(c *Config) *string { return &c.Monitor.Auth })},
@@ -615,6 +638,25 @@ func parseInt(raw any) (int, error) {
 	return 0, fmt.Errorf("%v is not a whole number", raw)
 }
 
+func parseFloat(raw any) (float64, error) {
+	switch x := raw.(type) {
+	case float64:
+		return x, nil
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case uint64:
+		return float64(x), nil
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return f, nil
+		}
+		return 0, fmt.Errorf("%q is not a number (use a fraction such as 0.25)", x)
+	}
+	return 0, fmt.Errorf("%v is not a number (use a fraction such as 0.25)", raw)
+}
+
 func parseDuration(raw any) (time.Duration, error) {
 	switch x := raw.(type) {
 	case time.Duration:
@@ -854,7 +896,7 @@ func (c Config) problems() []*KeyError {
 
 	if a := c.Metrics.Addr; a != "" {
 		if err := checkAddr(a); err != nil {
-			bad("metrics.addr", "%v (use :9464 or 127.0.0.1:9464; empty disables metrics)", err)
+			bad("metrics.addr", "%v (use 127.0.0.1:9464, or an internal address such as 10.0.0.5:9464 behind a firewall; empty disables metrics)", err)
 		}
 	}
 	if n := c.Metrics.MaxWebhookLabels; n < 0 {
@@ -863,11 +905,18 @@ func (c Config) problems() []*KeyError {
 	if n := c.Metrics.MaxTenantLabels; n < 0 {
 		bad("metrics.max_tenant_labels", "%d is negative (0 counts every tenant as \"other\")", n)
 	}
+	if n := c.Metrics.MaxWebhookLabelsPerTenant; n < 0 {
+		bad("metrics.max_webhook_labels_per_tenant", "%d is negative (0 gives a tenant no cap of its own below metrics.max_webhook_labels)", n)
+	}
+	betweenD("metrics.scrape_cache", c.Metrics.ScrapeCache, 0, time.Minute)
 	if err := checkAddr(c.API.Addr); err != nil {
-		bad("api.addr", "%v (use :8088 or 127.0.0.1:8088)", err)
+		bad("api.addr", "%v (use 127.0.0.1:8088, or an internal address such as 10.0.0.5:8088 behind a TLS-terminating proxy)", err)
 	}
 	if c.API.MaxInflightBytes < 0 {
 		bad("api.max_inflight_bytes", "must be 0 (half of the memory limit) or a size such as 512MiB, got %d bytes", c.API.MaxInflightBytes)
+	}
+	if f := c.API.TenantInflightShare; !(f > 0 && f <= 1) {
+		bad("api.tenant_inflight_share", "must be a fraction above 0 and at most 1 (0.25: a tenant's requests in flight may hold a quarter of api.max_inflight_bytes), got %v", f)
 	}
 	if c.API.MaxBodyBytes < c.Delivery.MaxPayloadBytes {
 		bad("api.max_body_bytes", "must be at least delivery.max_payload_bytes (%d), or documents that fit could never be published over HTTP; got %d", c.Delivery.MaxPayloadBytes, c.API.MaxBodyBytes)

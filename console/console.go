@@ -45,7 +45,8 @@ type Config struct {
 	Recovery *recovery.Service
 	Tokens   *token.Service
 	// AsynqmonURL (api.asynqmon_url) is where asynqmon answers; when set, a
-	// delivery with a task links to it there.
+	// delivery with a task links to it there, in the console only: the
+	// portal names no internal address.
 	AsynqmonURL string
 	// Tasks, when set, is asked whether a delivery's task exists before it
 	// is linked: a retry's task is made only when the sweeper queues it, so
@@ -100,7 +101,7 @@ func New(cfg Config) *Console {
 	if c.tenants == nil {
 		c.tenants = tenant.New(cfg.DB, cfg.Clock, cfg.Logger)
 	}
-	for _, name := range []string{"login", "overview", "deliveries", "delivery", "webhooks", "webhook", "recover", "message", "webhookform", "secret", "try"} {
+	for _, name := range []string{"login", "overview", "deliveries", "delivery", "webhooks", "webhook", "recover", "message", "webhookform", "secret", "try", "switch"} {
 		c.pages[name] = template.Must(template.New("layout.html").Funcs(c.funcs()).
 			ParseFS(files, "templates/layout.html", "templates/chart.html", "templates/"+name+".html"))
 	}
@@ -110,6 +111,7 @@ func New(cfg Config) *Console {
 	c.mux.HandleFunc("POST /console/login", c.sameOrigin(c.login))
 	c.mux.HandleFunc("POST /console/tenant", c.action(c.chooseTenant))
 	c.mux.HandleFunc("GET /portal/open", c.openLink)
+	c.mux.HandleFunc("POST /portal/open", c.sameOrigin(c.switchLink))
 	// One set of pages for the console and the portal: the session decides
 	// the tenant (tenantOf), the prefix only which cookie names the session.
 	for _, p := range []string{Prefix, PortalPrefix} {

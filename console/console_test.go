@@ -37,6 +37,7 @@ type site struct {
 	db      *gorm.DB
 	srv     *httptest.Server
 	hooks   *webhook.Service
+	rec     *recovery.Service
 	redis   asynq.RedisClientOpt
 	admin   string
 	publish string
@@ -87,7 +88,8 @@ func newSiteOn(t testing.TB, db *gorm.DB, watcher *dbstate.Watcher, log *slog.Lo
 	insp := asynq.NewInspector(s.redis)
 	t.Cleanup(func() { _ = insp.Close() })
 	s.links = portal.New(db, portalKey, clk)
-	s.srv = httptest.NewServer(console.New(console.Config{DB: db, Webhooks: hooks, Recovery: recovery.New(db, clk, 0), Tokens: tokens,
+	s.rec = recovery.New(db, clk, 0)
+	s.srv = httptest.NewServer(console.New(console.Config{DB: db, Webhooks: hooks, Recovery: s.rec, Tokens: tokens,
 		AsynqmonURL: "http://127.0.0.1:8080", Tasks: insp, DisableAfter: 120 * time.Hour, Portal: s.links, Clock: clk,
 		Database: watcher, Logger: log}))
 	t.Cleanup(s.srv.Close)

@@ -30,7 +30,7 @@ func TestDatabaseCutIs503Page(t *testing.T) {
 	watcher := dbstate.New(dbstate.Config{Probe: store.Probe(db), Logger: log, Consequence: "pages are answered 503"})
 	s := newSiteOn(t, db, watcher, log)
 	s.withAcme()
-	link, err := s.links.Create(context.Background(), "acme", 0, "test")
+	link, err := s.links.Create(context.Background(), "acme", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

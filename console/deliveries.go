@@ -12,6 +12,7 @@ import (
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/tasks"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -115,8 +116,10 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
 // asynqmonLink is d's task in asynqmon: its first attempt's task while it
 // has made none, its retry's task while it is Failed; "" otherwise, and ""
 // while that task does not exist (a retry not yet queued by the sweeper).
+// The portal never links it: asynqmon is the operator's, and shows every
+// tenant's tasks and payloads to whoever reaches it.
 func (c *Console) asynqmonLink(r *http.Request, d inspect.Detail) string {
-	if c.cfg.AsynqmonURL == "" {
+	if c.cfg.AsynqmonURL == "" || isPortal(r) {
 		return ""
 	}
 	var id string
@@ -156,7 +159,7 @@ func (c *Console) retry(w http.ResponseWriter, r *http.Request, _ session) {
 		c.message(w, r, http.StatusConflict, "Not retried", "Delivery "+id+" was delivered; use Resend to send its payload again as a new delivery.")
 	case errors.Is(err, recovery.ErrInFlight):
 		c.message(w, r, http.StatusConflict, "Not retried", "Delivery "+id+" has an attempt in flight; try again once it is recorded.")
-	case errors.Is(err, recovery.ErrNotBuilt):
+	case errors.Is(err, recovery.ErrNotBuilt), errors.Is(err, tenant.ErrDisabled):
 		c.message(w, r, http.StatusConflict, "Not retried", err.Error())
 	case err != nil:
 		c.fail(w, r, err)
@@ -173,7 +176,7 @@ func (c *Console) resend(w http.ResponseWriter, r *http.Request, _ session) {
 	switch {
 	case errors.Is(err, recovery.ErrNotFound):
 		c.message(w, r, http.StatusNotFound, "Not found", "No delivery "+id+".")
-	case errors.Is(err, recovery.ErrNotBuilt):
+	case errors.Is(err, recovery.ErrNotBuilt), errors.Is(err, tenant.ErrDisabled):
 		c.message(w, r, http.StatusConflict, "Not resent", err.Error())
 	case err != nil:
 		c.fail(w, r, err)

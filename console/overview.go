@@ -1,7 +1,9 @@
 package console
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/homingdev/homing/dbstate"
 
 	"github.com/homingdev/homing/inspect"
+	"github.com/homingdev/homing/tenant"
 )
 
 // overviewRefresh is how often the overview reloads itself, in seconds.
@@ -46,11 +49,25 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s session) {
 // fail renders an error a page met: one of a database that cannot serve
 // it now as a 503 page (unavailable), anything else as a 500 page, logged.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if c.unavailable(w, r, err) {
+	if c.unavailable(w, r, err) || c.overRate(w, r, err) {
 		return
 	}
 	c.log.Error("console", "path", r.URL.Path, "error", err.Error())
 	c.message(w, r, http.StatusInternalServerError, "Error", err.Error())
+}
+
+// overRate answers an action refused for its tenant's action_rate (a
+// resend, a retry, a recover, a test send: tenant.ActionRateError) as the
+// API does: 429 with Retry-After, on a page saying so. It reports whether
+// err was one.
+func (c *Console) overRate(w http.ResponseWriter, r *http.Request, err error) bool {
+	var are *tenant.ActionRateError
+	if !errors.As(err, &are) {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(are.RetryAfter.Seconds()))))
+	c.message(w, r, http.StatusTooManyRequests, "Not now", are.Error())
+	return true
 }
 
 // unavailable answers a request the database could not serve now (dbstate's

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"context"
+	"crypto/hmac"
 	"errors"
 	"net/http"
 	"net/url"
@@ -29,6 +31,14 @@ func portalCookie(r *http.Request, value string, maxAge int) *http.Cookie {
 // openLink is GET /portal/open?link=TOKEN: a valid link starts a portal
 // session of its tenant and sends the browser to the tenant's deliveries;
 // an expired, altered or revoked one gets a page saying which.
+//
+// A link of another tenant than the browser's portal session never
+// replaces the session by itself: any page of any site can navigate a
+// browser here, and a victim who went on working in what they took for
+// their own portal would hand the link's tenant whatever they typed (a
+// webhook's secret header). It gets a page that names both tenants and asks
+// (switchLink); a link with no session, or of the session's own tenant,
+// opens at once.
 func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "no-referrer") // the link is a credential
 	tok := r.URL.Query().Get("link")
@@ -37,6 +47,60 @@ func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 		c.refuseLink(w, r, err)
 		return
 	}
+	cur, ok, err := c.authenticatePortal(r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if ok && cur.tenant != link.Tenant {
+		c.log.Info("portal: link of another tenant than the session's, asking first", "tenant", link.Tenant, "link", link.ID, "session_tenant", cur.tenant)
+		// The link stays in Homing: the page's requests go to its own
+		// origin only, and its Switch POST must carry that origin
+		// (no-referrer would send "Origin: null", which sameOrigin refuses).
+		w.Header().Set("Referrer-Policy", "same-origin")
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, cur))
+		c.render(w, r, http.StatusOK, "switch", view{Title: "Switch portals?", Now: c.now(),
+			Data: switchView{From: cur.tenant, To: link.Tenant, Link: tok}})
+		return
+	}
+	c.startPortal(w, r, link, tok)
+}
+
+// switchView is the data of the page that asks before a link replaces a
+// session of another tenant.
+type switchView struct {
+	From, To string
+	// Link is the link's token, posted back by the Switch button.
+	Link string
+}
+
+// switchLink is POST /portal/open, the Switch button of openLink's page:
+// the link replaces the session. Only that page can send it: the POST must
+// come from this origin (sameOrigin) and carry the current session's CSRF
+// value, which a page of another site can neither read nor compute.
+func (c *Console) switchLink(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	tok := r.PostFormValue("link")
+	link, err := c.openPortal(r, tok)
+	if err != nil {
+		c.refuseLink(w, r, err)
+		return
+	}
+	cur, ok, err := c.authenticatePortal(r)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if ok && !hmac.Equal([]byte(r.PostFormValue(CSRFField)), []byte(cur.csrf)) {
+		c.message(w, r, http.StatusForbidden, "Refused", "This form did not carry the portal's CSRF token, so it was refused. Open the link again and choose on the page it shows.")
+		return
+	}
+	c.startPortal(w, r, link, tok)
+}
+
+// startPortal makes link the browser's portal session and sends it to the
+// tenant's deliveries.
+func (c *Console) startPortal(w http.ResponseWriter, r *http.Request, link portal.Link, tok string) {
 	ck := portalCookie(r, tok, 0)
 	ck.Expires = link.ExpiresAt
 	http.SetCookie(w, ck)

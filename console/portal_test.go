@@ -74,7 +74,7 @@ func TestPortalShowsOnlyItsTenant(t *testing.T) {
 	s := newSite(t)
 	s.withAcme()
 	ctx := context.Background()
-	link, err := s.links.Create(ctx, "acme", 0, "test")
+	link, err := s.links.Create(ctx, "acme", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestPortalShowsOnlyItsTenant(t *testing.T) {
 		}
 	}
 	refused(strings.Replace(link.Token, "v1.acme.", "v1.default.", 1), http.StatusForbidden, "not valid")
-	old, err := portal.New(s.db, portalKey, clock.NewStub(time.Now().Add(-2*time.Hour))).Create(ctx, "acme", time.Hour, "test")
+	old, err := portal.New(s.db, portalKey, clock.NewStub(time.Now().Add(-2*time.Hour))).Create(ctx, "acme", time.Hour, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestPortalShowsOnlyItsTenant(t *testing.T) {
 		t.Errorf("revoked link's session: %d: %s", res.StatusCode, body)
 	}
 	// A tenant without portal_origins may be framed by no one.
-	def, err := s.links.Create(ctx, "default", 0, "test")
+	def, err := s.links.Create(ctx, "default", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,5 +205,80 @@ func TestOperatorChoosesATenant(t *testing.T) {
 	}
 	if res, _ := s.do("POST", "/console/tenant", url.Values{"csrf": {s.csrf(acme, "/console/")}, "tenant": {"default"}}, acme, nil); res.StatusCode != http.StatusForbidden {
 		t.Errorf("a tenant token's session chose a tenant: %d", res.StatusCode)
+	}
+}
+
+// portalCookieOf is the portal cookie res sets, or nil.
+func portalCookieOf(res *http.Response) *http.Cookie {
+	for _, c := range res.Cookies() {
+		if c.Name == console.PortalCookieName {
+			return c
+		}
+	}
+	return nil
+}
+
+// A link of another tenant, opened while a portal session is signed in,
+// never replaces the session by itself (finding 5 of issue 35: a page of
+// another site would sign its victim into the attacker's portal): it asks,
+// on a page no one may frame, and switches only on a POST from that page
+// with the session's CSRF value. A link with no session, or of the
+// session's own tenant, opens as before.
+func TestPortalLinkOfAnotherTenantAsksFirst(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	s.withAcme()
+	ctx := context.Background()
+	mint := func(tenant string) string {
+		t.Helper()
+		l, err := s.links.Create(ctx, tenant, 0, token.Token{Name: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Token
+	}
+	acme, other := s.open(mint("acme")), mint("default")
+	crossSite := map[string]string{"Sec-Fetch-Site": "cross-site"}
+	res, body := s.do("GET", "/portal/open?link="+url.QueryEscape(other), nil, acme, crossSite)
+	if res.StatusCode != http.StatusOK || portalCookieOf(res) != nil ||
+		!strings.Contains(body, `You are signed in to the portal of tenant <b id="switch-from">acme</b>`) ||
+		!strings.Contains(body, `This link opens the portal of tenant <b id="switch-to">default</b>`) {
+		t.Fatalf("another tenant's link over acme's session: %d, cookie %v:\n%s", res.StatusCode, portalCookieOf(res), body)
+	}
+	if res.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+		t.Errorf("the confirmation may be framed (clickjacking its Switch button): %v", res.Header)
+	}
+	if p := res.Header.Get("Referrer-Policy"); p != "same-origin" {
+		t.Errorf("the confirmation's Referrer-Policy %q: want same-origin, which keeps the link in Homing and lets its POST carry its Origin", p)
+	}
+	if res, _ := s.do("GET", "/portal/deliveries", nil, acme, nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("acme's session after the confirmation page: %d", res.StatusCode)
+	}
+	csrf := csrfInput.FindStringSubmatch(body)
+	if csrf == nil {
+		t.Fatalf("the confirmation has no CSRF field:\n%s", body)
+	}
+	for name, try := range map[string]struct {
+		form   url.Values
+		header map[string]string
+	}{
+		"without the CSRF value":  {url.Values{"link": {other}}, nil},
+		"with a wrong CSRF value": {url.Values{"link": {other}, "csrf": {strings.Repeat("0", len(csrf[1]))}}, nil},
+		"from another site":       {url.Values{"link": {other}, "csrf": {csrf[1]}}, crossSite},
+	} {
+		if res, _ := s.do("POST", "/portal/open", try.form, acme, try.header); res.StatusCode != http.StatusForbidden || portalCookieOf(res) != nil {
+			t.Errorf("switch %s: %d, cookie %v; want 403 and none", name, res.StatusCode, portalCookieOf(res))
+		}
+	}
+	res, _ = s.do("POST", "/portal/open", url.Values{"link": {other}, "csrf": {csrf[1]}}, acme, map[string]string{"Sec-Fetch-Site": "same-origin"})
+	if ck := portalCookieOf(res); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/deliveries" || ck == nil || ck.Value != other {
+		t.Fatalf("switch from the confirmation: %d to %q, cookie %v", res.StatusCode, res.Header.Get("Location"), ck)
+	}
+	// As before: no session, or a link of the session's own tenant.
+	s.open(other)
+	again := mint("acme")
+	res, _ = s.do("GET", "/portal/open?link="+url.QueryEscape(again), nil, acme, crossSite)
+	if ck := portalCookieOf(res); res.StatusCode != http.StatusSeeOther || ck == nil || ck.Value != again {
+		t.Errorf("acme's link over acme's session: %d, cookie %v; want it opened", res.StatusCode, ck)
 	}
 }

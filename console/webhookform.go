@@ -16,6 +16,7 @@ import (
 	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -298,7 +299,7 @@ func formError(err error) (int, string) {
 	switch {
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, fe.Message
-	case errors.Is(err, webhook.ErrExists), errors.Is(err, webhook.ErrLimit):
+	case errors.Is(err, webhook.ErrExists), errors.Is(err, webhook.ErrLimit), errors.Is(err, tenant.ErrDisabled):
 		return http.StatusConflict, err.Error()
 	case errors.Is(err, delivery.ErrTimeLimit), errors.Is(err, delivery.ErrOverloaded):
 		msg := err.Error()
@@ -433,6 +434,8 @@ func (c *Console) try(w http.ResponseWriter, r *http.Request, send bool) {
 		case errors.As(err, &re):
 			w.Header().Set("Retry-After", fmt.Sprint(int(re.RetryAfter.Seconds())+1))
 			status, v.Error = http.StatusTooManyRequests, re.Error()
+		case c.overRate(w, r, err):
+			return
 		case errors.Is(err, webhook.ErrNoSender):
 			status, v.Error = http.StatusServiceUnavailable, err.Error()
 		default:

@@ -16,6 +16,7 @@ import (
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
 	"github.com/homingdev/homing/tenant"
+	"github.com/homingdev/homing/token"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -99,7 +100,7 @@ func TestPortalCreatesInItsTenantUpToItsLimit(t *testing.T) {
 	if _, err := tenant.New(s.db, nil, nil).Update(ctx, "acme", tenant.Patch{MaxWebhooks: ptr(2)}); err != nil {
 		t.Fatal(err)
 	}
-	link, err := s.links.Create(ctx, "acme", 0, "test")
+	link, err := s.links.Create(ctx, "acme", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestPortalWebhookActionsAreScoped(t *testing.T) {
 	s := newSite(t)
 	s.withAcme()
 	ctx := context.Background()
-	link, err := s.links.Create(ctx, "acme", 0, "test")
+	link, err := s.links.Create(ctx, "acme", 0, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/homingdev/homing/inspect"
 	"github.com/homingdev/homing/recovery"
+	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -174,7 +175,13 @@ func (c *Console) recoverWebhook(w http.ResponseWriter, r *http.Request, s sessi
 		}
 		c.log.Info("console: recovered", "webhook", name, "since", since.Format(time.RFC3339), "status", res.Status, "requeued", res.Requeued, "token", s.token.Name)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, tenant.ErrDisabled):
+		c.message(w, r, http.StatusConflict, "Not recovered", err.Error())
+		return
+	case c.overRate(w, r, err):
+		return
+	case err != nil:
 		c.message(w, r, http.StatusBadRequest, "Not recovered", err.Error())
 		return
 	}

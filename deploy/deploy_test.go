@@ -271,6 +271,7 @@ func TestCompose(t *testing.T) {
 		}
 		for _, name := range byRole["serve"] {
 			checkGrace(t, name)
+			checkReachable(t, "service "+name, "api.addr", ws[name].config(t).API.Addr)
 			port := addrPort(t, ws[name].config(t).API.Addr)
 			published := false
 			for _, p := range publishedPorts(t, name, c.services[name]) {
@@ -286,6 +287,21 @@ func TestCompose(t *testing.T) {
 	})
 	if len(byRole["monitor"]) == 0 {
 		t.Error("no service runs homing monitor")
+	}
+}
+
+// checkReachable fails a container's listen address on loopback: the
+// default (127.0.0.1) is the container's own loopback, which neither a
+// published port nor a probe or a scraper reaches, so a container whose
+// port is published or probed must name 0.0.0.0 explicitly.
+func checkReachable(t *testing.T, where, key, addr string) {
+	t.Helper()
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("%s: %s %q: %v", where, key, addr, err)
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		t.Errorf("%s: %s %q is the container's own loopback, which its published port, probes and scrapers cannot reach: set it to 0.0.0.0:PORT explicitly", where, key, addr)
 	}
 }
 
@@ -349,6 +365,7 @@ func TestKubernetes(t *testing.T) {
 	t.Run("worker", func(t *testing.T) {
 		cfg := worker.config(t)
 		checkK8sGrace(t, worker, cfg)
+		checkReachable(t, worker.where, "metrics.addr", cfg.Metrics.Addr)
 		metrics := addrPort(t, cfg.Metrics.Addr)
 		checkK8sProbes(t, worker, "metrics.addr", metrics)
 		ann := getMap(worker.obj.doc.v, "spec", "template", "metadata", "annotations")
@@ -367,6 +384,7 @@ func TestKubernetes(t *testing.T) {
 		api := byRole["serve"][0]
 		cfg := api.config(t)
 		checkK8sGrace(t, api, cfg)
+		checkReachable(t, api.where, "api.addr", cfg.API.Addr)
 		port := addrPort(t, cfg.API.Addr)
 		checkK8sProbes(t, api, "api.addr", port)
 		svcs := servicesFor(objs, api, port)

@@ -177,8 +177,8 @@ func embedRedis(addr string) (string, func(), error) {
 }
 
 // Loopback is addr on the loopback interface when it names no host
-// (":9464", the form of Homing's defaults, listens on every interface), so
-// that a run on a laptop serves that laptop only. An address with a host
+// (":9464" listens on every interface; Homing's defaults are loopback
+// already), so that a run on a laptop serves that laptop only. An address with a host
 // ("0.0.0.0:9464" included) is kept as given, and "" (disabled) stays "".
 func Loopback(addr string) string {
 	host, port, err := net.SplitHostPort(addr)

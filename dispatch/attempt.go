@@ -85,9 +85,9 @@ func (d *Dispatcher) SetObserver(o Observer) { d.observer = o }
 
 // Deliveries tells the observer, if any, of n of webhook's deliveries moved
 // to status for reason without an attempt. Every such path of the
-// dispatcher calls it, and so do the webhook and tenant services when
-// disabling or deleting exhausts retries (webhook.Observer,
-// tenant.Observer): a process that counts (a worker with metrics) counts
+// dispatcher calls it, and so does the webhook service when disabling or
+// deleting exhausts retries (webhook.Observer): a process that counts (a
+// worker with metrics) counts
 // them all, and the others hand them off to one that does (app.Open makes
 // a handoff.Handoff every dispatcher's observer until a worker's metrics
 // replace it).

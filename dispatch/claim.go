@@ -42,7 +42,8 @@ func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now t
 
 // refused answers an attempt whose claim took nothing, by what the claim
 // saw (refusal): not claimable, made final without a request because its
-// webhook is disabled or deleted, or held back while its webhook is failing.
+// webhook is disabled or deleted, held back while its webhook is failing,
+// or held while its tenant is disabled.
 func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mode Mode, now time.Time) (Outcome, error) {
 	switch r := refusal(c, mode, now); r {
 	case refusedMissing:
@@ -62,7 +63,7 @@ func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mo
 		// Handed back to the sweep at once (queued_at cleared), so that it
 		// can be taken again as the next probe, or with the rest when the
 		// webhook recovers.
-		if err := d.store.HandBack(ctx, id); err != nil {
+		if err := d.store.HandBack(ctx, c.Row, now); err != nil {
 			return Outcome{}, err
 		}
 		if d.observer != nil {
@@ -70,6 +71,23 @@ func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mo
 		}
 		return Outcome{}, fmt.Errorf("delivery %s of webhook %q (failing since %s, %d failures): %w",
 			id, c.Hook.Name, formatTime(c.Health.FailingSince), c.Health.Failures, ErrHeld)
+	case refusedTenantDisabled:
+		if mode == Sync {
+			// workflow_transition is never deferred: its publisher is
+			// told, through the row's last error, that nothing was sent.
+			return d.abandon(ctx, c.Row, fmt.Sprintf("tenant %q is disabled: not sent", c.Row.Tenant), models.ReasonTenantDisabled)
+		}
+		// Kept, and handed back to the sweep due now: the sweep leaves a
+		// disabled tenant's rows alone, and takes them at once when it is
+		// enabled again. Fenced on the row as read, so a claim taken since
+		// keeps its lease.
+		if err := d.store.HandBack(ctx, c.Row, now); err != nil {
+			return Outcome{}, err
+		}
+		if d.observer != nil {
+			d.observer.Postponed("tenant_disabled")
+		}
+		return Outcome{}, fmt.Errorf("delivery %s of tenant %q: %w", id, c.Row.Tenant, ErrTenantDisabled)
 	default:
 		return Outcome{}, fmt.Errorf("delivery %s was taken by another attempt: %w", id, ErrNotClaimed)
 	}

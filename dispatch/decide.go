@@ -83,11 +83,14 @@ const (
 	refusedWebhookDeleted                     // claimable, but its webhook is gone: abandon
 	refusedWebhookDisabled                    // claimable, but its webhook is disabled: abandon
 	refusedHeld                               // a retry held back while its webhook is failing
+	refusedTenantDisabled                     // claimable, but its tenant is disabled: held until enabled
 )
 
 // refusal tells why a claim of mode at now took nothing, from what it saw.
-// The order matters: a delivery not claimable is never abandoned, and a
-// disabled webhook's delivery is abandoned rather than held.
+// The order matters: a delivery not claimable is never abandoned, a
+// disabled webhook's delivery is abandoned rather than held (its tenant
+// being disabled too changes nothing: no request is made either way), and
+// a disabled tenant's is held whatever its webhook's health.
 func refusal(c storage.Claim, mode Mode, now time.Time) refusalKind {
 	switch {
 	case !c.Found:
@@ -98,6 +101,8 @@ func refusal(c storage.Claim, mode Mode, now time.Time) refusalKind {
 		return refusedWebhookDeleted
 	case !c.Hook.Enabled:
 		return refusedWebhookDisabled
+	case c.TenantDisabled:
+		return refusedTenantDisabled
 	case storage.Held(c.Health, c.Row.ID, mode):
 		return refusedHeld
 	}

@@ -110,6 +110,12 @@ func TestRefusalRules(t *testing.T) {
 		{"the probe is not held, so it was taken", storage.Claim{Found: true, Row: retry, Hook: on, Health: failingProbe}, Retry, refusedTaken},
 		{"a first attempt is never held", storage.Claim{Found: true, Row: fresh, Hook: on, Health: failing}, First, refusedTaken},
 		{"sync taken", storage.Claim{Found: true, Row: sync, Hook: on}, Sync, refusedTaken},
+		{"first attempt, tenant disabled", storage.Claim{Found: true, Row: fresh, Hook: on, TenantDisabled: true}, First, refusedTenantDisabled},
+		{"retry, tenant disabled", storage.Claim{Found: true, Row: retry, Hook: on, TenantDisabled: true}, Retry, refusedTenantDisabled},
+		{"sync, tenant disabled", storage.Claim{Found: true, Row: sync, Hook: on, TenantDisabled: true}, Sync, refusedTenantDisabled},
+		{"a disabled tenant beats held", storage.Claim{Found: true, Row: retry, Hook: on, Health: failing, TenantDisabled: true}, Retry, refusedTenantDisabled},
+		{"not claimable beats a disabled tenant", storage.Claim{Found: true, Row: notDue, Hook: on, TenantDisabled: true}, Retry, refusedState},
+		{"a disabled webhook beats a disabled tenant", storage.Claim{Found: true, Row: retry, Hook: off, TenantDisabled: true}, Retry, refusedWebhookDisabled},
 	}
 	for _, tt := range tests {
 		if got := refusal(tt.c, tt.mode, now); got != tt.want {

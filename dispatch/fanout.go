@@ -226,6 +226,13 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	for _, c := range p.inline {
 		claimedIDs[c.row.ID] = true
 	}
+	// A claim the store held (its tenant is disabled) is not ours to send,
+	// nor a first attempt to queue: the row is due at once, for the sweep
+	// once the tenant is enabled again.
+	held := make(map[string]bool, len(written.Held))
+	for _, id := range written.Held {
+		held[id] = true
+	}
 	if written.Created {
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(written.Rows))
@@ -237,7 +244,13 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 				pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
 			}
 		}
-		return pending, p.inline
+		inline := make([]*claimed, 0, len(p.inline))
+		for _, c := range p.inline {
+			if !held[c.row.ID] {
+				inline = append(inline, c)
+			}
+		}
+		return pending, inline
 	}
 	// Some rows existed already (an earlier or a concurrent fan-out of the
 	// same event): what exists now, ours or theirs, says what is pending.
@@ -259,7 +272,7 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	}
 	inline := make([]*claimed, 0, len(ours))
 	for _, c := range p.inline {
-		if ours[c.row.ID] {
+		if ours[c.row.ID] && !held[c.row.ID] {
 			inline = append(inline, c)
 		}
 	}

@@ -15,6 +15,12 @@ import (
 // the probe succeeds. It is an ErrNotClaimed: the task is dropped.
 var ErrHeld = fmt.Errorf("%w: held back while its webhook is failing", ErrNotClaimed)
 
+// ErrTenantDisabled means an attempt was not made because the delivery's
+// tenant is disabled: the row stays Failed, due by the time of the refusal,
+// with no attempt counted, and the sweep takes it once the tenant is
+// enabled again. It is an ErrNotClaimed: the task is dropped.
+var ErrTenantDisabled = fmt.Errorf("%w: held while its tenant is disabled", ErrNotClaimed)
+
 // Limiter spaces the requests to webhooks that have a rate_limit, across
 // every worker (package ratelimit keeps the budget in Redis).
 type Limiter interface {

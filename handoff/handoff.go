@@ -121,8 +121,9 @@ var bucketNames = func() []string {
 // HINCRBY per attempt cost the throughput bench 8 % of its deliveries a
 // second).
 type Handoff struct {
-	rdb redis.UniversalClient
-	log *slog.Logger
+	rdb    redis.UniversalClient
+	log    *slog.Logger
+	labels *Labels // bounds the hashes' fields, as a worker bounds its series
 
 	mu       sync.Mutex
 	idle     *sync.Cond // broadcast when sending stops
@@ -147,8 +148,20 @@ func New(rdb redis.UniversalClient, log *slog.Logger) *Handoff {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handoff{rdb: rdb, log: log, pending: map[labels]int64{}}
+	h := &Handoff{rdb: rdb, log: log, pending: map[labels]int64{},
+		labels: NewLabels(DefaultMaxTenantLabels, DefaultMaxWebhookLabels, DefaultMaxWebhookLabelsPerTenant)}
 	h.idle = sync.NewCond(&h.mu)
+	return h
+}
+
+// Bound makes the process's metrics.max_tenant_labels,
+// metrics.max_webhook_labels and metrics.max_webhook_labels_per_tenant
+// bound the labels h hands off (NewLabels), in place of the defaults: the
+// hashes' fields then stay as few as the series of the worker that drains
+// them, however many webhooks a tenant creates or renames. Call it before
+// h is used.
+func (h *Handoff) Bound(l *Labels) *Handoff {
+	h.labels = l
 	return h
 }
 
@@ -157,14 +170,14 @@ func New(rdb redis.UniversalClient, log *slog.Logger) *Handoff {
 var errNoRedis = errors.New("this process has no Redis to hand them off with (set redis.url; for package transition, Config.Redis)")
 
 // Deliveries hands off n of webhook's deliveries moved to status for reason.
-// It is dispatch.Observer's (and so webhook.Observer's and tenant.Observer's)
-// method: the change is committed, so a Redis that fails cannot undo it;
-// the loss is logged at ERROR with how many were not counted and why,
-// never silent.
+// It is dispatch.Observer's (and so webhook.Observer's) method: the change
+// is committed, so a Redis that fails cannot undo it; the loss is logged at
+// ERROR with how many were not counted and why, never silent.
 func (h *Handoff) Deliveries(tenant, webhook, status, reason string, n int) {
 	if n <= 0 {
 		return
 	}
+	tenant, webhook = h.labels.Of(tenant, webhook)
 	h.mu.Lock()
 	h.pending[labels{tenant: tenant, webhook: webhook, status: status, reason: reason}] += int64(n)
 	h.sendLocked()
@@ -189,6 +202,7 @@ func (h *Handoff) sendLocked() {
 // Attempt leaves out an attempt that made no request: class invalid) and
 // the status it left its delivery in, in one batch.
 func (h *Handoff) Attempt(tenant, webhook, class string, d time.Duration, status, reason string) {
+	tenant, webhook = h.labels.Of(tenant, webhook)
 	h.mu.Lock()
 	if class != "" {
 		h.pending[labels{tenant: tenant, webhook: webhook, class: class}]++

@@ -36,9 +36,10 @@ func TestDrainReturnsWhatWasHandedOff(t *testing.T) {
 	}
 	want := map[handoff.Count]bool{
 		{Tenant: "acme", Webhook: "a\x00b", Status: "Exhausted", Reason: "tenant_disabled", N: 5}: true,
-		{Tenant: "", Webhook: "orders", Status: "Delivered", Reason: "accepted", N: 1}:            true,
-		{Tenant: "", Webhook: "orders", Class: "2xx", N: 1}:                                       true,
-		{Tenant: "", Webhook: "orders", Class: "5xx", N: 2}:                                       true,
+		// No tenant is the default one (Labels.Of names it).
+		{Tenant: "default", Webhook: "orders", Status: "Delivered", Reason: "accepted", N: 1}: true,
+		{Tenant: "default", Webhook: "orders", Class: "2xx", N: 1}:                            true,
+		{Tenant: "default", Webhook: "orders", Class: "5xx", N: 2}:                            true,
 		{Bucket: "0.01", N: 2}:                 true,
 		{Bucket: "2.5", N: 1}:                  true,
 		{Bucket: handoff.SumField, N: 2008000}: true,

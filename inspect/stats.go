@@ -10,6 +10,7 @@ import (
 
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
+	tenantpkg "github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/webhook"
 )
 
@@ -168,12 +169,13 @@ func webhookHealth(ctx context.Context, db *gorm.DB, now time.Time, get func(str
 }
 
 // dueBacklog counts the Failed deliveries whose retry is due at now, and
-// reads the next_retry of the oldest (nil when none is due). Served by
-// deliveries_due.
+// reads the next_retry of the oldest (nil when none is due). A disabled
+// tenant's are left out: they are held until it is enabled again, not owed
+// (tenant.EnabledRows). Served by deliveries_due.
 func dueBacklog(ctx context.Context, db *gorm.DB, tenant string, now time.Time) (int64, *time.Time, error) {
 	var n int64
 	if err := inTenant(db.WithContext(ctx).Model(&models.Delivery{}), "tenant", tenant).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
-		Count(&n).Error; err != nil {
+		Where(tenantpkg.EnabledRows).Count(&n).Error; err != nil {
 		return 0, nil, fmt.Errorf("count due deliveries: %w", err)
 	}
 	if n == 0 {
@@ -181,7 +183,7 @@ func dueBacklog(ctx context.Context, db *gorm.DB, tenant string, now time.Time) 
 	}
 	var oldest models.Delivery
 	if err := inTenant(db.WithContext(ctx).Select("next_retry"), "tenant", tenant).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
-		Order("next_retry").Take(&oldest).Error; err != nil {
+		Where(tenantpkg.EnabledRows).Order("next_retry").Take(&oldest).Error; err != nil {
 		return n, nil, fmt.Errorf("oldest due delivery: %w", err)
 	}
 	t := oldest.NextRetry.UTC()

@@ -45,6 +45,14 @@ type Options struct {
 	// Now is the clock the oldest due delivery's age is measured with, the
 	// one its next_retry was computed with; nil is the wall clock.
 	Now func() time.Time
+	// ScrapeCache is metrics.scrape_cache: how long the metrics server's
+	// /metrics answers scrapes from one collection (CachedHandler); 0
+	// collects for every scrape, still one at a time.
+	ScrapeCache time.Duration
+	// ScrapeNow is the clock ScrapeCache is measured with: transport
+	// time, the wall clock when nil (Now is the deliveries' clock, which
+	// tests stop).
+	ScrapeNow func() time.Time
 	// Inspector reads asynq's queues for the asynq_* metrics; nil leaves
 	// them out.
 	Inspector *asynq.Inspector
@@ -57,6 +65,10 @@ type Options struct {
 	// MaxTenantLabels is metrics.max_tenant_labels, the same bound for the
 	// tenant label.
 	MaxTenantLabels int
+	// MaxWebhookLabelsPerTenant is metrics.max_webhook_labels_per_tenant:
+	// how many of MaxWebhookLabels one tenant other than the default may
+	// take (0: no cap of its own).
+	MaxWebhookLabelsPerTenant int
 	// Database is the process's database watcher, read for
 	// homing_database_errors_total and homing_database_up; nil leaves them
 	// out.
@@ -74,6 +86,8 @@ type Options struct {
 type Metrics struct {
 	reg             *prometheus.Registry
 	log             *slog.Logger
+	scrapeCache     time.Duration    // Options.ScrapeCache
+	scrapeNow       func() time.Time // Options.ScrapeNow
 	deliveries      *prometheus.CounterVec
 	attempts        *prometheus.CounterVec
 	attemptDuration prometheus.Histogram
@@ -81,8 +95,7 @@ type Metrics struct {
 	sweepEnqueued   prometheus.Counter
 	postponed       *prometheus.CounterVec
 	taskFailures    *prometheus.CounterVec // taskfailure.go
-	webhooks        *webhookLabels
-	tenants         *webhookLabels
+	bound           *handoff.Labels
 }
 
 // New builds the metrics and registers them, with the Go runtime and
@@ -91,12 +104,17 @@ func New(opts Options) *Metrics {
 	if opts.Now == nil {
 		opts.Now = clock.Real{}.Now
 	}
+	if opts.ScrapeNow == nil {
+		opts.ScrapeNow = time.Now
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		log: opts.Logger,
+		reg:         prometheus.NewRegistry(),
+		log:         opts.Logger,
+		scrapeCache: opts.ScrapeCache,
+		scrapeNow:   opts.ScrapeNow,
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_deliveries_total",
 			Help: "Deliveries moved to a status, by why (reason): Delivered and Exhausted are final, Failed means a retry is scheduled. Every outcome is counted once, whichever process caused it: those of processes without metrics (serve, the command line) are handed off through Redis and counted by the next worker scraped.",
@@ -121,16 +139,15 @@ func New(opts Options) *Metrics {
 		}),
 		postponed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_postponed_total",
-			Help: "Attempts not made, with no attempt counted: rate_limit (the webhook's rate_limit was spent), held (the webhook is failing and the retry was not its probe).",
+			Help: "Attempts not made, with no attempt counted: rate_limit (the webhook's rate_limit was spent), held (the webhook is failing and the retry was not its probe), tenant_disabled (the delivery's tenant is disabled: it is kept, and sent once the tenant is enabled again).",
 		}, []string{"reason"}),
 	}
-	for _, r := range []string{"rate_limit", "held"} {
+	for _, r := range []string{"rate_limit", "held", "tenant_disabled"} {
 		m.postponed.WithLabelValues(r)
 	}
 	// Every label value starts at zero, so rate() and alerts see a series
 	// before its first event.
-	m.webhooks = &webhookLabels{max: opts.MaxWebhookLabels, seen: map[string]bool{}}
-	m.tenants = &webhookLabels{max: opts.MaxTenantLabels, seen: map[string]bool{}}
+	m.bound = handoff.NewLabels(opts.MaxTenantLabels, opts.MaxWebhookLabels, opts.MaxWebhookLabelsPerTenant)
 	for status, reasons := range models.Reasons {
 		for _, r := range reasons {
 			m.deliveries.WithLabelValues(OtherWebhooks, OtherWebhooks, status, r)
@@ -194,19 +211,11 @@ func (m *Metrics) Deliveries(tenant, webhook, status, reason string, n int) {
 }
 
 // labels are the tenant and webhook label values of tenant's webhook, each
-// bounded: a tenant past metrics.max_tenant_labels is "other", and so is
-// its webhook (the webhook bound counts tenant and name together, since two
-// tenants may name a webhook alike).
+// bounded (handoff.Labels): a tenant past metrics.max_tenant_labels is
+// "other", and so is its webhook; a webhook past metrics.max_webhook_labels,
+// or past its tenant's metrics.max_webhook_labels_per_tenant, is "other".
 func (m *Metrics) labels(tenant, webhook string) (string, string) {
-	tenant = models.TenantOr(tenant)
-	ten := m.tenants.label(tenant)
-	if ten == OtherWebhooks {
-		return OtherWebhooks, OtherWebhooks
-	}
-	if m.webhooks.label(tenant+"\x00"+webhook) == OtherWebhooks {
-		return ten, OtherWebhooks
-	}
-	return ten, webhook
+	return m.bound.Of(tenant, webhook)
 }
 
 // Postponed counts an attempt not made, by why.

@@ -62,6 +62,9 @@ func testConfig(t *testing.T) config.Config {
 	cfg.Worker.Concurrency = 5
 	cfg.Worker.ShutdownTimeout = 5 * time.Second
 	cfg.Metrics.Addr = "127.0.0.1:0"
+	// These tests scrape right after what they count: every scrape
+	// collects (server_test.go tests the cache).
+	cfg.Metrics.ScrapeCache = 0
 	return cfg
 }
 
@@ -683,4 +686,25 @@ func TestEveryExhaustedDeliveryIsCounted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWebhookLabelsAreSharedPerTenant: a tenant renaming its webhook over
+// and over takes metrics.max_webhook_labels_per_tenant webhook labels, and
+// the next tenant's webhook still gets one of its own (issue 35, finding
+// 10: first come, first served, one tenant took them all).
+func TestWebhookLabelsAreSharedPerTenant(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Options{MaxWebhookLabels: 10, MaxTenantLabels: 10, MaxWebhookLabelsPerTenant: 3})
+	for i := range 40 {
+		m.Attempt("noisy", fmt.Sprintf("renamed-%d", i), "2xx", time.Millisecond, models.StatusDelivered, models.ReasonAccepted)
+	}
+	m.Attempt("quiet", "orders", "2xx", time.Millisecond, models.StatusDelivered, models.ReasonAccepted)
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	fam := scrape(t, strings.TrimPrefix(srv.URL, "http://"))
+	expect(t, fam, map[string]float64{
+		"homing_attempts_total{tenant=quiet,webhook=orders,class=2xx}": 1,
+		"homing_attempts_total{tenant=noisy,webhook=other,class=2xx}":  37,
+		"homing_attempts_total{tenant=noisy,class=2xx}":                40,
+	})
 }

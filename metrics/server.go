@@ -34,10 +34,14 @@ func NewServerWarning(addr string, m *Metrics, ready func(ctx context.Context) e
 		log = slog.New(slog.DiscardHandler)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /metrics", m.CachedHandler())
 	mux.Handle("GET /healthz", HealthHandler())
 	mux.Handle("GET /readyz", ReadyHandlerWarning(ready, warnings))
-	return &Server{httpserve.New("metrics", addr, mux, log)}
+	srv := httpserve.New("metrics", addr, mux, log)
+	// Anyone who reaches the address may connect: no connection is held
+	// past the deadlines, and no more than the cap at once.
+	srv.SetLimits(httpserve.ProbeLimits())
+	return &Server{srv}
 }
 
 // HealthHandler answers a liveness probe: 200 "ok" while the process serves

@@ -7,7 +7,9 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // Delivery statuses. Failed always means another attempt is scheduled
@@ -328,13 +330,18 @@ const DefaultTenant = "default"
 type Tenant struct {
 	Name    string `gorm:"column:name;primaryKey"`
 	Enabled bool   `gorm:"column:enabled"`
-	// PortalOrigins, MaxWebhooks and PublishRate are settings for the
+	// PortalOrigins, MaxWebhooks, PublishRate and ActionRate are settings for the
 	// portal and the per-tenant limits; zero values mean unset.
 	PortalOrigins StringList `gorm:"column:portal_origins"`
 	MaxWebhooks   int        `gorm:"column:max_webhooks"`
 	PublishRate   int        `gorm:"column:publish_rate"`
-	CreatedAt     time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt     time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	// Queues are the asynq queues the tenant's webhooks may be put on
+	// besides DefaultQueue, as the operator lists them (issue 35): a
+	// tenant's own admins and portal users choose from these only.
+	Queues     StringList `gorm:"column:queues"`
+	ActionRate int        `gorm:"column:action_rate"`
+	CreatedAt  time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt  time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (Tenant) TableName() string { return "tenants" }
@@ -358,9 +365,12 @@ func TenantOr(tenant string) string {
 // PortalLink is a link into a tenant's portal (portal.Links): its signed
 // token names this row, which revoking marks.
 type PortalLink struct {
-	ID        string     `gorm:"column:id;primaryKey"`
-	Tenant    string     `gorm:"column:tenant"`
-	CreatedBy string     `gorm:"column:created_by"`
+	ID        string `gorm:"column:id;primaryKey"`
+	Tenant    string `gorm:"column:tenant"`
+	CreatedBy string `gorm:"column:created_by"`
+	// TokenID is the token that made the link (NULL: none); deleting the
+	// token deletes the link (ON DELETE CASCADE), which revokes it.
+	TokenID   *string    `gorm:"column:token_id"`
 	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	ExpiresAt time.Time  `gorm:"column:expires_at"`
 	RevokedAt *time.Time `gorm:"column:revoked_at"`
@@ -396,3 +406,23 @@ type RolledHour struct {
 
 // TableName pins the table name the migrations create.
 func (RolledHour) TableName() string { return "activity_rollup_hours" }
+
+// DefaultQueue is the asynq queue a webhook's deliveries go to unless it
+// names another; every tenant may use it.
+const DefaultQueue = "default"
+
+// ReservedQueuePrefix starts the names of Homing's own queues
+// (tasks.SystemQueue, homing_system): no webhook may use one.
+const ReservedQueuePrefix = "homing_"
+
+// CheckQueue says what is wrong with q as the name of a webhook's queue, or
+// "" when nothing is.
+func CheckQueue(q string) string {
+	if q == "" || len(q) > 100 || strings.ContainsFunc(q, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return fmt.Sprintf("%q must be a non-empty name of at most 100 characters without spaces", q)
+	}
+	if strings.HasPrefix(q, ReservedQueuePrefix) {
+		return fmt.Sprintf("%q is reserved for Homing's own tasks (names starting with %q): a webhook there would hold up the sweeps and retention; choose another name", q, ReservedQueuePrefix)
+	}
+	return ""
+}

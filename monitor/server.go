@@ -24,7 +24,12 @@ type Server struct {
 // zero value requires none).
 func NewServer(addr string, redis asynq.RedisConnOpt, readOnly bool, auth config.MonitorAuth, log *slog.Logger) *Server {
 	ui := Handler(redis, readOnly)
-	return &Server{Server: httpserve.New("monitor", addr, RequireAuth(SameOrigin(ui), auth), log), ui: ui}
+	srv := httpserve.New("monitor", addr, RequireAuth(SameOrigin(ui), auth), log)
+	// The UI's pages are served before any authentication a proxy in
+	// front adds: no connection is held past the deadlines, and no more
+	// than the cap at once.
+	srv.SetLimits(httpserve.ProbeLimits())
+	return &Server{Server: srv, ui: ui}
 }
 
 // Stop closes the listener, waits up to ctx for requests in flight, and

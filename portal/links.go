@@ -21,6 +21,7 @@ import (
 
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/models"
+	"github.com/homingdev/homing/token"
 )
 
 // KeyLabel is the label secrets.key's portal subkey is derived with
@@ -85,8 +86,10 @@ func CheckTTL(ttl time.Duration) (time.Duration, error) {
 }
 
 // Create issues a link into tenant's portal for ttl (0: DefaultTTL),
-// recorded as made by createdBy (a token's name).
-func (l *Links) Create(ctx context.Context, tenant string, ttl time.Duration, createdBy string) (Link, error) {
+// recorded as made by the token by: revoking by revokes the link (the
+// foreign key's cascade, migration 0021). A by without an ID (none made
+// the link) is recorded by name only.
+func (l *Links) Create(ctx context.Context, tenant string, ttl time.Duration, by token.Token) (Link, error) {
 	if l.key == nil {
 		return Link{}, ErrNoKey
 	}
@@ -96,7 +99,10 @@ func (l *Links) Create(ctx context.Context, tenant string, ttl time.Duration, cr
 	}
 	now := l.now()
 	m := models.PortalLink{ID: uuid.Must(uuid.NewV7()).String(), Tenant: models.TenantOr(tenant),
-		CreatedBy: createdBy, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+		CreatedBy: by.Name, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	if by.ID != "" {
+		m.TokenID = &by.ID
+	}
 	if err := l.db.WithContext(ctx).Create(&m).Error; err != nil {
 		return Link{}, fmt.Errorf("create portal link: %w", err)
 	}
@@ -168,4 +174,45 @@ func (l *Links) Revoke(ctx context.Context, tenant, id string) error {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	return nil
+}
+
+// Issued is a live link as its tenant's admins see it: never its token,
+// which is the credential.
+type Issued struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// CreatedBy is the name of the token that made it.
+	CreatedBy string `json:"created_by"`
+}
+
+// List is tenant's live links (neither expired nor revoked), oldest first.
+func (l *Links) List(ctx context.Context, tenant string) ([]Issued, error) {
+	var rows []models.PortalLink
+	// Served by portal_links_tenant; a tenant has few live links (each
+	// lives at most MaxTTL).
+	if err := l.db.WithContext(ctx).Where("tenant = ? AND revoked_at IS NULL AND expires_at > ?", models.TenantOr(tenant), l.now()).
+		Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list portal links: %w", err)
+	}
+	out := make([]Issued, len(rows))
+	for i, m := range rows {
+		out[i] = Issued{ID: m.ID, Tenant: m.Tenant, CreatedAt: m.CreatedAt.UTC(), ExpiresAt: m.ExpiresAt.UTC(), CreatedBy: m.CreatedBy}
+	}
+	return out, nil
+}
+
+// RevokeAll revokes every live link of tenant, ending their sessions, and
+// says how many it revoked.
+func (l *Links) RevokeAll(ctx context.Context, tenant string) (int64, error) {
+	now := l.now()
+	// Served by portal_links_tenant.
+	res := l.db.WithContext(ctx).Model(&models.PortalLink{}).
+		Where("tenant = ? AND revoked_at IS NULL AND expires_at > ?", models.TenantOr(tenant), now).
+		Update("revoked_at", now)
+	if res.Error != nil {
+		return 0, fmt.Errorf("revoke the portal links of tenant %q: %w", tenant, res.Error)
+	}
+	return res.RowsAffected, nil
 }

@@ -1,7 +1,9 @@
 // Package recovery puts deliveries back on the road: retry one, recover many,
 // or resend a frozen payload as a new delivery. Every path only makes rows
 // Failed and due; the sweeper and the retry task do the sending, so there is
-// never a second, parallel path that could double-send.
+// never a second, parallel path that could double-send. A disabled tenant's
+// deliveries are refused (tenant.ErrDisabled), and a delivery whose history
+// holds a 2xx is never requeued: it reached its receiver.
 package recovery
 
 import (
@@ -17,8 +19,10 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/homingdev/homing/clock"
+	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/dispatch"
 	"github.com/homingdev/homing/models"
+	tenantpkg "github.com/homingdev/homing/tenant"
 )
 
 // Errors callers tell apart with errors.Is.
@@ -54,7 +58,16 @@ type Service struct {
 	db         *gorm.DB
 	clock      clock.Clock
 	maxPayload int
+	// actions charges retries, resends and recovers to their tenant's
+	// action_rate (SetActions); nil charges nothing.
+	actions *tenantpkg.Actions
 }
+
+// SetActions charges every retry, resend and recover (not a dry run) to
+// its tenant's action_rate (tenant.Actions): serve's service does, so the
+// API, the console and the portal are charged alike; the command line's,
+// an operator's, does not. Call it before the service is in use.
+func (s *Service) SetActions(a *tenantpkg.Actions) { s.actions = a }
 
 // New builds a Service. maxPayload caps the bodies it builds for
 // deliveries that were never built (delivery.max_payload_bytes; 0 is
@@ -80,6 +93,13 @@ const requeuedError = "requeued by an operator"
 // two recovers at once must count each row once.
 const notRequeued = "NOT (status = 'Failed' AND last_error = '" + requeuedError + "')"
 
+// answered is the condition that a delivery's history holds a 2xx: it
+// reached its receiver, whatever its status says. A status can disagree
+// only when the outcome landed after the row was made final (a disable
+// that ended rows in flight used to); requeueing such a row would send its
+// body twice. Served by delivery_attempts_once (delivery_id, attempt).
+const answered = "EXISTS (SELECT 1 FROM delivery_attempts a WHERE a.delivery_id = deliveries.id AND a.class = '" + string(delivery.Class2xx) + "')"
+
 // requeue makes the matching rows Failed and due now, with their retry budget
 // renewed from where they stand (attempt numbers keep counting up, so the
 // history stays unique). The status condition makes concurrent requeues of
@@ -98,7 +118,7 @@ func (s *Service) requeue(tx *gorm.DB, now time.Time, built *dispatch.Built, sta
 		set["payload"], set["headers"], set["url"] = built.Payload, built.Headers, built.URL
 		tx = tx.Where("length(payload) = 0")
 	}
-	return tx.Model(&models.Delivery{}).Where("status IN ?", statuses).Where(settled).Updates(set)
+	return tx.Model(&models.Delivery{}).Where("status IN ?", statuses).Where(settled).Where("NOT " + answered).Updates(set)
 }
 
 // build is the request of a delivery that has no payload (its body could
@@ -152,6 +172,22 @@ func (s *Service) Retry(ctx context.Context, tenant, id string) error {
 	if row.Status == models.StatusDelivered {
 		return fmt.Errorf("%w: %s (use homing delivery resend %s to send its payload again)", ErrDelivered, id, id)
 	}
+	if err := tenantpkg.RequireEnabled(ctx, s.db, row.Tenant); err != nil {
+		return err
+	}
+	if err := s.actions.Take(ctx, row.Tenant); err != nil {
+		return err
+	}
+	var ok []int
+	// Served by delivery_attempts_once (delivery_id, attempt).
+	if err := s.db.WithContext(ctx).Model(&models.Attempt{}).Where("delivery_id = ? AND class = ?", id, delivery.Class2xx).
+		Order("attempt").Limit(1).Pluck("attempt", &ok).Error; err != nil {
+		return fmt.Errorf("read history of delivery %s: %w", id, err)
+	}
+	if len(ok) > 0 {
+		return fmt.Errorf("%w: %s reached its receiver (attempt %d was answered 2xx, though the delivery is %s); use homing delivery resend %s to send its payload again",
+			ErrDelivered, id, ok[0], row.Status, id)
+	}
 	built, err := s.build(ctx, row)
 	if err != nil {
 		return err
@@ -197,10 +233,18 @@ func (s *Service) Recover(ctx context.Context, tenant string, f Filter, dryRun b
 	if f.Status != "" && f.Status != models.StatusExhausted && f.Status != models.StatusFailed {
 		return 0, fmt.Errorf("status %q cannot be recovered: use Exhausted or Failed, or neither for both", f.Status)
 	}
+	if err := tenantpkg.RequireEnabled(ctx, s.db, tenant); err != nil {
+		return 0, err
+	}
+	if !dryRun {
+		if err := s.actions.Take(ctx, tenant); err != nil {
+			return 0, err
+		}
+	}
 	now := s.now()
 	base := func() *gorm.DB {
 		q := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("tenant = ?", models.TenantOr(tenant)).
-			Where("status IN ?", f.Statuses()).Where(notRequeued)
+			Where("status IN ?", f.Statuses()).Where(notRequeued).Where("NOT " + answered)
 		if f.Webhook != "" {
 			q = q.Where("webhook_name = ?", f.Webhook)
 		}
@@ -311,6 +355,12 @@ func (s *Service) resend(ctx context.Context, tenant, id, key string) (string, b
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("read delivery %s: %w", id, err)
+	}
+	if err := tenantpkg.RequireEnabled(ctx, s.db, orig.Tenant); err != nil {
+		return "", false, err
+	}
+	if err := s.actions.Take(ctx, orig.Tenant); err != nil {
+		return "", false, err
 	}
 	built, err := s.build(ctx, orig)
 	if err != nil {

@@ -1,6 +1,7 @@
 // Package retention deletes old final deliveries (and their attempt
-// history) in small batches, so it never holds a long lock on the table. It
-// never touches Failed rows: those still have an attempt scheduled.
+// history), and expired portal links, in small batches, so it never holds a
+// long lock on a table. It never touches Failed rows: those still have an
+// attempt scheduled.
 package retention
 
 import (
@@ -85,10 +86,13 @@ type Result struct {
 	// deleted: they are kept as long as the longer of the two retentions,
 	// so a key outlives the deliveries it protects.
 	EventKeys int64
+	// PortalLinks counts the expired portal links deleted.
+	PortalLinks int64
 }
 
-// RunOnce deletes Delivered rows created before now − retention.delivered and
-// Exhausted rows created before now − retention.exhausted.
+// RunOnce deletes Delivered rows created before now − retention.delivered,
+// Exhausted rows created before now − retention.exhausted, and portal links
+// past their expiry.
 func (r *Retention) RunOnce(ctx context.Context) (Result, error) {
 	now := r.cfg.Clock.Now().UTC()
 	var res Result
@@ -102,8 +106,12 @@ func (r *Retention) RunOnce(ctx context.Context) (Result, error) {
 	if res.EventKeys, err = r.purgeEventKeys(ctx, now.Add(-max(r.cfg.Delivered, r.cfg.Exhausted))); err != nil {
 		return res, err
 	}
-	if res.Delivered+res.Exhausted+res.EventKeys > 0 {
-		r.cfg.Logger.Info("retention", "delivered_deleted", res.Delivered, "exhausted_deleted", res.Exhausted, "event_keys_deleted", res.EventKeys)
+	if res.PortalLinks, err = r.purgePortalLinks(ctx, now); err != nil {
+		return res, err
+	}
+	if res.Delivered+res.Exhausted+res.EventKeys+res.PortalLinks > 0 {
+		r.cfg.Logger.Info("retention", "delivered_deleted", res.Delivered, "exhausted_deleted", res.Exhausted, "event_keys_deleted", res.EventKeys,
+			"portal_links_deleted", res.PortalLinks)
 	}
 	return res, nil
 }
@@ -181,6 +189,38 @@ func (r *Retention) purge(ctx context.Context, status string, before time.Time) 
 		res := r.db.WithContext(ctx).Where("id IN ? AND status = ?", ids, status).Delete(&models.Delivery{})
 		if res.Error != nil {
 			return total, fmt.Errorf("delete expired %s deliveries: %w", status, res.Error)
+		}
+		total += res.RowsAffected
+		if len(ids) < r.cfg.BatchSize {
+			return total, nil
+		}
+		if err := r.pause(ctx); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// purgePortalLinks deletes the portal links that expired before now, oldest
+// first, a batch at a time with a pause after each full one, as purge does.
+// An expired link opens nothing whether or not its row exists (its token
+// carries its expiry), so its row is kept no longer; a live link's row,
+// revoked or not, stays: it is what refuses a revoked link.
+func (r *Retention) purgePortalLinks(ctx context.Context, now time.Time) (int64, error) {
+	var total int64
+	for i := 0; i < maxBatches; i++ {
+		var ids []string
+		// Served by portal_links_expires (expires_at).
+		if err := r.db.WithContext(ctx).Model(&models.PortalLink{}).Where("expires_at < ?", now).
+			Order("expires_at").Limit(r.cfg.BatchSize).Pluck("id", &ids).Error; err != nil {
+			return total, fmt.Errorf("select expired portal links: %w", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		res := r.db.WithContext(ctx).Where("id IN ? AND expires_at < ?", ids, now).Delete(&models.PortalLink{})
+		if res.Error != nil {
+			return total, fmt.Errorf("delete expired portal links: %w", res.Error)
 		}
 		total += res.RowsAffected
 		if len(ids) < r.cfg.BatchSize {

@@ -160,3 +160,45 @@ func TestRetentionPausesAfterEachFullBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestRetentionPrunesExpiredPortalLinks: a portal link past its expiry
+// opens nothing (its token says so), so its row is deleted, paced as
+// deliveries are (a pause after each full batch); a live link's row stays,
+// revoked or not, for it is what refuses the link until it expires.
+func TestRetentionPrunesExpiredPortalLinks(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			link := func(id string, expires time.Time, revoked bool) {
+				t.Helper()
+				l := models.PortalLink{ID: id, Tenant: models.DefaultTenant, CreatedBy: "ops", CreatedAt: expires.Add(-time.Hour), ExpiresAt: expires}
+				if revoked {
+					l.RevokedAt = &l.CreatedAt
+				}
+				if err := db.Create(&l).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < 7; i++ { // batches of 3, 3 and 1
+				link(fmt.Sprintf("expired-%d", i), now.Add(-time.Duration(i+1)*time.Hour), i%2 == 0)
+			}
+			link("live", now.Add(time.Hour), false)
+			link("live-revoked", now.Add(time.Hour), true)
+			var waits []time.Duration
+			rec := func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+			res, err := retention.New(db, retention.Config{Clock: clock.NewStub(now), BatchSize: 3, Pause: 70 * time.Millisecond, Wait: rec}).
+				RunOnce(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			db.Model(&models.PortalLink{}).Order("id").Pluck("id", &left)
+			if res.PortalLinks != 7 || fmt.Sprint(left) != "[live live-revoked]" || fmt.Sprint(waits) != "[70ms 70ms]" {
+				t.Fatalf("links left %v, waits %v (result %+v): want the 7 expired deleted with a pause after each of the two full batches", left, waits, res)
+			}
+		})
+	}
+}

@@ -12,11 +12,13 @@ import (
 // and before @end and that a step would then take: not queued since
 // @stale, of a webhook that is not failing (a failing webhook's rows wait
 // for its probe: nextProbeBefore) and not past its rate quota for the tick
-// (@spent). Served, as the step's query, by webhooks' primary key and per
-// webhook one range read of deliveries_due_webhook (webhook_id,
-// next_retry) WHERE status = 'Failed', stopping at its first row.
+// (@spent), of an enabled tenant. Served, as the step's query, by
+// webhooks' and tenants' primary keys and per webhook one range read of
+// deliveries_due_webhook (webhook_id, next_retry) WHERE status = 'Failed',
+// stopping at its first row.
 const selectNextDuePostgres = `SELECT p.next_retry
 FROM webhooks w
+JOIN tenants t ON t.name = w.tenant AND t.enabled
 LEFT JOIN webhook_health h ON h.webhook_id = w.id
 CROSS JOIN LATERAL (
 	SELECT d.next_retry FROM deliveries d
@@ -34,6 +36,7 @@ LIMIT 1`
 const selectNextDueSQLite = `SELECT d.next_retry
 FROM deliveries d
 JOIN webhooks w ON w.id = d.webhook_id
+JOIN tenants t ON t.name = w.tenant AND t.enabled
 LEFT JOIN webhook_health h ON h.webhook_id = w.id
 WHERE d.status = 'Failed' AND d.next_retry > @now AND d.next_retry < @end
 	AND (d.queued_at IS NULL OR d.queued_at <= @stale)

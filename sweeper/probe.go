@@ -100,8 +100,9 @@ func (s *Sweeper) probeArgs(now time.Time) map[string]any {
 	}
 }
 
-// selectWaiting reads the health of each enabled failing webhook with a due
-// row that is not queued: the webhooks whose next probe a tick may wait for.
+// selectWaiting reads the health of each enabled failing webhook of an
+// enabled tenant with a due row that is not queued: the webhooks whose
+// next probe a tick may wait for.
 // It reads webhook_health whole (one row per webhook, as the step's count
 // of webhooks reads webhooks), and per failing webhook the index
 // deliveries_due_webhook; it runs at most once a tick, when the tick would
@@ -109,6 +110,7 @@ func (s *Sweeper) probeArgs(now time.Time) map[string]any {
 const selectWaiting = `SELECT h.webhook_id, h.failing_since, h.failures, h.probe_id, h.probe_at
 FROM webhook_health h
 JOIN webhooks w ON w.id = h.webhook_id
+JOIN tenants t ON t.name = w.tenant AND t.enabled
 WHERE h.failures >= @failing AND w.enabled AND EXISTS (
 	SELECT 1 FROM deliveries d
 	WHERE d.webhook_id = h.webhook_id AND d.status = 'Failed' AND d.next_retry <= @now

@@ -39,6 +39,7 @@ import (
 	"github.com/homingdev/homing/internal/asynqinfo"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/store"
+	"github.com/homingdev/homing/tenant"
 )
 
 // enqueuers is how many retry tasks a step queues at once.
@@ -190,8 +191,11 @@ type dueRow struct {
 // webhooks' first rows, then their second …): a tenant with many webhooks
 // and a deep backlog takes no more of a step than a tenant with one, so
 // it cannot hold another tenant's due retries past the step. The tenant
-// comes from the webhooks row, so no index on the tenant is read.
-// Served by webhooks' primary key and, per webhook,
+// comes from the webhooks row, so no index on the tenant is read. A
+// disabled tenant's webhooks are left out whole (the join to tenants, by
+// its primary key), before any of their rows is read: its deliveries stay
+// due, held until it is enabled again, and its failing webhooks get no
+// probe. Served by webhooks' primary key, tenants' and, per webhook,
 // deliveries_due_webhook (webhook_id, next_retry) WHERE status = 'Failed':
 // an index range read per webhook, whatever the size of the table. The
 // lateral's LIMIT is a plain parameter, which the planner can cost (a
@@ -200,6 +204,7 @@ type dueRow struct {
 const selectDuePostgres = `SELECT p.id, w.id AS webhook_id, p.webhook_name, w.queue, w.rate_limit,
 	w.enabled AND COALESCE(h.failures, 0) >= @failing AS probe
 FROM webhooks w
+JOIN tenants t ON t.name = w.tenant AND t.enabled
 LEFT JOIN webhook_health h ON h.webhook_id = w.id
 CROSS JOIN LATERAL (
 	SELECT d.id, d.webhook_name, d.next_retry, row_number() OVER (ORDER BY d.next_retry) AS rn
@@ -241,6 +246,7 @@ SELECT id, webhook_id, webhook_name, queue, rate_limit, probe, next_retry,
 		row_number() OVER (PARTITION BY d.webhook_id ORDER BY d.next_retry) AS rn
 	FROM deliveries d
 	JOIN webhooks w ON w.id = d.webhook_id
+	JOIN tenants t ON t.name = w.tenant AND t.enabled
 	LEFT JOIN webhook_health h ON h.webhook_id = w.id
 	WHERE d.status = 'Failed' AND d.next_retry <= @now AND (d.queued_at IS NULL OR d.queued_at <= @stale)
 ) WHERE rn <= quota
@@ -724,11 +730,14 @@ func (s *Sweeper) enqueue(ctx context.Context, q queued) (enqueueOutcome, error)
 }
 
 // Backlog reports how many Failed rows are due now and since when the oldest
-// has been waiting (zero when none), for stats and metrics.
+// has been waiting (zero when none), for stats and metrics. A disabled
+// tenant's rows are left out: they are held by an operator's choice, not
+// owed by the sweeper or the workers, and would otherwise keep the oldest
+// due age growing for as long as the tenant stays disabled.
 func (s *Sweeper) Backlog(ctx context.Context) (int64, time.Time, error) {
 	now := s.cfg.Clock.Now().UTC()
 	var count int64
-	q := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= ?", models.StatusFailed, now)
+	q := s.db.WithContext(ctx).Model(&models.Delivery{}).Where("status = ? AND next_retry <= ?", models.StatusFailed, now).Where(tenant.EnabledRows)
 	if err := q.Count(&count).Error; err != nil {
 		return 0, time.Time{}, fmt.Errorf("count due deliveries: %w", err)
 	}
@@ -736,7 +745,7 @@ func (s *Sweeper) Backlog(ctx context.Context) (int64, time.Time, error) {
 		return 0, time.Time{}, nil
 	}
 	var oldest models.Delivery
-	if err := s.db.WithContext(ctx).Select("next_retry").Where("status = ? AND next_retry <= ?", models.StatusFailed, now).
+	if err := s.db.WithContext(ctx).Select("next_retry").Where("status = ? AND next_retry <= ?", models.StatusFailed, now).Where(tenant.EnabledRows).
 		Order("next_retry").Take(&oldest).Error; err != nil {
 		return 0, time.Time{}, fmt.Errorf("oldest due delivery: %w", err)
 	}

@@ -543,3 +543,89 @@ func TestStepIsFairAcrossTenants(t *testing.T) {
 		})
 	}
 }
+
+// A disabled tenant's due rows are left where they are: a step queues
+// none of them and chooses no probe among them, while another tenant's
+// are queued as ever. Enabled again, the next step takes them all.
+func TestStepLeavesADisabledTenantsRows(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{BatchSize: 50})
+			b.tenantWebhook("a", "a")
+			b.tenantWebhook("a", "a-failing")
+			b.tenantWebhook("b", "b")
+			b.setHealth("a-failing", models.FailingAfter)
+			aIDs := append(b.due("a", 3, t0.Add(-time.Hour)), b.due("a-failing", 2, t0.Add(-time.Hour))...)
+			bIDs := b.due("b", 3, t0.Add(-time.Minute))
+			if err := b.db.Model(&models.Tenant{}).Where("name = ?", "a").Update("enabled", false).Error; err != nil {
+				t.Fatal(err)
+			}
+			res := b.step()
+			q := b.queued()
+			if res.Due != 3 || res.Probes != 0 || len(q) != 3 {
+				t.Fatalf("step %+v queued %d rows, want b's 3 and no probe", res, len(q))
+			}
+			for _, id := range bIDs {
+				if !q[id] {
+					t.Errorf("enabled tenant b's row %s was not queued", id)
+				}
+			}
+			var marked int64
+			if err := b.db.Model(&models.Delivery{}).Where("id IN ? AND queued_at IS NOT NULL", aIDs).Count(&marked).Error; err != nil || marked != 0 {
+				t.Fatalf("%d of disabled tenant a's rows marked queued (%v), want none", marked, err)
+			}
+			if h := b.health("a-failing"); h.ProbeID != nil {
+				t.Fatalf("a probe was chosen for a disabled tenant's webhook: %+v", h)
+			}
+
+			if err := b.db.Model(&models.Tenant{}).Where("name = ?", "a").Update("enabled", true).Error; err != nil {
+				t.Fatal(err)
+			}
+			res = b.step()
+			q = b.queued()
+			if res.Due != 4 || res.Probes != 1 {
+				t.Fatalf("step once a is enabled again %+v, want a's 3 and one probe of a-failing", res)
+			}
+			for _, id := range aIDs[:3] {
+				if !q[id] {
+					t.Errorf("tenant a's row %s was not queued once a was enabled again", id)
+				}
+			}
+		})
+	}
+}
+
+// The due backlog (homing_due_backlog, homing_oldest_due_age_seconds)
+// counts what the sweeper and the workers owe: a disabled tenant's due
+// rows are held by its operator, and left out until it is enabled again.
+func TestBacklogLeavesOutADisabledTenant(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := newBed(t, open, sweeper.Config{})
+			b.tenantWebhook("a", "a")
+			b.tenantWebhook("b", "b")
+			b.due("a", 3, t0.Add(-time.Hour))
+			b.due("b", 2, t0.Add(-time.Minute))
+			if err := b.db.Exec("UPDATE deliveries SET tenant = webhook_id").Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				aEnabled bool
+				n        int64
+				oldest   time.Time
+			}{{true, 5, t0.Add(-time.Hour)}, {false, 2, t0.Add(-time.Minute)}} {
+				if err := b.db.Model(&models.Tenant{}).Where("name = ?", "a").Update("enabled", c.aEnabled).Error; err != nil {
+					t.Fatal(err)
+				}
+				n, oldest, err := b.s.Backlog(context.Background())
+				if err != nil || n != c.n || !oldest.Equal(c.oldest) {
+					t.Errorf("a enabled %v: backlog %d, oldest %v (%v); want %d, %v", c.aEnabled, n, oldest, err, c.n, c.oldest)
+				}
+			}
+		})
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -24,22 +26,34 @@ const Default = models.DefaultTenant
 
 // Errors callers tell apart with errors.Is.
 var (
-	ErrNotFound    = errors.New("tenant not found")
-	ErrExists      = errors.New("tenant already exists")
-	ErrInvalid     = errors.New("invalid tenant request")
-	ErrDisabled    = errors.New("tenant is disabled")
-	ErrHasWebhooks = errors.New("tenant has webhooks")
+	ErrNotFound = errors.New("tenant not found")
+	ErrExists   = errors.New("tenant already exists")
+	ErrInvalid  = errors.New("invalid tenant request")
+	ErrDisabled = errors.New("tenant is disabled")
+	// ErrHasWebhooks refuses a delete without force of a tenant that has
+	// webhooks or deliveries: deleting it deletes them.
+	ErrHasWebhooks = errors.New("tenant has webhooks or deliveries")
 )
+
+// EnabledRows is the condition that a row's tenant column names an enabled
+// tenant: for the counts of what the system owes (the due backlog), which
+// leave out what a disabled tenant holds. Served by tenants' primary key,
+// once per query.
+const EnabledRows = "tenant IN (SELECT name FROM tenants WHERE enabled)"
 
 // Tenant is a tenant as commands and the API show it.
 type Tenant struct {
-	Name          string    `json:"name"`
-	Enabled       bool      `json:"enabled"`
-	PortalOrigins []string  `json:"portal_origins"`
-	MaxWebhooks   int       `json:"max_webhooks"`
-	PublishRate   int       `json:"publish_rate"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Name          string   `json:"name"`
+	Enabled       bool     `json:"enabled"`
+	PortalOrigins []string `json:"portal_origins"`
+	MaxWebhooks   int      `json:"max_webhooks"`
+	PublishRate   int      `json:"publish_rate"`
+	// Queues are the queues besides models.DefaultQueue its webhooks may
+	// use; only an operator sets them.
+	Queues     []string  `json:"queues"`
+	ActionRate int       `json:"action_rate"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 func viewOf(m models.Tenant) Tenant {
@@ -47,8 +61,12 @@ func viewOf(m models.Tenant) Tenant {
 	if origins == nil {
 		origins = []string{}
 	}
+	queues := []string(m.Queues)
+	if queues == nil {
+		queues = []string{}
+	}
 	return Tenant{Name: m.Name, Enabled: m.Enabled, PortalOrigins: origins, MaxWebhooks: m.MaxWebhooks,
-		PublishRate: m.PublishRate, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		PublishRate: m.PublishRate, ActionRate: m.ActionRate, Queues: queues, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
 // Patch is a change to a tenant: only the fields set change.
@@ -57,6 +75,10 @@ type Patch struct {
 	PortalOrigins *[]string `json:"portal_origins,omitempty"`
 	MaxWebhooks   *int      `json:"max_webhooks,omitempty"`
 	PublishRate   *int      `json:"publish_rate,omitempty"`
+	ActionRate    *int      `json:"action_rate,omitempty"`
+	// Queues replaces the tenant's queues; an empty list leaves it
+	// models.DefaultQueue only.
+	Queues *[]string `json:"queues,omitempty"`
 }
 
 // WebhookDeleter deletes a tenant's webhook as homing webhook delete does
@@ -68,24 +90,11 @@ type WebhookDeleter interface {
 
 // Service creates, changes and reads tenants.
 type Service struct {
-	db       *gorm.DB
-	clock    clock.Clock
-	log      *slog.Logger
-	seen     seen
-	observer Observer
+	db    *gorm.DB
+	clock clock.Clock
+	log   *slog.Logger
+	seen  seen
 }
-
-// Observer is told of deliveries the service made final: n of webhook's
-// pending retries Exhausted for reason (models.ReasonTenantDisabled) by
-// disabling their tenant. dispatch.Dispatcher is one: it passes them to the
-// process's metrics, or hands them off to a worker's (package handoff).
-type Observer interface {
-	Deliveries(tenant, webhook, status, reason string, n int)
-}
-
-// SetObserver sets who is told of the deliveries the service exhausts;
-// nil is no one. Call it before the service is in use.
-func (s *Service) SetObserver(o Observer) { s.observer = o }
 
 // New builds a Service.
 func New(db *gorm.DB, clk clock.Clock, log *slog.Logger) *Service {
@@ -122,9 +131,18 @@ func (s *Service) Create(ctx context.Context, name string, p Patch) (Tenant, err
 		return Tenant{}, err
 	}
 	now := s.now()
-	m := models.Tenant{Name: name, Enabled: true, PortalOrigins: models.StringList{}, CreatedAt: now, UpdatedAt: now}
+	m := models.Tenant{Name: name, Enabled: true, PortalOrigins: models.StringList{}, Queues: models.StringList{}, CreatedAt: now, UpdatedAt: now}
 	if err := apply(&m, p); err != nil {
 		return Tenant{}, err
+	}
+	// A name is free only once everything of an earlier tenant of that
+	// name is gone: a tenant starts empty, and never inherits another's
+	// deliveries or event IDs (an ID it publishes is not taken for a
+	// repeat of theirs).
+	if left, err := leftovers(ctx, s.db, name); err != nil {
+		return Tenant{}, err
+	} else if left.any() {
+		return Tenant{}, fmt.Errorf("%w: %q still holds the %s of an earlier tenant of that name; homing tenant delete %s --force removes them", ErrExists, name, left, name)
 	}
 	if err := s.db.WithContext(ctx).Create(&m).Error; err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -157,6 +175,26 @@ func apply(m *models.Tenant, p Patch) error {
 			return fmt.Errorf("%w: publish_rate %d is negative (0 means no limit)", ErrInvalid, *p.PublishRate)
 		}
 		m.PublishRate = *p.PublishRate
+	}
+	if p.Queues != nil {
+		queues := models.StringList{}
+		for _, q := range *p.Queues {
+			q = strings.TrimSpace(q)
+			if msg := models.CheckQueue(q); msg != "" {
+				return fmt.Errorf("%w: queues: %s", ErrInvalid, msg)
+			}
+			if q != models.DefaultQueue && !slices.Contains(queues, q) {
+				queues = append(queues, q)
+			}
+		}
+		m.Queues = queues
+
+	}
+	if p.ActionRate != nil {
+		if *p.ActionRate < 0 {
+			return fmt.Errorf("%w: action_rate %d is negative (0 means no limit)", ErrInvalid, *p.ActionRate)
+		}
+		m.ActionRate = *p.ActionRate
 	}
 	return nil
 }
@@ -220,6 +258,29 @@ func (s *Service) Usable(ctx context.Context, name string) error {
 	return nil
 }
 
+// RequireEnabled refuses tenant name when it is disabled (ErrDisabled) or
+// does not exist (ErrNotFound): what every operator's path that would send
+// a delivery of the tenant (a retry, a resend, a recover, a webhook's test
+// send) asks first, to answer with why nothing will be sent. It reads db,
+// not Lookup's cache, so a disable is seen at once. The claim, which reads
+// the tenant in its own statement, is what keeps a request from leaving
+// (storage.Store.Claim); this is the clear answer in front of it.
+func RequireEnabled(ctx context.Context, db *gorm.DB, name string) error {
+	name = models.TenantOr(name)
+	var enabled []bool
+	// Served by tenants' primary key.
+	if err := db.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", name).Pluck("enabled", &enabled).Error; err != nil {
+		return fmt.Errorf("read tenant %q: %w", name, err)
+	}
+	switch {
+	case len(enabled) == 0:
+		return fmt.Errorf("%w: %q (see homing tenant list)", ErrNotFound, name)
+	case !enabled[0]:
+		return fmt.Errorf("%w: %q sends nothing until it is enabled again (homing tenant update %s --enable); its deliveries are kept", ErrDisabled, name, name)
+	}
+	return nil
+}
+
 // List reads every tenant, by name.
 func (s *Service) List(ctx context.Context) ([]Tenant, error) {
 	var ms []models.Tenant
@@ -233,98 +294,98 @@ func (s *Service) List(ctx context.Context) ([]Tenant, error) {
 	return out, nil
 }
 
-// Update changes the fields of p in tenant name. Disabling it makes its
-// pending retries Exhausted ("tenant disabled") in the same transaction;
-// homing delivery recover sends them again once it is enabled.
+// Update changes the fields of p in tenant name.
+//
+// Disabling a tenant stops everything of it from leaving, and ends
+// nothing: no claim of its deliveries is taken from the commit on (the
+// claim's statement reads the tenant, storage.Store.Claim), the sweep
+// leaves its due rows alone, fan-out keeps its events, and its pending
+// deliveries stay Failed and due, held. An attempt claimed before the
+// commit is in flight and ends with its real outcome (Delivered on a
+// 2xx). Enabling it releases them: the next sweep takes every delivery
+// that came due meanwhile, each once.
 func (s *Service) Update(ctx context.Context, name string, p Patch) (Tenant, error) {
 	m, err := s.get(ctx, s.db, name)
 	if err != nil {
 		return Tenant{}, err
 	}
-	wasEnabled := m.Enabled
 	if err := apply(&m, p); err != nil {
 		return Tenant{}, err
 	}
 	m.UpdatedAt = s.now()
-	var exhausted int64
-	byWebhook := map[string]int{}
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Model(&models.Tenant{}).Where("name = ?", name).
-			Updates(map[string]any{"enabled": m.Enabled, "portal_origins": m.PortalOrigins, "max_webhooks": m.MaxWebhooks,
-				"publish_rate": m.PublishRate, "updated_at": m.UpdatedAt}).Error; err != nil {
-			return fmt.Errorf("update tenant %q: %w", name, err)
-		}
-		if !wasEnabled || m.Enabled {
-			return nil
-		}
-		// A disabled tenant's webhooks fire no more: its pending retries
-		// are made final now, as a disabled webhook's are, rather than
-		// sent when they come due (the claim does not read the tenant, to
-		// stay one statement). Served by deliveries_tenant_created.
-		// RETURNING names each row's webhook, for the counts by webhook
-		// (PostgreSQL, and SQLite from 3.35).
-		rows, err := tx.Raw("UPDATE deliveries SET status = ?, next_retry = NULL, last_error = ?, updated_at = ? WHERE tenant = ? AND status = ? RETURNING webhook_name",
-			models.StatusExhausted, "tenant disabled", m.UpdatedAt, name, models.StatusFailed).Rows()
-		if err != nil {
-			return fmt.Errorf("exhaust pending deliveries of tenant %q: %w", name, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var hook string
-			if err := rows.Scan(&hook); err != nil {
-				return fmt.Errorf("exhaust pending deliveries of tenant %q: %w", name, err)
-			}
-			byWebhook[hook]++
-			exhausted++
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("exhaust pending deliveries of tenant %q: %w", name, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return Tenant{}, err
-	}
-	if s.observer != nil {
-		for hook, n := range byWebhook {
-			s.observer.Deliveries(name, hook, models.StatusExhausted, models.ReasonTenantDisabled, n)
-		}
+	if err := s.db.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", name).
+		Updates(map[string]any{"enabled": m.Enabled, "portal_origins": m.PortalOrigins, "max_webhooks": m.MaxWebhooks,
+			"publish_rate": m.PublishRate, "action_rate": m.ActionRate, "queues": m.Queues, "updated_at": m.UpdatedAt}).Error; err != nil {
+		return Tenant{}, fmt.Errorf("update tenant %q: %w", name, err)
 	}
 	s.seen.forget()
-	s.log.Info("tenant updated", "tenant", name, "enabled", m.Enabled, "pending_exhausted", exhausted)
+	s.log.Info("tenant updated", "tenant", name, "enabled", m.Enabled)
 	return viewOf(m), nil
 }
 
-// Delete removes tenant name and its tokens. It refuses while the tenant
-// has webhooks unless force, which deletes each through hooks first. The
-// tenant's deliveries stay for inspection, as a deleted webhook's do.
-// 'default' cannot be deleted.
+// Delete removes tenant name and everything of it: its webhooks (each
+// through hooks, as homing webhook delete does), its deliveries with their
+// attempts, its published event IDs, outbox rows and console rollups, its
+// tokens and portal links, and last its row. It refuses while the tenant
+// has webhooks or deliveries unless force. 'default' cannot be deleted.
+//
+// The tenant is disabled first, so that nothing of it is published or sent
+// while its data goes, and its row goes last, in a batch of its own, so
+// that the name cannot be created again until its data is gone; a delete
+// cut short (the process stopped, the database away) leaves the tenant
+// disabled and is run again to finish. A name whose row is gone but whose
+// data is left (a delete before issue 35 kept deliveries) is deleted the
+// same way.
 func (s *Service) Delete(ctx context.Context, name string, force bool, hooks WebhookDeleter) error {
 	if name == Default {
 		return fmt.Errorf("%w: the default tenant cannot be deleted", ErrInvalid)
 	}
-	if _, err := s.get(ctx, s.db, name); err != nil {
-		return err
+	m, getErr := s.get(ctx, s.db, name)
+	exists := getErr == nil
+	if getErr != nil && !errors.Is(getErr, ErrNotFound) {
+		return getErr
 	}
 	var names []string
 	// Served by webhooks_tenant_name (tenant, name).
 	if err := s.db.WithContext(ctx).Model(&models.Webhook{}).Where("tenant = ?", name).Order("name").Pluck("name", &names).Error; err != nil {
 		return fmt.Errorf("read webhooks of tenant %q: %w", name, err)
 	}
-	if len(names) > 0 && !force {
-		return fmt.Errorf("%w: %q has %d webhooks (delete them first, or give --force to delete them too)", ErrHasWebhooks, name, len(names))
+	left, err := leftovers(ctx, s.db, name)
+	if err != nil {
+		return err
+	}
+	if !exists && !left.any() {
+		return getErr
+	}
+	if !force && (len(names) > 0 || left.deliveries) {
+		what := "deliveries"
+		if len(names) > 0 {
+			what = fmt.Sprintf("%d webhooks", len(names))
+		}
+		return fmt.Errorf("%w: %q has %s (give --force to delete the tenant with all of its webhooks, deliveries and events)", ErrHasWebhooks, name, what)
+	}
+	if exists && m.Enabled {
+		if err := s.db.WithContext(ctx).Model(&models.Tenant{}).Where("name = ?", name).
+			Updates(map[string]any{"enabled": false, "updated_at": s.now()}).Error; err != nil {
+			return fmt.Errorf("disable tenant %q to delete it: %w", name, err)
+		}
+		s.seen.forget()
 	}
 	for _, n := range names {
 		if err := hooks.Delete(ctx, name, n); err != nil {
 			return fmt.Errorf("delete tenant %q: %w", name, err)
 		}
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var left int64
-		if err := tx.Model(&models.Webhook{}).Where("tenant = ?", name).Count(&left).Error; err != nil {
+	gone, err := purge(ctx, s.db, name)
+	if err != nil {
+		return fmt.Errorf("delete tenant %q: %w (run the delete again to finish; the tenant stays disabled)", name, err)
+	}
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var hooksLeft int64
+		if err := tx.Model(&models.Webhook{}).Where("tenant = ?", name).Count(&hooksLeft).Error; err != nil {
 			return err
 		}
-		if left > 0 {
+		if hooksLeft > 0 {
 			return fmt.Errorf("%w: %q gained webhooks while it was being deleted; try again", ErrHasWebhooks, name)
 		}
 		if err := tx.Where("tenant = ?", name).Delete(&models.APIToken{}).Error; err != nil {
@@ -333,12 +394,8 @@ func (s *Service) Delete(ctx context.Context, name string, force bool, hooks Web
 		if err := tx.Where("tenant = ?", name).Delete(&models.PortalLink{}).Error; err != nil {
 			return fmt.Errorf("revoke portal links of tenant %q: %w", name, err)
 		}
-		res := tx.Where("name = ?", name).Delete(&models.Tenant{})
-		if res.Error != nil {
-			return fmt.Errorf("delete tenant %q: %w", name, res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return fmt.Errorf("%w: %q", ErrNotFound, name)
+		if err := tx.Where("name = ?", name).Delete(&models.Tenant{}).Error; err != nil {
+			return fmt.Errorf("delete tenant %q: %w", name, err)
 		}
 		return nil
 	})
@@ -346,6 +403,103 @@ func (s *Service) Delete(ctx context.Context, name string, force bool, hooks Web
 		return err
 	}
 	s.seen.forget()
-	s.log.Info("tenant deleted", "tenant", name, "webhooks_deleted", len(names))
+	s.log.Info("tenant deleted", "tenant", name, "webhooks_deleted", len(names), "deliveries_deleted", gone.deliveries,
+		"event_ids_deleted", gone.events, "outbox_deleted", gone.outbox, "rollup_deleted", gone.rollup)
 	return nil
+}
+
+// remains says which kinds of a tenant's data exist.
+type remains struct{ deliveries, events, outbox, rollup bool }
+
+func (r remains) any() bool { return r.deliveries || r.events || r.outbox || r.rollup }
+
+// String names what remains: "deliveries, published event IDs".
+func (r remains) String() string {
+	var kinds []string
+	for _, k := range []struct {
+		on   bool
+		name string
+	}{{r.deliveries, "deliveries"}, {r.events, "published event IDs"}, {r.outbox, "outbox events"}, {r.rollup, "console rollups"}} {
+		if k.on {
+			kinds = append(kinds, k.name)
+		}
+	}
+	return strings.Join(kinds, ", ")
+}
+
+// leftovers reads which of tenant name's data exists, whether or not it
+// has a row: a delivery (attempts go with their delivery), a published
+// event ID, an outbox row, a console rollup. Tokens, portal links and
+// webhooks cannot outlive the row (foreign keys). Served by
+// deliveries_tenant_created, and the primary keys of published_events and
+// activity_rollup; outbox_events, which holds only events not fanned out
+// yet, is read whole.
+func leftovers(ctx context.Context, db *gorm.DB, name string) (remains, error) {
+	var r remains
+	for _, k := range []struct {
+		model any
+		found *bool
+	}{{&models.Delivery{}, &r.deliveries}, {&models.PublishedEvent{}, &r.events}, {&models.OutboxEvent{}, &r.outbox}, {&models.ActivityHour{}, &r.rollup}} {
+		var one []string
+		if err := db.WithContext(ctx).Model(k.model).Where("tenant = ?", name).Limit(1).Pluck("tenant", &one).Error; err != nil {
+			return r, fmt.Errorf("read what is left of tenant %q: %w", name, err)
+		}
+		*k.found = len(one) > 0
+	}
+	return r, nil
+}
+
+// purgeBatch is how many rows one statement of purge deletes.
+const purgeBatch = 1000
+
+// purged counts what purge deleted.
+type purged struct{ deliveries, events, outbox, rollup int64 }
+
+// purge deletes tenant name's deliveries (their attempts go with them: ON
+// DELETE CASCADE), published event IDs, outbox rows and console rollups,
+// the large ones a batch at a time so that no statement holds locks on a
+// whole tenant's rows. Safe to run again after it was cut short.
+func purge(ctx context.Context, db *gorm.DB, name string) (purged, error) {
+	var p purged
+	for {
+		var ids []string
+		// Served by deliveries_tenant_created (tenant, …).
+		if err := db.WithContext(ctx).Model(&models.Delivery{}).Where("tenant = ?", name).Limit(purgeBatch).Pluck("id", &ids).Error; err != nil {
+			return p, fmt.Errorf("select deliveries: %w", err)
+		}
+		if len(ids) == 0 {
+			break
+		}
+		res := db.WithContext(ctx).Where("id IN ?", ids).Delete(&models.Delivery{})
+		if res.Error != nil {
+			return p, fmt.Errorf("delete deliveries: %w", res.Error)
+		}
+		p.deliveries += res.RowsAffected
+	}
+	for {
+		var keys []string
+		// Served by published_events' primary key (tenant, event_id).
+		if err := db.WithContext(ctx).Model(&models.PublishedEvent{}).Where("tenant = ?", name).Limit(purgeBatch).Pluck("event_id", &keys).Error; err != nil {
+			return p, fmt.Errorf("select published event IDs: %w", err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		res := db.WithContext(ctx).Where("tenant = ? AND event_id IN ?", name, keys).Delete(&models.PublishedEvent{})
+		if res.Error != nil {
+			return p, fmt.Errorf("delete published event IDs: %w", res.Error)
+		}
+		p.events += res.RowsAffected
+	}
+	res := db.WithContext(ctx).Where("tenant = ?", name).Delete(&models.OutboxEvent{})
+	if res.Error != nil {
+		return p, fmt.Errorf("delete outbox events: %w", res.Error)
+	}
+	p.outbox = res.RowsAffected
+	// Served by activity_rollup's primary key (tenant, …).
+	if res = db.WithContext(ctx).Where("tenant = ?", name).Delete(&models.ActivityHour{}); res.Error != nil {
+		return p, fmt.Errorf("delete console rollups: %w", res.Error)
+	}
+	p.rollup = res.RowsAffected
+	return p, nil
 }

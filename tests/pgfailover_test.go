@@ -245,7 +245,11 @@ func (f *pgFlow) publishTx(id string) {
 			Doc: map[string]any{"name": id}})
 		return err
 	})
-	if err != nil && !dbstate.Retryable(err) && !client.IsRetryable(err) {
+	// A publisher whose own deadline passed (a promotion slower than its
+	// 30 s, on a loaded machine) tells it from its context: database/sql
+	// rolled the transaction back, and Commit says only sql.ErrTxDone. It
+	// publishes again, as after any retryable error.
+	if err != nil && ctx.Err() == nil && !dbstate.Retryable(err) && !client.IsRetryable(err) {
 		f.mu.Lock()
 		f.wrong = append(f.wrong, id+": not retryable: "+err.Error())
 		f.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/token"
 )
 
 // TestPortalInABrowser drives a tenant's portal in a real headless Chromium
@@ -187,7 +188,7 @@ func TestPortalInABrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := portal.New(db, box.Subkey(portal.KeyLabel), clock.NewStub(time.Now().Add(-3*time.Hour))).Create(context.Background(), "acme", time.Hour, "test")
+	old, err := portal.New(db, box.Subkey(portal.KeyLabel), clock.NewStub(time.Now().Add(-3*time.Hour))).Create(context.Background(), "acme", time.Hour, token.Token{Name: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,8 +103,9 @@ func runEnv(t *testing.T, redisURL string) (env []string, stateDir string) {
 	env = append(env,
 		"HOMING_DATABASE_URL="+testenv.PostgresDSN(t),
 		"HOMING_REDIS_URL="+redisURL,
-		// Host-less, as the defaults (:8088, :9464) are: the run must
-		// listen on loopback only. Port 0: no collision with a real run.
+		// Host-less (every interface, as the defaults were before
+		// issue 35): the run must still listen on loopback only. Port 0:
+		// no collision with a real run.
 		"HOMING_API_ADDR=:0",
 		"HOMING_METRICS_ADDR=:0",
 		"HOMING_WORKER_SHUTDOWN_TIMEOUT=10s",

@@ -61,6 +61,9 @@ var (
 // Token is a token as `homing token list --json` shows it: never the token
 // itself.
 type Token struct {
+	// ID is the token's row, which what the token made may name (a portal
+	// link, revoked with it); never shown.
+	ID    string `json:"-"`
 	Name  string `json:"name"`
 	Scope string `json:"scope"`
 	// Tenant is the tenant the token acts in. An Operator token (made
@@ -74,7 +77,7 @@ type Token struct {
 }
 
 func viewOf(m models.APIToken) Token {
-	t := Token{Name: m.Name, Scope: m.Scope, Tenant: models.TenantOr(m.Tenant), Operator: m.Operator, CreatedAt: m.CreatedAt.UTC()}
+	t := Token{ID: m.ID, Name: m.Name, Scope: m.Scope, Tenant: models.TenantOr(m.Tenant), Operator: m.Operator, CreatedAt: m.CreatedAt.UTC()}
 	if m.LastUsedAt != nil {
 		u := m.LastUsedAt.UTC()
 		t.LastUsedAt = &u

@@ -14,6 +14,7 @@ import (
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/signing"
+	tenantpkg "github.com/homingdev/homing/tenant"
 )
 
 // MaxTestResponse is how much of a receiver's answer a test send shows.
@@ -57,6 +58,11 @@ func (s *Service) SetSender(sender *delivery.Sender, limiter Limiter) {
 	s.sender, s.limiter = sender, limiter
 }
 
+// SetActions charges every test send to its tenant's action_rate
+// (tenant.Actions): serve's services do, the command line's do not. Call
+// it before the service is in use.
+func (s *Service) SetActions(a *tenantpkg.Actions) { s.actions = a }
+
 // TestResult is one test send: the request as sent (secrets masked), and
 // the receiver's answer. It is no event and no delivery: nothing of it is
 // stored.
@@ -87,10 +93,15 @@ type TestResult struct {
 // secrets (the current one and those in their rotation grace, as an attempt
 // is) under a test message ID, with its timeout and redirect limit. It
 // writes no event and no delivery row; the answer is only returned. A
-// webhook takes TestRate test sends a second (RateError beyond).
+// webhook takes TestRate test sends a second (RateError beyond). A disabled
+// tenant's webhook sends none (tenant.ErrDisabled).
 func (s *Service) TestSend(ctx context.Context, tenant, name string, doc map[string]any) (TestResult, error) {
 	w, err := s.Get(ctx, tenant, name)
 	if err != nil {
+		return TestResult{}, err
+	}
+	// A disabled tenant sends nothing, a test neither.
+	if err := tenantpkg.RequireEnabled(ctx, s.db, w.Tenant); err != nil {
 		return TestResult{}, err
 	}
 	if s.sender == nil {
@@ -113,6 +124,9 @@ func (s *Service) TestSend(ctx context.Context, tenant, name string, doc map[str
 		return res, nil
 	}
 	if err := s.allowTest(ctx, w); err != nil {
+		return TestResult{}, err
+	}
+	if err := s.actions.Take(ctx, w.Tenant); err != nil {
 		return TestResult{}, err
 	}
 	req, err := s.testRequest(w, b)

@@ -23,6 +23,7 @@ import (
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/signing"
+	tenantpkg "github.com/homingdev/homing/tenant"
 )
 
 // Errors callers tell apart with errors.Is.
@@ -160,6 +161,9 @@ type Service struct {
 	sender  *delivery.Sender
 	limiter Limiter
 	tests   localBudget
+	// actions charges test sends to their tenant's action_rate
+	// (SetActions); nil charges nothing.
+	actions *tenantpkg.Actions
 }
 
 // New builds a Service.
@@ -190,7 +194,7 @@ func (s *Service) Create(ctx context.Context, tenant string, in Input) (models.W
 		ConditionLanguage: models.ConditionExpr,
 		Enabled:           true,
 		MaxRetries:        s.defaults.MaxRetries,
-		Queue:             "default",
+		Queue:             models.DefaultQueue,
 		TimeoutMS:         s.defaults.Timeout.Milliseconds(),
 		CreatedAt:         now,
 		UpdatedAt:         now,
@@ -222,9 +226,12 @@ func (s *Service) Create(ctx context.Context, tenant string, in Input) (models.W
 		if err := underLimit(tx, w.Tenant); err != nil {
 			return err
 		}
+		if err := queueAllowed(tx, w.Tenant, w.Queue); err != nil {
+			return err
+		}
 		return tx.Create(&w).Error
 	}); err != nil {
-		if errors.Is(err, ErrLimit) {
+		if errors.Is(err, ErrLimit) || errors.As(err, new(*FieldError)) {
 			return w, err
 		}
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -274,12 +281,38 @@ func underLimit(tx *gorm.DB, tenant string) error {
 	return nil
 }
 
+// queueAllowed refuses queue for a webhook of tenant unless it is
+// models.DefaultQueue or one of the tenant's queues (homing tenant update T
+// --queues): the operator keeps each tenant to the queues its workers
+// serve, and tenants' admins cannot move their webhooks onto another's, or
+// onto one no worker serves (issue 35). The default tenant is the
+// operator's own and chooses any queue. One read by tenants' primary key.
+func queueAllowed(tx *gorm.DB, tenant, queue string) error {
+	if queue == models.DefaultQueue || models.TenantOr(tenant) == models.DefaultTenant {
+		return nil
+	}
+	var t models.Tenant
+	if err := tx.Select("name", "queues").Where("name = ?", tenant).Take(&t).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil // callers resolve the tenant before they write in it
+		}
+		return fmt.Errorf("read the queues of tenant %q: %w", tenant, err)
+	}
+	if slices.Contains(t.Queues, queue) {
+		return nil
+	}
+	allowed := append([]string{models.DefaultQueue}, t.Queues...)
+	return invalid("queue", "%q is not one of tenant %q's queues (%s); an operator adds it with homing tenant update %s --queues %s",
+		queue, tenant, strings.Join(allowed, ", "), tenant, strings.Join(append(slices.Clone(t.Queues), queue), ","))
+}
+
 // Update changes the given fields of webhook name.
 func (s *Service) Update(ctx context.Context, tenant, name string, in Input) (models.Webhook, error) {
 	w, err := s.Get(ctx, tenant, name)
 	if err != nil {
 		return w, err
 	}
+	queue := w.Queue
 	if err := s.apply(&w, in); err != nil {
 		return w, err
 	}
@@ -299,6 +332,13 @@ func (s *Service) Update(ctx context.Context, tenant, name string, in Input) (mo
 		w.FailingSince = nil
 	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// Only a move is checked: a form that sends the queue back as it
+		// was saves, even after the operator took that queue off the list.
+		if w.Queue != queue {
+			if err := queueAllowed(tx, w.Tenant, w.Queue); err != nil {
+				return err
+			}
+		}
 		res := tx.Model(&models.Webhook{}).Where("id = ?", w.ID).Select("*").Omit("id", "created_at").Updates(&w)
 		if res.Error != nil {
 			if errors.Is(res.Error, gorm.ErrDuplicatedKey) {
@@ -662,11 +702,8 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 	}
 	if in.Queue != nil {
 		q := strings.TrimSpace(*in.Queue)
-		if q == "" || len(q) > 100 || strings.ContainsFunc(q, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return invalid("queue", "%q must be a non-empty name without spaces", *in.Queue)
-		}
-		if strings.HasPrefix(q, ReservedQueuePrefix) {
-			return invalid("queue", "%q is reserved for Homing's own tasks (names starting with %q): a webhook there would hold up the sweeps and retention; choose another name", q, ReservedQueuePrefix)
+		if msg := models.CheckQueue(q); msg != "" {
+			return invalid("queue", "%s", msg)
 		}
 		w.Queue = q
 	}
@@ -717,7 +754,7 @@ func notNow(name string, err error) error {
 
 // ReservedQueuePrefix starts the names of Homing's own queues
 // (tasks.SystemQueue, homing_system): no webhook may use one.
-const ReservedQueuePrefix = "homing_"
+const ReservedQueuePrefix = models.ReservedQueuePrefix
 
 // tryDefinition renders w's body and evaluates its condition against the
 // sample document, or an empty one. With a sample any failure refuses the

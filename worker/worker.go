@@ -59,9 +59,11 @@ func New(a *app.App) *Worker {
 			Inspector: inspector,
 			Logger:    a.Log,
 
-			MaxWebhookLabels: cfg.Metrics.MaxWebhookLabels,
-			MaxTenantLabels:  cfg.Metrics.MaxTenantLabels,
-			Database:         a.Database,
+			MaxWebhookLabels:          cfg.Metrics.MaxWebhookLabels,
+			MaxTenantLabels:           cfg.Metrics.MaxTenantLabels,
+			MaxWebhookLabelsPerTenant: cfg.Metrics.MaxWebhookLabelsPerTenant,
+			ScrapeCache:               cfg.Metrics.ScrapeCache,
+			Database:                  a.Database,
 			// What serve, the command line and workers without metrics
 			// made final, counted here at the next scrape.
 			Handoff: a.Handoff.Drain,

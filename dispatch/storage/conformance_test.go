@@ -517,14 +517,36 @@ func TestAbandonHandBackNotSentAndReads(t *testing.T) {
 			t.Fatalf("abandon of a row that moved on: %v, %v", ok, err)
 		}
 
-		if err := s.HandBack(ctx, "d1"); err != nil {
+		// HandBack is fenced on the row as read: a stale one (a claim
+		// counted an attempt since) changes nothing, so that the claim
+		// keeps its lease; the row as it is is made due by now and
+		// unqueued.
+		stale := a
+		stale.Attempts = 1
+		if err := s.HandBack(ctx, stale, now.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.HandBack(ctx, "d3"); err != nil {
+		if got := loadRow(t, db, "d1"); got.QueuedAt == nil || !got.NextRetry.Equal(*a.NextRetry) {
+			t.Fatalf("HandBack of a row that moved on changed it: queued %v, due %v", got.QueuedAt, got.NextRetry)
+		}
+		if err := s.HandBack(ctx, a, now); err != nil {
 			t.Fatal(err)
 		}
-		if loadRow(t, db, "d1").QueuedAt != nil || loadRow(t, db, "d3").QueuedAt == nil {
+		if err := s.HandBack(ctx, c, now); err != nil {
+			t.Fatal(err)
+		}
+		if got := loadRow(t, db, "d1"); got.QueuedAt != nil || !got.NextRetry.Equal(now) {
+			t.Fatalf("handed back: queued %v, due %v; want unqueued and due by %v", got.QueuedAt, got.NextRetry, now)
+		}
+		if loadRow(t, db, "d3").QueuedAt == nil {
 			t.Fatal("HandBack must clear queued_at of a Failed row, and only of one")
+		}
+		// A row due already keeps its due time.
+		if err := s.HandBack(ctx, loadRow(t, db, "d1"), now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if got := loadRow(t, db, "d1"); !got.NextRetry.Equal(now) {
+			t.Fatalf("HandBack moved a due row's next_retry to %v, want it kept at %v", got.NextRetry, now)
 		}
 
 		if err := s.NotSent(ctx, "d1", "not sent: key"); err != nil {

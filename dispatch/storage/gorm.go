@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,20 +54,34 @@ func (s *GORM) FanOut(ctx context.Context, ev EventKey, plan Plan) (Written, err
 	if len(rows) == 0 {
 		return Written{Created: true}, nil
 	}
-	created, err := s.insert(ctx, rows)
+	var (
+		created int
+		held    []string
+	)
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if created, err = insert(tx, rows); err != nil {
+			return err
+		}
+		held, err = holdClaims(tx, rows)
+		return err
+	})
 	if err != nil {
 		return Written{}, fmt.Errorf("create deliveries: %w", err)
 	}
-	return s.written(ctx, rows, created)
+	w, err := s.written(ctx, rows, created)
+	w.Held = held
+	return w, err
 }
 
 // match loads the enabled webhooks of tenant, docType and event, in ID
-// order (so two fan-outs of one event insert in the same order), or none
-// when the tenant is disabled. Served by webhooks_match (tenant, doc_type,
-// doc_event) WHERE enabled, and tenants' primary key.
+// order (so two fan-outs of one event insert in the same order), whether
+// the tenant is enabled or not: a disabled tenant's events are kept, and
+// its deliveries held by the claim. Served by webhooks_match (tenant,
+// doc_type, doc_event) WHERE enabled.
 func (s *GORM) match(ctx context.Context, tenant, docType, event string) ([]models.Webhook, error) {
 	rows, err := s.db.WithContext(ctx).Raw("SELECT "+webhookColumns+
-		" FROM webhooks WHERE tenant = ? AND doc_type = ? AND doc_event = ? AND enabled = ? AND "+tenantEnabled+" ORDER BY id",
+		" FROM webhooks WHERE tenant = ? AND doc_type = ? AND doc_event = ? AND enabled = ? ORDER BY id",
 		models.TenantOr(tenant), docType, event, true).Rows()
 	if err != nil {
 		return nil, err
@@ -83,9 +98,13 @@ func (s *GORM) match(ctx context.Context, tenant, docType, event string) ([]mode
 	return hooks, rows.Err()
 }
 
-// tenantEnabled is the condition fan-out adds to a webhooks row: its tenant
-// is enabled.
-const tenantEnabled = `EXISTS (SELECT 1 FROM tenants t WHERE t.name = webhooks.tenant AND t.enabled)`
+// tenantEnabled is the condition every claim adds for the row named d (a
+// deliveries row, or fan-out's planned one): its tenant is enabled. It sits
+// in the claim's own statement, so that no claim is taken after a disable
+// has committed. Served by tenants' primary key.
+func tenantEnabled(d string) string {
+	return `EXISTS (SELECT 1 FROM tenants t WHERE t.name = ` + d + `.tenant AND t.enabled)`
+}
 
 // deliveryColumns are the columns fan-out writes, in insert's order.
 const deliveryColumns = `id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
@@ -97,7 +116,7 @@ const insertBatch = 200
 
 // insert writes rows with INSERT … ON CONFLICT (event_id, webhook_id) DO
 // NOTHING, one statement per batch, and reports how many it created.
-func (s *GORM) insert(ctx context.Context, rows []models.Delivery) (int, error) {
+func insert(db *gorm.DB, rows []models.Delivery) (int, error) {
 	inserted := 0
 	for start := 0; start < len(rows); start += insertBatch {
 		batch := rows[start:min(start+insertBatch, len(rows))]
@@ -117,13 +136,48 @@ func (s *GORM) insert(ctx context.Context, rows []models.Delivery) (int, error) 
 				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt, r.URLDoc, models.TenantOr(r.Tenant))
 		}
 		q.WriteString(" ON CONFLICT (event_id, webhook_id) DO NOTHING")
-		res := s.db.WithContext(ctx).Exec(q.String(), args...)
+		res := db.Exec(q.String(), args...)
 		if res.Error != nil {
 			return inserted, res.Error
 		}
 		inserted += int(res.RowsAffected)
 	}
 	return inserted, nil
+}
+
+// holdClaims is the claim check of the rows insert wrote claimed (planned
+// with an attempt counted), run after it in the same transaction, before
+// any of them can be seen: those whose tenant is disabled are written
+// unclaimed instead, attempts 0 and due at their created_at, and their IDs
+// returned. A row that existed already has another ID than the plan's and
+// is left alone. Served by deliveries' primary key.
+func holdClaims(tx *gorm.DB, rows []models.Delivery) ([]string, error) {
+	var claimed []string
+	for _, r := range rows {
+		if r.Status == models.StatusFailed && r.Attempts > 0 {
+			claimed = append(claimed, r.ID)
+		}
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	res, err := tx.Raw(`UPDATE deliveries SET attempts = 0, next_retry = created_at
+		WHERE id IN ? AND status = ? AND attempts > 0 AND NOT `+tenantEnabled("deliveries")+` RETURNING id`,
+		claimed, models.StatusFailed).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("hold claims of a disabled tenant: %w", err)
+	}
+	defer res.Close()
+	var held []string
+	for res.Next() {
+		var id string
+		if err := res.Scan(&id); err != nil {
+			return nil, err
+		}
+		held = append(held, id)
+	}
+	slices.Sort(held)
+	return held, res.Err()
 }
 
 // written answers FanOut once rows are inserted, created of them by this
@@ -187,7 +241,15 @@ func (s *GORM) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 		return c, err
 	}
 	hook.FailingSince = c.Health.FailingSince
-	if !Claimable(c.Row, in.Mode, in.Now) || !hook.Enabled || Held(c.Health, c.Row.ID, in.Mode) {
+	var ten models.Tenant
+	err = s.db.WithContext(ctx).Select("enabled").Where("name = ?", models.TenantOr(c.Row.Tenant)).Take(&ten).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+	case err != nil:
+		return c, fmt.Errorf("read tenant of delivery %s: %w", in.ID, err)
+	}
+	c.TenantDisabled = !ten.Enabled
+	if !Claimable(c.Row, in.Mode, in.Now) || !hook.Enabled || c.TenantDisabled || Held(c.Health, c.Row.ID, in.Mode) {
 		return c, nil
 	}
 	updates := map[string]any{"attempts": gorm.Expr("attempts + 1"), "updated_at": in.Now, "queued_at": nil}
@@ -197,7 +259,8 @@ func (s *GORM) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 	}
 	q := s.db.WithContext(ctx).Model(&models.Delivery{}).
 		Where("id = ? AND status = ? AND attempts = ?", c.Row.ID, c.Row.Status, c.Row.Attempts).
-		Where("EXISTS (SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.enabled)")
+		Where("EXISTS (SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.enabled)").
+		Where(tenantEnabled("deliveries"))
 	if in.Mode == Retry {
 		q = q.Where("next_retry <= ? AND "+notHeld("deliveries"), in.Now)
 	}
@@ -275,11 +338,14 @@ func (s *GORM) Abandon(ctx context.Context, row models.Delivery, reason string, 
 }
 
 // HandBack implements Store. Served by deliveries' primary key.
-func (s *GORM) HandBack(ctx context.Context, id string) error {
+func (s *GORM) HandBack(ctx context.Context, row models.Delivery, now time.Time) error {
 	if err := s.db.WithContext(ctx).Model(&models.Delivery{}).
-		Where("id = ? AND status = ?", id, models.StatusFailed).
-		Update("queued_at", nil).Error; err != nil {
-		return fmt.Errorf("hand back delivery %s: %w", id, err)
+		Where("id = ? AND status = ? AND attempts = ?", row.ID, models.StatusFailed, row.Attempts).
+		Updates(map[string]any{
+			"queued_at":  nil,
+			"next_retry": gorm.Expr("CASE WHEN next_retry > ? THEN ? ELSE next_retry END", now, now),
+		}).Error; err != nil {
+		return fmt.Errorf("hand back delivery %s: %w", row.ID, err)
 	}
 	return nil
 }

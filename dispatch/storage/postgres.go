@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,8 +64,9 @@ func NewPostgres(db *gorm.DB) (*Postgres, error) {
 // key: a statement that costs O(batch) became O(table) until autovacuum's
 // next ANALYZE. Planning each time costs less than that plan did in the
 // benchmark (docs/performance.md, round 3). The fan-out INSERT joins
-// nothing (its conflicts are found through the unique index whatever the
-// plan), so it keeps its prepared statement.
+// nothing that grows (its conflicts are found through the unique index
+// whatever the plan, and its claim check reads the small tenants table by
+// its primary key), so it keeps its prepared statement.
 const planEach = pgx.QueryExecModeCacheDescribe
 
 // groupMaxBatch bounds the inputs of one batched statement.
@@ -143,7 +145,8 @@ func (s *Postgres) write(ctx context.Context, rows []models.Delivery, version in
 	if err != nil {
 		return Written{}, err
 	}
-	w.Released = r.released
+	w.Released, w.Held = r.released, r.held
+	slices.Sort(w.Held)
 	return w, nil
 }
 

@@ -32,13 +32,12 @@ type matchResult struct {
 }
 
 // matchSQL loads the enabled webhooks of several (tenant, doctype, event)
-// triples, of enabled tenants only, each row with the webhooks_version of
-// the statement's snapshot (which a tenant's disable moves too). Served by
-// webhooks_match (tenant, doc_type, doc_event) WHERE enabled, and tenants'
-// primary key.
+// triples, each row with the webhooks_version of the statement's snapshot.
+// A disabled tenant's are read too: its events are kept, and the claim
+// holds their rows (GORM.match). Served by webhooks_match (tenant,
+// doc_type, doc_event) WHERE enabled.
 const matchSQL = `SELECT (SELECT n FROM webhooks_version), ` + webhookColumns + ` FROM webhooks
 WHERE enabled AND (tenant, doc_type, doc_event) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
-	AND ` + tenantEnabled + `
 ORDER BY id`
 
 // runMatch answers each key with its webhooks in ID order. Callers of one
@@ -100,6 +99,9 @@ type eventKey struct{ tenant, id string }
 // written at all.
 type insertResult struct {
 	created int
+	// held are the created rows planned claimed that the INSERT wrote
+	// unclaimed, their tenant being disabled (Written.Held).
+	held    []string
 	version int64
 	// released: the set's outbox row was deleted by the statement.
 	released bool
@@ -123,18 +125,27 @@ type insertResult struct {
 // own release (outbox.Completer) instead of holding up the whole batch.
 // The rows returned with a tenant and an event ID are the released ones.
 // Served by outbox_events_event (event_id).
-const insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
+//
+// A row planned claimed (Failed with an attempt counted: the event task's
+// own first attempt) is claimed only if its tenant is enabled as this
+// statement reads it, the claim's check (tenantEnabled); otherwise it is
+// written unclaimed, attempts 0 and due at its created_at (Written.Held:
+// returned with no attempt though planned with one). Served by tenants'
+// primary key.
+var insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
 ins AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
 	SELECT id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
-		payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		payload, status, CASE WHEN v.held THEN 0 ELSE v.attempts END, max_retries,
+		CASE WHEN v.held THEN v.created_at ELSE v.next_retry END, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant
+	FROM (SELECT *, status = 'Failed' AND attempts > 0 AND NOT ` + tenantEnabled("u") + ` AS held
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
 		$17::timestamptz[], $18::timestamptz[], $19::integer[], $20::text[], $21::bigint[])
-	AS v(` + deliveryColumns + `, version)
+		AS u(` + deliveryColumns + `, version)) v
 	WHERE v.version IS NULL OR v.version = (SELECT n FROM cur)
 	ON CONFLICT (event_id, webhook_id) DO NOTHING
-	RETURNING id
+	RETURNING id, attempts
 ), rel AS (
 	DELETE FROM outbox_events WHERE id IN (
 		SELECT o.id FROM outbox_events o
@@ -144,8 +155,8 @@ ins AS (
 		FOR UPDATE SKIP LOCKED)
 	RETURNING tenant, event_id
 )
-SELECT id, NULL, NULL, NULL FROM ins UNION ALL SELECT NULL, n, NULL, NULL FROM cur
-UNION ALL SELECT NULL, NULL, tenant, event_id FROM rel`
+SELECT id, attempts, NULL, NULL, NULL FROM ins UNION ALL SELECT NULL, NULL, n, NULL, NULL FROM cur
+UNION ALL SELECT NULL, NULL, NULL, tenant, event_id FROM rel`
 
 // runInsert inserts every caller's rows in one statement and answers each
 // with how many of its rows it created. The rows go in (event, webhook)
@@ -158,6 +169,8 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 	}
 	var all []planned
 	owner := make(map[string]int)
+	// claimed are the rows planned claimed at insert.
+	claimed := make(map[string]bool)
 	for i := range sets {
 		set := &sets[i]
 		var version *int64
@@ -165,8 +178,12 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 			version = &set.version
 		}
 		for j := range set.rows {
-			all = append(all, planned{&set.rows[j], version})
-			owner[set.rows[j].ID] = i
+			r := &set.rows[j]
+			all = append(all, planned{r, version})
+			owner[r.ID] = i
+			if r.Status == models.StatusFailed && r.Attempts > 0 {
+				claimed[r.ID] = true
+			}
 		}
 	}
 	slices.SortFunc(all, func(a, b planned) int {
@@ -241,15 +258,20 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 	for rows.Next() {
 		var (
 			id              sql.NullString
+			attempts        sql.NullInt32
 			version         sql.NullInt64
 			tenant, eventID sql.NullString
 		)
-		if err := rows.Scan(&id, &version, &tenant, &eventID); err != nil {
+		if err := rows.Scan(&id, &attempts, &version, &tenant, &eventID); err != nil {
 			return nil, err
 		}
 		switch {
 		case id.Valid:
-			out[owner[id.String]].created++
+			o := &out[owner[id.String]]
+			o.created++
+			if attempts.Int32 == 0 && claimed[id.String] {
+				o.held = append(o.held, id.String)
+			}
 		case eventID.Valid:
 			for _, i := range releasedBy[eventKey{tenant.String, eventID.String}] {
 				out[i].released = true
@@ -412,15 +434,16 @@ func scanClaim(rows *sql.Rows, c *Claim) error {
 }
 
 // claimSQL claims several deliveries: each row is claimed, as the reference
-// Claim would,
-// under its own mode's condition and time, and read back with its webhook
-// and the due time the claim replaced (old reads the row as it was before
-// this statement). Served by the primary keys of both tables.
+// Claim would, under its own mode's condition and time and only while its
+// tenant is enabled, and read back with its webhook and the due time the
+// claim replaced (old reads the row as it was before this statement).
+// Served by the primary keys of deliveries, webhooks and tenants.
 var claimSQL = `UPDATE deliveries AS d
 SET attempts = d.attempts + 1, updated_at = v.now, queued_at = NULL,
 	next_retry = v.now + (w.timeout_ms + $4) * interval '1 millisecond'
 FROM unnest($1::text[], $2::boolean[], $3::timestamptz[]) AS v(id, retry, now), deliveries AS old, webhooks AS w
 WHERE old.id = v.id AND d.id = v.id AND w.id = d.webhook_id AND w.enabled AND d.status = 'Failed'
+	AND ` + tenantEnabled("d") + `
 	AND CASE WHEN v.retry THEN d.next_retry <= v.now AND ` + notHeld("d") + ` ELSE d.attempts = 0 END
 RETURNING ` + claimColumns
 

@@ -35,9 +35,12 @@ import (
 // saw, so that of two tasks racing for one delivery at most one wins.
 type Store interface {
 	// FanOut writes an event's delivery rows: plan turns the enabled
-	// webhooks of ev's tenant, doctype and event, in ID order (none when the
-	// tenant is disabled), into the rows to insert
-	// (nothing is asked when there are none). A row whose (event, webhook)
+	// webhooks of ev's tenant, doctype and event, in ID order, into the
+	// rows to insert (nothing is asked when there are none). A disabled
+	// tenant's event is written too, and kept: the claim holds its rows
+	// until the tenant is enabled again, and a row planned claimed at
+	// insert is written unclaimed instead (Written.Held), the check in the
+	// INSERT's own transaction. A row whose (event, webhook)
 	// exists already is left alone and reported in Written.Existing. plan
 	// may be called more than once (when the webhooks it was given turn
 	// out to have changed before the INSERT, nothing is written and it is
@@ -45,8 +48,9 @@ type Store interface {
 	FanOut(ctx context.Context, ev EventKey, plan Plan) (Written, error)
 	// Claim takes a delivery for one attempt of mode at in.Now: it counts
 	// the attempt, clears queued_at and, unless mode is Sync, moves
-	// next_retry to the lease (Lease). When it takes nothing, Claim says
-	// what it saw instead, for the caller to tell why.
+	// next_retry to the lease (Lease). It takes nothing of a disabled
+	// tenant, the check in the claim's own statement. When it takes
+	// nothing, Claim says what it saw instead, for the caller to tell why.
 	Claim(ctx context.Context, in ClaimIn) (Claim, error)
 	// Record writes an attempt's history row and its delivery's new state
 	// in one transaction, and moves the webhook's health (the health
@@ -61,9 +65,13 @@ type Store interface {
 	// Abandon makes a delivery, still as read, Exhausted with reason and no
 	// request made; false when it had moved on.
 	Abandon(ctx context.Context, row models.Delivery, reason string, now time.Time) (bool, error)
-	// HandBack clears a Failed delivery's queued_at, so that the sweep can
-	// queue it again (a retry held while its webhook is failing).
-	HandBack(ctx context.Context, id string) error
+	// HandBack gives a Failed delivery a claim refused, as read, back to
+	// the sweep: queued_at cleared, so that a step can queue it again, and
+	// due by now at the latest (a retry held while its webhook is
+	// failing, an attempt held while its tenant is disabled). It does
+	// nothing if the row has moved on (another status or attempt count):
+	// a claim taken since keeps its lease.
+	HandBack(ctx context.Context, row models.Delivery, now time.Time) error
 	// NotSent writes why a Failed delivery could not be sent for a reason
 	// on Homing's side into its last_error, changing nothing else.
 	NotSent(ctx context.Context, id, reason string) error
@@ -114,6 +122,12 @@ type Written struct {
 	// deleted in the commit that wrote Rows. When it is not, the caller
 	// releases the row itself (outbox.Completer).
 	Released bool
+	// Held are the IDs of the rows this call created that were planned
+	// claimed at insert (an attempt counted) but were written unclaimed,
+	// because their tenant is disabled: no attempt counted, due at their
+	// created_at, for the sweep once the tenant is enabled again. The
+	// caller sends none of them.
+	Held []string
 }
 
 // Mode says which state an attempt may claim a delivery from.
@@ -192,6 +206,10 @@ type Claim struct {
 	Hook *models.Webhook
 	// Health is the webhook's health, when not claimed.
 	Health models.WebhookHealth
+	// TenantDisabled is set, when not claimed, if the delivery's tenant
+	// is disabled (or gone): nothing of it may be sent until it is
+	// enabled again.
+	TenantDisabled bool
 	// PrevNext is next_retry before the claim, for Release.
 	PrevNext *time.Time
 }

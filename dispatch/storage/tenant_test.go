@@ -97,16 +97,152 @@ func TestFanOutKeepsTenantsApart(t *testing.T) {
 			t.Fatalf("EventDeliveries(globex) answered a row of %v (%v)", got, err)
 		}
 
-		// A disabled tenant's webhooks do not fire, even from a cache.
-		if err := db.Model(&models.Tenant{}).Where("name = ?", "globex").Update("enabled", false).Error; err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.FanOut(ctx, EventKey{Tenant: "globex", DocType: "Sales Order", Event: "on_submit"}, planTenant("ev-2", &asked)); err != nil {
+		// A disabled tenant's event is kept, even when its webhooks come
+		// from a cache: its rows are written, for its webhooks to send
+		// once it is enabled again (the claim holds them until then).
+		setTenantEnabled(t, db, "globex", false)
+		w, err = s.FanOut(ctx, EventKey{Tenant: "globex", DocType: "Sales Order", Event: "on_submit"}, planTenant("ev-2", &asked))
+		if err != nil {
 			t.Fatal(err)
 		}
 		var n int64
-		if err := db.Model(&models.Delivery{}).Where("event_id = ?", "ev-2").Count(&n).Error; err != nil || n != 0 {
-			t.Fatalf("disabled tenant's event wrote %d deliveries (%v), want 0", n, err)
+		if err := db.Model(&models.Delivery{}).Where("event_id = ? AND tenant = ? AND status = ?", "ev-2", "globex", models.StatusFailed).Count(&n).Error; err != nil || n != 1 {
+			t.Fatalf("disabled tenant's event wrote %d Failed deliveries (%v), want 1, kept for when it is enabled again", n, err)
+		}
+	})
+}
+
+// setTenantEnabled enables or disables tenant name, as tenant.Service does.
+func setTenantEnabled(t testing.TB, db *gorm.DB, name string, on bool) {
+	t.Helper()
+	if err := db.Model(&models.Tenant{}).Where("name = ?", name).Update("enabled", on).Error; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A disabled tenant's deliveries are claimed by no attempt, first, retry
+// or synchronous: the claim's statement reads the tenant, so nothing of
+// the tenant's leaves while it is disabled, and the rows stay as they
+// were, attempts uncounted. Enabled again, the same claims take them.
+func TestClaimRefusesADisabledTenant(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, s Store, db *gorm.DB) {
+		ctx := context.Background()
+		insertTenant(t, db, "acme")
+		if err := insertTenantWebhook(t, db, "acme", "wa", "orders"); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+		first := planned("first", "ev-1", "wa", now)
+		retry := planned("retry", "ev-2", "wa", now.Add(-time.Hour))
+		retry.Attempts, retry.NextRetry = 1, ptrTime(now.Add(-time.Second))
+		sync := planned("sync", "ev-3", "wa", now)
+		sync.Status, sync.NextRetry, sync.LastError = models.StatusExhausted, nil, "pending"
+		for _, r := range []*models.Delivery{&first, &retry, &sync} {
+			r.Tenant = "acme"
+		}
+		insertRows(t, db, first, retry, sync)
+		claims := []struct {
+			id       string
+			mode     Mode
+			attempts int
+		}{{"first", First, 0}, {"retry", Retry, 1}, {"sync", Sync, 0}}
+
+		setTenantEnabled(t, db, "acme", false)
+		for _, c := range claims {
+			got, err := s.Claim(ctx, ClaimIn{ID: c.id, Mode: c.mode, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Claimed || !got.Found || !got.TenantDisabled || got.Hook == nil || !got.Hook.Enabled {
+				t.Errorf("%s claim of a disabled tenant's delivery: claimed %v, found %v, tenant disabled %v, hook %v; want it refused, saying why",
+					c.mode, got.Claimed, got.Found, got.TenantDisabled, got.Hook)
+			}
+			if row := loadRow(t, db, c.id); row.Attempts != c.attempts {
+				t.Errorf("%s: attempts %d after a refused claim, want %d", c.id, row.Attempts, c.attempts)
+			}
+		}
+
+		setTenantEnabled(t, db, "acme", true)
+		for _, c := range claims {
+			got, err := s.Claim(ctx, ClaimIn{ID: c.id, Mode: c.mode, Now: now})
+			if err != nil || !got.Claimed || got.TenantDisabled || got.Row.Attempts != c.attempts+1 {
+				t.Errorf("%s claim once the tenant is enabled again: %+v, %v; want it taken", c.mode, got, err)
+			}
+		}
+	})
+}
+
+// A disabled tenant's event is written whole and kept: every planned row
+// as planned, except that a row planned claimed at insert (the event
+// task's own first attempt) is written unclaimed, with no attempt counted
+// and due at once, and reported in Written.Held. The INSERT reads the
+// tenant itself, so a disable that lands between the webhooks' read and
+// the INSERT is seen. Enabled again, the same plan claims at insert.
+func TestFanOutHoldsADisabledTenantsClaims(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, s Store, db *gorm.DB) {
+		ctx := context.Background()
+		insertTenant(t, db, "acme")
+		for _, id := range []string{"wa", "wb"} {
+			if err := insertTenantWebhook(t, db, "acme", id, "hook-"+id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+		lease := now.Add(time.Second + LeaseMargin)
+		// wa's row is claimed at insert (attempt counted, lease set), as
+		// dispatch plans the rows it sends itself; wb's is queued.
+		plan := func(event string, disable bool) Plan {
+			return func(hooks []models.Webhook) []models.Delivery {
+				if disable {
+					// The tenant is disabled after its webhooks were read.
+					setTenantEnabled(t, db, "acme", false)
+				}
+				var rows []models.Delivery
+				for _, w := range hooks {
+					row := planned(event+"-"+w.ID, event, w.ID, now)
+					row.Tenant = w.Tenant
+					if w.ID == "wa" {
+						row.Attempts, row.NextRetry = 1, &lease
+					}
+					rows = append(rows, row)
+				}
+				return rows
+			}
+		}
+		key := EventKey{Tenant: "acme", DocType: "Sales Order", Event: "on_submit"}
+		for _, c := range []struct {
+			event         string
+			disableBefore bool
+			disableInPlan bool
+		}{{"ev-off", true, false}, {"ev-race", false, true}} {
+			if c.disableBefore {
+				setTenantEnabled(t, db, "acme", false)
+			}
+			w, err := s.FanOut(ctx, key, plan(c.event, c.disableInPlan))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !w.Created || len(w.Rows) != 2 || !slices.Equal(w.Held, []string{c.event + "-wa"}) {
+				t.Errorf("%s: written %+v; want both rows created and %s-wa held", c.event, w, c.event)
+			}
+			held, queued := loadRow(t, db, c.event+"-wa"), loadRow(t, db, c.event+"-wb")
+			if held.Status != models.StatusFailed || held.Attempts != 0 || held.NextRetry == nil || !held.NextRetry.Equal(now) {
+				t.Errorf("%s: the row planned claimed reads %s, %d attempts, due %v; want Failed, unattempted, due at once (%v)",
+					c.event, held.Status, held.Attempts, held.NextRetry, now)
+			}
+			if queued.Attempts != 0 || !sameTime(queued.NextRetry, ptrTime(now.Add(time.Minute))) {
+				t.Errorf("%s: the row planned unclaimed reads %d attempts, due %v; want it as planned", c.event, queued.Attempts, queued.NextRetry)
+			}
+			setTenantEnabled(t, db, "acme", true)
+		}
+		w, err := s.FanOut(ctx, key, plan("ev-on", false))
+		if err != nil || !w.Created || len(w.Held) != 0 {
+			t.Fatalf("enabled: written %+v, %v; want created, nothing held", w, err)
+		}
+		if got := loadRow(t, db, "ev-on-wa"); got.Attempts != 1 || !got.NextRetry.Equal(lease) {
+			t.Fatalf("enabled: the row planned claimed reads %d attempts, due %v; want claimed at insert", got.Attempts, got.NextRetry)
 		}
 	})
 }

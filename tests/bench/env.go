@@ -121,7 +121,7 @@ func (e *env) close() {
 
 // reset empties the database and the Redis index between runs.
 func (e *env) reset(ctx context.Context) error {
-	if err := e.db.WithContext(ctx).Exec("TRUNCATE delivery_attempts, deliveries, webhook_health, webhooks, outbox_events, published_events, api_tokens").Error; err != nil {
+	if err := e.db.WithContext(ctx).Exec("TRUNCATE delivery_attempts, deliveries, webhook_health, webhooks, outbox_events, published_events, portal_links, api_tokens").Error; err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
 	// The tenants scenario's tenants (their portal links go with them).

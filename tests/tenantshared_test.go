@@ -1,0 +1,142 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/homingdev/homing/handoff"
+	"github.com/homingdev/homing/internal/testreceiver"
+)
+
+// A tenant's own admin cannot move its webhook onto a queue the operator
+// did not give the tenant (issue 35, finding 11: it could move it onto any
+// queue, one no worker serves included); once the operator lists the
+// queue with homing tenant update --queues, it can, and the tenant shows
+// its queues.
+func TestTenantAdminKeepsToTheQueuesItIsGiven(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
+	}
+	rc := testreceiver.Answering(t, http.StatusOK)
+	ts := newTenantSystem(t, rc)
+
+	r := ts.acme.expect(t, http.StatusUnprocessableEntity, "PATCH", "/v1/webhooks/orders", `{"queue": "nobody-serves-this"}`)
+	if !strings.Contains(r.raw, "homing tenant update acme --queues") {
+		t.Fatalf("the refusal does not say how a queue is given: %s", r.raw)
+	}
+	ts.acme.expect(t, http.StatusUnprocessableEntity, "POST", "/v1/webhooks", fmt.Sprintf(
+		`{"name": "bulk-orders", "doctype": "Sales Order", "event": "on_submit", "url": %q, "queue": "bulk"}`, rc.URL+"/bulk"))
+	if r := ts.run(t, "homing", "tenant", "update", "acme", "--queues", "bulk"); r.code != 0 {
+		t.Fatalf("homing tenant update acme --queues bulk: %s", r)
+	}
+	if r := ts.run(t, "homing", "tenant", "show", "acme"); !strings.Contains(r.stdout, "queues:         default, bulk") {
+		t.Fatalf("homing tenant show acme does not show its queues: %s", r)
+	}
+	got := ts.acme.expect(t, http.StatusOK, "PATCH", "/v1/webhooks/orders", `{"queue": "bulk"}`)
+	if got.body["queue"] != "bulk" {
+		t.Fatalf("the webhook's queue after the move: %s", got.raw)
+	}
+	// Operator-only: a tenant's token cannot give itself queues.
+	ts.acme.expect(t, http.StatusForbidden, "PATCH", "/v1/tenants/acme", `{"queues": ["anything"]}`)
+	ts.stop()
+}
+
+// A tenant renaming its webhook over and over keeps to its share of the
+// webhook labels, in the fields homing serve hands off through Redis and
+// in the worker's series, and another tenant's webhook keeps a label of
+// its own (issue 35, finding 10: the slots went first come, first served,
+// and the handoff hashes grew with every name).
+func TestOneTenantsRenamesLeaveOthersTheirLabels(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
+	}
+	rc := testreceiver.Answering(t, http.StatusOK)
+	s := newSystem(t)
+	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
+	s.env = withEnv(s.env, "HOMING_METRICS_MAX_WEBHOOK_LABELS_PER_TENANT", "2")
+	op := s.startAPI(t)
+	client := func(tenant string) apiClient {
+		op.expect(t, http.StatusCreated, "POST", "/v1/tenants", fmt.Sprintf(`{"name": %q}`, tenant))
+		var tok map[string]any
+		s.ok(t, &tok, "homing", "token", "create", "--name", tenant+"-admin", "--scope", "admin", "--tenant", tenant, "--json")
+		c := apiClient{base: op.base, token: tok["token"].(string)}
+		// workflow_transition: homing serve delivers it in the request and
+		// hands its outcome and attempt off to the workers' metrics.
+		c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
+			`{"name": "hook-0", "doctype": "Leave Application", "event": "workflow_transition", "url": %q}`, rc.URL+"/"+tenant))
+		return c
+	}
+	publish := func(c apiClient, id string) {
+		c.expect(t, http.StatusOK, "POST", "/v1/events", fmt.Sprintf(
+			`{"id": %q, "doc_type": "Leave Application", "doc_name": %q, "event": "workflow_transition", "doc": {"name": %q}}`, id, id, id))
+	}
+	noisy, quiet := client("noisy"), client("quiet")
+	const renames = 8
+	for i := range renames {
+		if i > 0 {
+			noisy.expect(t, http.StatusOK, "PATCH", fmt.Sprintf("/v1/webhooks/hook-%d", i-1), fmt.Sprintf(`{"name": "hook-%d"}`, i))
+		}
+		publish(noisy, fmt.Sprintf("noisy-%d", i))
+	}
+	publish(quiet, "quiet-0")
+	if n := rc.Count(); n != renames+1 {
+		t.Fatalf("the receiver got %d requests, want %d", n, renames+1)
+	}
+
+	// No worker has drained them yet: the fields serve added are bounded.
+	rdb := redis.NewClient(mustRedisOptions(t, envValue(s.env, "HOMING_REDIS_URL")))
+	t.Cleanup(func() { _ = rdb.Close() })
+	fields, err := rdb.HKeys(context.Background(), handoff.AttemptsKey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range fields {
+		if strings.Contains(f, "noisy") {
+			names[f] = true
+		}
+	}
+	// Two names of its own and other, each of class 2xx.
+	if len(names) != 3 {
+		t.Fatalf("serve handed off %d attempt fields of the renaming tenant, want 3 (2 names and other): %v", len(names), fields)
+	}
+
+	s.env = withEnv(s.env, "HOMING_METRICS_ADDR", "127.0.0.1:0")
+	w := s.start("worker", "worker started")
+	m := metricsAddr.FindStringSubmatch(w.output.String())
+	if m == nil {
+		t.Fatalf("the worker did not log its metrics address:\n%s", w.output.String())
+	}
+	attempts := map[string]float64{}
+	for _, series := range scrapeWorker(t, m[1])["homing_attempts_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range series.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if v := series.GetCounter().GetValue(); v != 0 {
+			attempts[l["tenant"]+"/"+l["webhook"]] = v
+		}
+	}
+	want := map[string]float64{"noisy/hook-0": 1, "noisy/hook-1": 1, "noisy/other": renames - 2, "quiet/hook-0": 1}
+	if fmt.Sprint(attempts) != fmt.Sprint(want) {
+		t.Errorf("the worker's homing_attempts_total by tenant/webhook:\n got %v\nwant %v", attempts, want)
+	}
+	s.stop()
+}
+
+// mustRedisOptions parses a redis:// URL.
+func mustRedisOptions(t *testing.T, url string) *redis.Options {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
+}
