@@ -67,7 +67,15 @@ func (r *Runner) Run(ctx context.Context, ready func()) error {
 	return r.stop(r.parts)
 }
 
-// stop stops parts in reverse order within StopTimeout.
+// StopGrace is how long a part reached after StopTimeout is spent (an
+// earlier part took all of it) still has to stop: told to stop, a part
+// whose work waits on a database that is gone has its calls cancelled and
+// returns in milliseconds, and is not reported as failing to stop because
+// the part before it used the budget.
+const StopGrace = 2 * time.Second
+
+// stop stops parts in reverse order within StopTimeout, each part reached
+// after it with StopGrace of its own.
 func (r *Runner) stop(parts []part) error {
 	timeout := r.StopTimeout
 	if timeout <= 0 {
@@ -77,7 +85,13 @@ func (r *Runner) stop(parts []part) error {
 	defer cancel()
 	var errs []error
 	for i := len(parts) - 1; i >= 0; i-- {
-		if err := parts[i].svc.Stop(ctx); err != nil {
+		pctx := ctx
+		if ctx.Err() != nil {
+			var cancelGrace context.CancelFunc
+			pctx, cancelGrace = context.WithTimeout(context.Background(), StopGrace)
+			defer cancelGrace()
+		}
+		if err := parts[i].svc.Stop(pctx); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s: %w", parts[i].name, err))
 			if r.Log != nil {
 				r.Log.Warn("stop failed", "part", parts[i].name, "error", err.Error())

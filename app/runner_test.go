@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // journalPart records its starts and stops in a shared journal.
@@ -70,5 +72,37 @@ func TestRunnerStartsInOrderAndStopsInReverse(t *testing.T) {
 				t.Fatalf("start error %v does not name the part", err)
 			}
 		})
+	}
+}
+
+// budgetPart's Stop takes the whole stop budget (a server whose requests
+// wait on a database that is gone).
+type budgetPart struct{}
+
+func (budgetPart) Start(context.Context) error { return nil }
+func (budgetPart) Stop(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// promptPart stops at once when asked, but only on a live context (a
+// relay told to stop waits for its loop to return).
+type promptPart struct{}
+
+func (promptPart) Start(context.Context) error    { return nil }
+func (promptPart) Stop(ctx context.Context) error { return ctx.Err() }
+
+// A part reached after an earlier one spent StopTimeout still gets
+// StopGrace: only the part that took the budget is reported (homing serve
+// exited 1 naming its relay and database watcher too, seen in the
+// PostgreSQL failover test, when its API waited on a lost database).
+func TestRunnerGivesPartsAfterASpentBudgetTheirGrace(t *testing.T) {
+	r := &Runner{StopTimeout: time.Millisecond}
+	r.Add("relay", promptPart{})
+	r.Add("api", budgetPart{})
+	ctx, cancel := context.WithCancel(context.Background())
+	err := r.Run(ctx, cancel)
+	if err == nil || !strings.Contains(err.Error(), "stop api") || strings.Contains(err.Error(), "stop relay") {
+		t.Fatalf("Run returned %v, want the api's stop only", err)
 	}
 }

@@ -119,8 +119,14 @@ func (s *Server) Start(context.Context) error {
 	return nil
 }
 
-// Stop closes the listener and waits, up to ctx, for requests in flight. It
-// does nothing if the server was never started.
+// Stop closes the listener and waits, up to ctx, for requests in flight.
+// Those still in flight when ctx ends (their handlers wait on a database
+// that is gone, say) are cut off: their connections are closed, which
+// cancels their requests' contexts, and the cut is logged. That is the
+// bounded stop the shutdown timeout asks for, not a failure: a request cut
+// off was not answered, so nothing it did was promised to its client (a
+// publish is accepted only with its 202, once committed), and the client
+// tries again. It does nothing if the server was never started.
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	done := s.done
@@ -129,6 +135,11 @@ func (s *Server) Stop(ctx context.Context) error {
 		return nil
 	}
 	err := s.srv.Shutdown(ctx)
+	if err != nil && ctx.Err() != nil {
+		s.log.Warn(s.name+": requests still in flight at the end of the shutdown timeout are cut off, unanswered (their clients try again)",
+			"addr", s.Addr())
+		err = s.srv.Close()
+	}
 	select {
 	case <-done:
 	case <-ctx.Done():
