@@ -30,8 +30,9 @@ func TestOutboxWithTheSchedulerKilled(t *testing.T) {
 	s := newSystem(t)
 	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
 	for _, name := range []string{"erp", "crm"} {
+		// receiverTimeout: this test counts every receipt exactly once.
 		s.ok(t, nil, "homing", "webhook", "create", "--name", name, "--doctype", "Order", "--event", "on_submit",
-			"--url", rc.URL+"/"+name)
+			"--url", rc.URL+"/"+name, "--timeout", receiverTimeout)
 	}
 	s.start("worker", "worker started")
 	scheduler := s.spawn(t, "scheduler", "scheduler started")
