@@ -42,14 +42,8 @@ func portalCookie(r *http.Request, value string, maxAge int) *http.Cookie {
 func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "no-referrer") // the link is a credential
 	tok := r.URL.Query().Get("link")
-	link, err := c.openPortal(r, tok)
-	if err != nil {
-		c.refuseLink(w, r, err)
-		return
-	}
-	cur, ok, err := c.authenticatePortal(r)
-	if err != nil {
-		c.fail(w, r, err)
+	link, cur, ok, answered := c.linkAndSession(w, r, tok)
+	if answered {
 		return
 	}
 	if ok && cur.tenant != link.Tenant {
@@ -64,6 +58,23 @@ func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.startPortal(w, r, link, tok)
+}
+
+// linkAndSession opens link token tok and reads the request's portal
+// session (ok when there is one), for openLink and switchLink; answered is
+// set when it has answered the request (a refused link, a failed read).
+func (c *Console) linkAndSession(w http.ResponseWriter, r *http.Request, tok string) (link portal.Link, cur session, ok, answered bool) {
+	link, err := c.openPortal(r, tok)
+	if err != nil {
+		c.refuseLink(w, r, err)
+		return link, cur, false, true
+	}
+	cur, ok, err = c.authenticatePortal(r)
+	if err != nil {
+		c.fail(w, r, err)
+		return link, cur, false, true
+	}
+	return link, cur, ok, false
 }
 
 // switchView is the data of the page that asks before a link replaces a
@@ -81,14 +92,8 @@ type switchView struct {
 func (c *Console) switchLink(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	tok := r.PostFormValue("link")
-	link, err := c.openPortal(r, tok)
-	if err != nil {
-		c.refuseLink(w, r, err)
-		return
-	}
-	cur, ok, err := c.authenticatePortal(r)
-	if err != nil {
-		c.fail(w, r, err)
+	link, cur, ok, answered := c.linkAndSession(w, r, tok)
+	if answered {
 		return
 	}
 	if ok && !hmac.Equal([]byte(r.PostFormValue(CSRFField)), []byte(cur.csrf)) {
