@@ -12,7 +12,6 @@ import (
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/sweeper"
-	"github.com/homingdev/homing/tasks"
 )
 
 // The gap after a probe is a tenth of the time failing at that probe plus
@@ -238,8 +237,7 @@ func TestTwoSweepsChooseOneProbe(t *testing.T) {
 			t.Cleanup(func() { _ = client.Close() })
 			sweeps := []*sweeper.Sweeper{b.s}
 			for range 3 {
-				sweeps = append(sweeps, sweeper.New(b.db, client, b.insp, sweeper.Config{BatchSize: 50,
-					Clock: b.clock, NewTask: tasks.NewRetryTask, TaskID: tasks.RetryTaskID}))
+				sweeps = append(sweeps, b.sweeper(client, sweeper.Config{BatchSize: 50}))
 			}
 			for round := range 5 {
 				var (

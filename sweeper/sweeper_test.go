@@ -38,13 +38,20 @@ func newBed(t *testing.T, open func(testing.TB) *gorm.DB, cfg sweeper.Config) *b
 	insp := asynq.NewInspector(opt)
 	t.Cleanup(func() { _ = client.Close(); _ = insp.Close() })
 	b := &bed{t: t, db: db, clock: clock.NewStub(t0), insp: insp, opt: opt}
-	cfg.Clock, cfg.NewTask, cfg.TaskID = b.clock, tasks.NewRetryTask, tasks.RetryTaskID
-	// A step of thousands of enqueues may take longer than the production
-	// bound on a loaded machine: the tests judge what a step does, not how
-	// fast (seen: a 10,001-row probe test past 10 s at load 30).
-	cfg.StepTimeout = time.Hour
-	b.s = sweeper.New(db, client, insp, cfg)
+	b.s = b.sweeper(client, cfg)
 	return b
+}
+
+// sweeper is a sweeper of the bed's database and clock with cfg, enqueueing
+// through client. A step of thousands of enqueues, or of four sweepers'
+// writes waiting on SQLite's one writer, may take longer than the
+// production StepTimeout on a loaded machine: the tests judge what a step
+// does, not how fast (seen: a 10,001-row probe test past 10 s at load 30,
+// four sweeps at once on SQLite past it at load 15), so it is an hour.
+func (b *bed) sweeper(client *asynq.Client, cfg sweeper.Config) *sweeper.Sweeper {
+	cfg.Clock, cfg.NewTask, cfg.TaskID = b.clock, tasks.NewRetryTask, tasks.RetryTaskID
+	cfg.StepTimeout = time.Hour
+	return sweeper.New(b.db, client, b.insp, cfg)
 }
 
 func (b *bed) webhook(id string, rateLimit int) {
@@ -253,8 +260,7 @@ func TestTickDrainsUpToTheHighWaterMark(t *testing.T) {
 			}
 			client := asynq.NewClient(b.opt)
 			defer client.Close()
-			b.s = sweeper.New(b.db, client, b.insp, sweeper.Config{BatchSize: 40, MaxPending: 1000,
-				Clock: b.clock, NewTask: tasks.NewRetryTask, TaskID: tasks.RetryTaskID})
+			b.s = b.sweeper(client, sweeper.Config{BatchSize: 40, MaxPending: 1000})
 			res2, err := b.s.Tick(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -438,7 +444,7 @@ func TestFailedEnqueuesHandTheirRowsBack(t *testing.T) {
 	ids := b.due("A", 200, t0.Add(-time.Minute))
 	down := asynq.NewClient(asynq.RedisClientOpt{Addr: "127.0.0.1:1", DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { _ = down.Close() })
-	broken := sweeper.New(b.db, down, b.insp, sweeper.Config{BatchSize: 200, Clock: b.clock, NewTask: tasks.NewRetryTask, TaskID: tasks.RetryTaskID})
+	broken := b.sweeper(down, sweeper.Config{BatchSize: 200})
 	res, err := broken.RunOnce(context.Background())
 	if err == nil {
 		t.Fatalf("a sweep with Redis down returned %+v and no error", res)
