@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/homingdev/homing/app"
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/tenant"
 )
 
@@ -25,9 +26,14 @@ func newTenantCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-// tenants is the tenant service every command (and the API) uses.
+// tenants is the tenant service every command (and the API) uses: its
+// delete empties Redis of the tenant's queued events too.
 func tenants(a *app.App) *tenant.Service {
-	return tenant.New(a.DB, a.Clock, a.Log)
+	s := tenant.New(a.DB, a.Clock, a.Log)
+	if in := a.Inspector(); in != nil {
+		s.SetEventTasks(event.QueuedTasks{Inspector: in})
+	}
+	return s
 }
 
 // tenantSettings are the flags of create and update that set a tenant's

@@ -88,13 +88,25 @@ type WebhookDeleter interface {
 	Delete(ctx context.Context, tenant, name string) error
 }
 
+// EventTasks deletes the fan-out tasks of a tenant's events still queued in
+// Redis (event.QueuedTasks), and counts those running now.
+type EventTasks interface {
+	Drop(ctx context.Context, tenant string) (dropped, running int, err error)
+}
+
 // Service creates, changes and reads tenants.
 type Service struct {
 	db    *gorm.DB
 	clock clock.Clock
 	log   *slog.Logger
 	seen  seen
+	tasks EventTasks
 }
+
+// SetEventTasks gives Delete the queue it empties of the tenant's event
+// tasks. Every command and serve set it; a Service without one (a test of
+// the tables alone) leaves Redis as it is.
+func (s *Service) SetEventTasks(q EventTasks) { s.tasks = q }
 
 // New builds a Service.
 func New(db *gorm.DB, clk clock.Clock, log *slog.Logger) *Service {
@@ -380,6 +392,10 @@ func (s *Service) Delete(ctx context.Context, name string, force bool, hooks Web
 	if err != nil {
 		return fmt.Errorf("delete tenant %q: %w (run the delete again to finish; the tenant stays disabled)", name, err)
 	}
+	dropped, err := s.dropTasks(ctx, name)
+	if err != nil {
+		return fmt.Errorf("delete tenant %q: %w (run the delete again to finish; the tenant stays disabled)", name, err)
+	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var hooksLeft int64
 		if err := tx.Model(&models.Webhook{}).Where("tenant = ?", name).Count(&hooksLeft).Error; err != nil {
@@ -404,8 +420,44 @@ func (s *Service) Delete(ctx context.Context, name string, force bool, hooks Web
 	}
 	s.seen.forget()
 	s.log.Info("tenant deleted", "tenant", name, "webhooks_deleted", len(names), "deliveries_deleted", gone.deliveries,
-		"event_ids_deleted", gone.events, "outbox_deleted", gone.outbox, "rollup_deleted", gone.rollup)
+		"event_ids_deleted", gone.events, "outbox_deleted", gone.outbox, "rollup_deleted", gone.rollup, "queued_events_deleted", dropped)
 	return nil
+}
+
+// dropWait is how long Delete waits for a tenant's fan-outs running at the
+// time to end, looking every dropPoll; a fan-out sends its first attempts
+// itself, so one may take a receiver's timeout.
+const (
+	dropWait = 20 * time.Second
+	dropPoll = 500 * time.Millisecond
+)
+
+// dropTasks deletes the tenant's event tasks still queued in Redis, until
+// a pass finds none queued and none running: a running fan-out may fail
+// into the retry set, and a page of a queue that workers consume may skip
+// a task. Until then the tenant's row stays, so its name cannot be created
+// again with its events still queued.
+func (s *Service) dropTasks(ctx context.Context, name string) (int, error) {
+	if s.tasks == nil {
+		return 0, nil
+	}
+	total := 0
+	for waited := time.Duration(0); ; waited += dropPoll {
+		dropped, running, err := s.tasks.Drop(ctx, name)
+		total += dropped
+		if err != nil {
+			return total, err
+		}
+		if dropped == 0 && running == 0 {
+			return total, nil
+		}
+		if waited >= dropWait {
+			return total, fmt.Errorf("%d of its events are being fanned out now, and were still after %s", running, dropWait)
+		}
+		if err := s.clock.Sleep(ctx, dropPoll); err != nil {
+			return total, err
+		}
+	}
 }
 
 // remains says which kinds of a tenant's data exist.

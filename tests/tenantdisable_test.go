@@ -1,11 +1,15 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/hibiken/asynq"
+
+	"github.com/homingdev/homing/event"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
 	"github.com/homingdev/homing/models"
@@ -25,13 +29,20 @@ func newTenantSystem(t *testing.T, rc *testreceiver.Receiver) *tenantSystem {
 	s := newSystem(t)
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
 	ts := &tenantSystem{system: s, op: s.startAPI(t)}
+	ts.createAcme(t, rc)
+	return ts
+}
+
+// createAcme creates the tenant acme, its admin token (ts.acme) and its
+// webhook orders to rc.
+func (ts *tenantSystem) createAcme(t *testing.T, rc *testreceiver.Receiver) {
+	t.Helper()
 	ts.op.expect(t, http.StatusCreated, "POST", "/v1/tenants", `{"name": "acme"}`)
 	var tok map[string]any
-	s.ok(t, &tok, "homing", "token", "create", "--name", "acme-admin", "--scope", "admin", "--tenant", "acme", "--json")
+	ts.ok(t, &tok, "homing", "token", "create", "--name", "acme-admin", "--scope", "admin", "--tenant", "acme", "--json")
 	ts.acme = apiClient{base: ts.op.base, token: tok["token"].(string)}
 	ts.acme.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
 		`{"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": %q, "timeout": "60s"}`, rc.URL+"/orders"))
-	return ts
 }
 
 // setEnabled enables or disables acme, as an operator does.
@@ -179,5 +190,62 @@ func TestDisableMidFlightSendsOnce(t *testing.T) {
 	ts.stop()
 	if n, ids := rc.Count(), rc.CountBy("webhook-id"); n != 1 || ids[id] != 1 {
 		t.Fatalf("the receiver got %d requests (%v), want delivery %s once", n, ids, id)
+	}
+}
+
+// A tenant deleted with --force while its accepted events still wait in
+// Redis (no worker has run) takes them with it, so its name, created
+// again, starts empty: the new tenant's event of the same ID is delivered
+// once, with its own document, and the old tenant's document reaches no
+// one. (The old task used to stay queued: the new tenant's webhook got the
+// old document, and the new event was taken for a duplicate of it.)
+func TestDeletedTenantsQueuedEventsGoWithIt(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
+	}
+	rc := testreceiver.New(t)
+	ts := newTenantSystem(t, rc)
+	ropt, err := asynq.ParseRedisURI(envValue(ts.env, "HOMING_REDIS_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(ropt)
+	t.Cleanup(func() { _ = insp.Close() })
+	publish := func(owner string) {
+		t.Helper()
+		ts.acme.expect(t, http.StatusAccepted, "POST", "/v1/events",
+			fmt.Sprintf(`{"id": "so-1", "doc_type": "Sales Order", "doc_name": "SO-1", "event": "on_submit", "doc": {"name": "SO-1", "owner": %q}}`, owner))
+	}
+	taskID := event.TaskID("acme", "so-1")
+
+	publish("the-first-acme")
+	testenv.Eventually(t, "the first acme's event to be queued in Redis", func() bool {
+		_, err := insp.GetTaskInfo(event.Queue, taskID)
+		return err == nil
+	})
+	ts.op.expect(t, http.StatusNoContent, "DELETE", "/v1/tenants/acme?force=true", "")
+	if _, err := insp.GetTaskInfo(event.Queue, taskID); !errors.Is(err, asynq.ErrTaskNotFound) {
+		t.Fatalf("the deleted tenant's queued event after delete --force: %v; want it gone from Redis", err)
+	}
+
+	ts.createAcme(t, rc)
+	publish("the-second-acme")
+	ts.start("worker", "worker started")
+	var id string
+	testenv.Eventually(t, "the second acme's event to have a delivery", func() bool {
+		d := ts.deliveryOf(t, "so-1")
+		id, _ = d["id"].(string)
+		return d != nil
+	})
+	ts.waitDelivered(t, id)
+	ts.stop()
+	reqs := rc.Requests()
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "the-second-acme") {
+		var bodies []string
+		for _, r := range reqs {
+			bodies = append(bodies, string(r.Body))
+		}
+		t.Fatalf("the receiver got %q; want one request, the second acme's document", bodies)
 	}
 }
