@@ -115,6 +115,8 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger, opts Options
 		ConditionTimeLimit: cfg.Delivery.ConditionTimeLimit,
 		// Event tasks' own first attempts in flight, like the tasks'.
 		InlineRequests: cfg.Worker.Concurrency,
+		// One tenant's requests in flight (worker.tenant_share).
+		TenantRequests: cfg.Worker.TenantRequests(),
 	})
 	a := &App{
 		Config: cfg, Log: log, Clock: opts.Clock, DB: db, Redis: redisOpt,

@@ -204,6 +204,22 @@ type Worker struct {
 	// worker waits before polling empty queues again: the latency an event
 	// meets on an idle system, against one Redis call per interval.
 	TaskCheckInterval time.Duration
+	// TenantShare (worker.tenant_share) is the fraction of Concurrency one
+	// tenant other than the default may have at its receivers at once in
+	// a worker (above 0, at most 1; at least one request): past it the
+	// tenant's attempts wait, so that one tenant's receivers that never
+	// answer cannot hold every slot of a queue other tenants share.
+	TenantShare float64
+}
+
+// TenantRequests is how many requests one tenant may have at its
+// receivers at once in a worker: TenantShare of Concurrency, at least one;
+// 0 (no bound) when the share is 1.
+func (w Worker) TenantRequests() int {
+	if w.TenantShare >= 1 {
+		return 0
+	}
+	return max(1, int(math.Ceil(float64(w.Concurrency)*w.TenantShare)))
 }
 
 // Log configures the process logger.
@@ -296,6 +312,7 @@ func fields() []field {
 		{"worker.queues", "default=1", into(parseQueues, func(c *Config) *map[string]int { return &c.Worker.Queues })},
 		{"worker.shutdown_timeout", "30s", into(parseDuration, func(c *Config) *time.Duration { return &c.Worker.ShutdownTimeout })},
 		{"worker.task_check_interval", "10ms", into(parseDuration, func(c *Config) *time.Duration { return &c.Worker.TaskCheckInterval })},
+		{"worker.tenant_share", 0.25, into(parseFloat, func(c *Config) *float64 { return &c.Worker.TenantShare })},
 		{"log.level", "info", into(parseString, func(c *Config) *string { return &c.Log.Level })},
 		{"log.format", "auto", into(parseString, func(c *Config) *string { return &c.Log.Format })},
 		{"secrets.key", "", into(parseString, func(c *Config) *string { return &c.Secrets.Key })},
@@ -874,6 +891,9 @@ func (c Config) problems() []*KeyError {
 		bad("worker.shutdown_timeout", "must not be negative, got %s", c.Worker.ShutdownTimeout)
 	}
 	betweenD("worker.task_check_interval", c.Worker.TaskCheckInterval, time.Millisecond, 10*time.Second)
+	if f := c.Worker.TenantShare; !(f > 0 && f <= 1) {
+		bad("worker.tenant_share", "must be a fraction above 0 and at most 1 (0.25: a tenant may have a quarter of worker.concurrency at its receivers at once; 1 bounds no tenant), got %v", f)
+	}
 
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

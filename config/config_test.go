@@ -46,7 +46,7 @@ func TestDefault(t *testing.T) {
 		Sweeper: Sweeper{Interval: 5 * time.Second, BatchSize: 500},
 		Delivery: Delivery{Timeout: 5 * time.Second, AllowPrivateNetworks: false, MaxPayloadBytes: 1048576,
 			TemplateTimeLimit: time.Second, ConditionTimeLimit: 500 * time.Millisecond},
-		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond},
+		Worker:    Worker{Concurrency: 50, Queues: map[string]int{"default": 1}, ShutdownTimeout: 30 * time.Second, TaskCheckInterval: 10 * time.Millisecond, TenantShare: 0.25},
 		Log:       Log{Level: "info", Format: "auto"},
 		Secrets:   Secrets{Key: ""},
 		Metrics:   Metrics{Addr: "127.0.0.1:9464", MaxWebhookLabels: 100, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25, ScrapeCache: time.Second},
@@ -119,7 +119,7 @@ process: {memory_limit: 2GiB}
 					Sweeper:  Sweeper{Interval: time.Minute, BatchSize: 100},
 					Delivery: Delivery{Timeout: 10 * time.Second, AllowPrivateNetworks: false, MaxPayloadBytes: 4096,
 						TemplateTimeLimit: time.Second, ConditionTimeLimit: 500 * time.Millisecond},
-					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond},
+					Worker:    Worker{Concurrency: 8, Queues: map[string]int{"default": 6, "low": 1}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond, TenantShare: 0.25},
 					Log:       Log{Level: "debug", Format: "text"},
 					Secrets:   Secrets{Key: "abc"},
 					Metrics:   Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25, ScrapeCache: time.Second},
@@ -149,7 +149,7 @@ process: {memory_limit: 2GiB}
 				c.Sweeper = Sweeper{Interval: time.Minute, BatchSize: 7}
 				c.Delivery = Delivery{Timeout: 250 * time.Millisecond, AllowPrivateNetworks: false, MaxPayloadBytes: 4096,
 					TemplateTimeLimit: time.Second, ConditionTimeLimit: 500 * time.Millisecond}
-				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond}
+				c.Worker = Worker{Concurrency: 8, Queues: map[string]int{"critical": 6, "default": 3}, ShutdownTimeout: time.Minute, TaskCheckInterval: 20 * time.Millisecond, TenantShare: 0.25}
 				c.Log = Log{Level: "debug", Format: "text"}
 				c.Secrets.Key = "abc"
 				c.Metrics = Metrics{Addr: "127.0.0.1:9000", MaxWebhookLabels: 20, MaxTenantLabels: 100, MaxWebhookLabelsPerTenant: 25, ScrapeCache: time.Second}
@@ -279,6 +279,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"worker.queues":                         {"a=1", func(c *Config) { c.Worker.Queues = map[string]int{"a": 1} }},
 		"worker.shutdown_timeout":               {"0s", func(c *Config) { c.Worker.ShutdownTimeout = 0 }},
 		"worker.task_check_interval":            {"5ms", func(c *Config) { c.Worker.TaskCheckInterval = 5 * time.Millisecond }},
+		"worker.tenant_share":                   {"0.5", func(c *Config) { c.Worker.TenantShare = 0.5 }},
 		"log.level":                             {"debug", func(c *Config) { c.Log.Level = "debug" }},
 		"log.format":                            {"text", func(c *Config) { c.Log.Format = "text" }},
 		"secrets.key":                           {"c2VjcmV0", func(c *Config) { c.Secrets.Key = "c2VjcmV0" }},
@@ -409,6 +410,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"tenant share zero", "", []string{"HOMING_API_TENANT_INFLIGHT_SHARE=0"}, "api.tenant_inflight_share",
 			"api.tenant_inflight_share: must be a fraction above 0 and at most 1 (0.25: a tenant's requests in flight may hold a quarter of api.max_inflight_bytes), got 0"},
 		{"tenant share over one", "api: {tenant_inflight_share: 1.5}\n", nil, "api.tenant_inflight_share", "must be a fraction above 0 and at most 1"},
+		{"worker tenant share zero", "", []string{"HOMING_WORKER_TENANT_SHARE=0"}, "worker.tenant_share",
+			"worker.tenant_share: must be a fraction above 0 and at most 1 (0.25: a tenant may have a quarter of worker.concurrency at its receivers at once; 1 bounds no tenant), got 0"},
+		{"worker tenant share over one", "worker: {tenant_share: 2}\n", nil, "worker.tenant_share", "must be a fraction above 0 and at most 1"},
 		{"tenant share not a number", "", []string{"HOMING_API_TENANT_INFLIGHT_SHARE=a quarter"}, "api.tenant_inflight_share", `"a quarter" is not a number`},
 		{"api body smaller than a payload", "", []string{"HOMING_API_MAX_BODY_BYTES=4096", "HOMING_DELIVERY_MAX_PAYLOAD_BYTES=8192"}, "api.max_body_bytes",
 			"api.max_body_bytes: must be at least delivery.max_payload_bytes (8192)"},
@@ -604,6 +608,28 @@ func TestMemoryLimitSizes(t *testing.T) {
 	for _, val := range []string{"1GB", "-1MiB", "lots", "1MiB"} {
 		if _, err := LoadFrom("", []string{"HOMING_PROCESS_MEMORY_LIMIT=" + val}); err == nil || !strings.Contains(err.Error(), "process.memory_limit") {
 			t.Errorf("%s: %v, want refused naming process.memory_limit", val, err)
+		}
+	}
+}
+
+// A worker's bound on one tenant's requests is its share of the
+// concurrency rounded up, at least one, and none at a share of 1.
+func TestTenantRequests(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		concurrency int
+		share       float64
+		want        int
+	}{
+		{50, 0.25, 13},
+		{8, 0.25, 2},
+		{1, 0.25, 1},
+		{3, 0.01, 1},
+		{10, 0.5, 5},
+		{10, 1, 0},
+	} {
+		if got := (Worker{Concurrency: c.concurrency, TenantShare: c.share}).TenantRequests(); got != c.want {
+			t.Errorf("TenantRequests of concurrency %d, share %v = %d, want %d", c.concurrency, c.share, got, c.want)
 		}
 	}
 }

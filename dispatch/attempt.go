@@ -51,8 +51,9 @@ type Outcome struct {
 	// Reason is the error recorded on the delivery, if any.
 	Reason string
 	// Postponed is set when no request was made because the webhook's
-	// rate_limit was spent: the delivery is due again at NextRetry, with
-	// no attempt counted.
+	// rate_limit was spent, or its tenant had its share of requests in
+	// flight: the delivery is due again at NextRetry, with no attempt
+	// counted.
 	Postponed bool
 }
 
@@ -73,8 +74,9 @@ type Observer interface {
 	Deliveries(tenant, webhook, status, reason string, n int)
 	// Postponed reports an attempt that was not made and left its delivery
 	// due later, with no attempt counted: "rate_limit" (its webhook's
-	// rate_limit was spent) or "held" (its webhook is failing and this
-	// retry is not the probe).
+	// rate_limit was spent), "tenant_share" (its tenant had its share of
+	// the worker's requests in flight), "held" (its webhook is failing and
+	// this retry is not the probe) or "tenant_disabled".
 	Postponed(reason string)
 }
 
@@ -133,6 +135,13 @@ func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome
 // claims at most one sends.
 func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, error) {
 	hook := &c.hook
+	if mode != Sync {
+		// workflow_transition is never deferred, so never bounded.
+		if !d.share.take(c.row.Tenant) {
+			return d.overShare(ctx, c)
+		}
+		defer d.share.give(c.row.Tenant)
+	}
 	if mode != Sync && hook.RateLimit > 0 && d.limiter != nil {
 		if out, done, err := d.limit(ctx, c.row, hook, c.at); done {
 			return out, err

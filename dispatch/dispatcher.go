@@ -66,6 +66,11 @@ type Config struct {
 	// themselves (HandleEvent) in flight at once in this process; 0 is
 	// DefaultInlineRequests. The worker sets it to worker.concurrency.
 	InlineRequests int
+	// TenantRequests bounds the requests one tenant other than the
+	// default has at its receivers at once in this process (tenantShare);
+	// 0 is no bound. The worker sets it to worker.tenant_share of
+	// worker.concurrency.
+	TenantRequests int
 }
 
 // Dispatcher fans out events and runs attempts against one database.
@@ -86,6 +91,8 @@ type Dispatcher struct {
 	condTime     time.Duration
 	// slots bounds inline first attempts (Config.InlineRequests).
 	slots slots
+	// share bounds each tenant's requests in flight (Config.TenantRequests).
+	share *tenantShare
 }
 
 // New builds a Dispatcher on db, through the Store made for its database
@@ -108,6 +115,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		renderTime:   cfg.RenderTimeLimit,
 		condTime:     cfg.ConditionTimeLimit,
 		slots:        make(slots, cmp.Or(cfg.InlineRequests, DefaultInlineRequests)),
+		share:        newTenantShare(cfg.TenantRequests),
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

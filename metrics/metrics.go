@@ -139,10 +139,10 @@ func New(opts Options) *Metrics {
 		}),
 		postponed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "homing_postponed_total",
-			Help: "Attempts not made, with no attempt counted: rate_limit (the webhook's rate_limit was spent), held (the webhook is failing and the retry was not its probe), tenant_disabled (the delivery's tenant is disabled: it is kept, and sent once the tenant is enabled again).",
+			Help: "Attempts not made, with no attempt counted: rate_limit (the webhook's rate_limit was spent), held (the webhook is failing and the retry was not its probe), tenant_disabled (the delivery's tenant is disabled: it is kept, and sent once the tenant is enabled again), tenant_share (the delivery's tenant had its share of the worker's requests in flight, worker.tenant_share: it is sent as they end).",
 		}, []string{"reason"}),
 	}
-	for _, r := range []string{"rate_limit", "held", "tenant_disabled"} {
+	for _, r := range []string{"rate_limit", "held", "tenant_disabled", "tenant_share"} {
 		m.postponed.WithLabelValues(r)
 	}
 	// Every label value starts at zero, so rate() and alerts see a series

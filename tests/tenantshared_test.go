@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/homingdev/homing/handoff"
+	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/internal/testreceiver"
 )
 
@@ -139,4 +140,63 @@ func mustRedisOptions(t *testing.T, url string) *redis.Options {
 		t.Fatal(err)
 	}
 	return opt
+}
+
+// A tenant whose receiver never answers holds only its share of a worker
+// (worker.tenant_share of worker.concurrency: here one request of four),
+// so another tenant's event on the same queue is delivered at once, while
+// the first tenant's request still hangs; the first tenant's other events
+// wait, and each is delivered once after its receiver answers. (Red team
+// of issue 35: one tenant's never-answering receivers, with a timeout of
+// up to 5 minutes, held every slot of the shared default queue, and another
+// tenant's first attempt waited 164 s.)
+func TestOneTenantsSilentReceiverLeavesOthersTheWorker(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
+	}
+	silent := testreceiver.New(t)
+	release := silent.Hold()
+	t.Cleanup(release)
+	ts := newTenantSystem(t, silent)
+	ts.acme.expect(t, http.StatusOK, "PATCH", "/v1/webhooks/orders", `{"timeout": "5m"}`)
+	ts.env = withEnv(ts.env, "HOMING_WORKER_CONCURRENCY", "4")
+	ts.env = withEnv(ts.env, "HOMING_WORKER_TENANT_SHARE", "0.25")
+
+	answering := testreceiver.Answering(t, http.StatusOK)
+	ts.op.expect(t, http.StatusCreated, "POST", "/v1/tenants", `{"name": "initech"}`)
+	var tok map[string]any
+	ts.ok(t, &tok, "homing", "token", "create", "--name", "initech-admin", "--scope", "admin", "--tenant", "initech", "--json")
+	initech := apiClient{base: ts.op.base, token: tok["token"].(string)}
+	initech.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
+		`{"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": %q}`, answering.URL))
+
+	const held = 12
+	for i := range held {
+		ts.publish(t, http.StatusAccepted, fmt.Sprintf("acme-%02d", i))
+	}
+	ts.start("worker", "worker started")
+	ts.start("scheduler", "scheduler started")
+	testenv.Eventually(t, "acme's first request to hang at its receiver", func() bool { return silent.Count() >= 1 })
+
+	initech.expect(t, http.StatusAccepted, "POST", "/v1/events",
+		`{"id": "initech-1", "doc_type": "Sales Order", "doc_name": "SO-1", "event": "on_submit", "doc": {"name": "SO-1"}}`)
+	testenv.Eventually(t, "initech's event to be delivered while acme's receiver hangs", func() bool { return answering.Count() == 1 })
+	if n := silent.Count(); n != 1 {
+		t.Fatalf("acme's receiver got %d requests while the first hung, want 1: its share of a worker of 4", n)
+	}
+
+	release()
+	testenv.Eventually(t, "every acme event to be delivered once its receiver answers", func() bool {
+		return len(silent.CountBy("webhook-id")) == held
+	})
+	ts.stop()
+	for id, n := range silent.CountBy("webhook-id") {
+		if n != 1 {
+			t.Errorf("acme's delivery %s reached its receiver %d times, want once", id, n)
+		}
+	}
+	if n := answering.Count(); n != 1 {
+		t.Errorf("initech's receiver got %d requests, want 1", n)
+	}
 }
