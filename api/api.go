@@ -336,30 +336,62 @@ func (s *Server) charge(r *http.Request, tenant string) (*http.Request, func(), 
 	return r.WithContext(context.WithValue(r.Context(), grantKey{}, g)), g.release, nil
 }
 
+// Sessions names whom a page request served beside the API is charged to
+// (Admit), by its session: the tenant it acts in, "" for an operator's
+// (charged to the budget alone, as an operator's token is), or ok false
+// for a request without a valid session.
+type Sessions func(r *http.Request) (tenant string, ok bool)
+
+// AnonymousPageBytes bounds the body of a page request without a session:
+// the sign-in form's and a portal link's switch, which carry a token and a
+// CSRF value. Such a request is charged to the pages' share for at most
+// this, and never an evaluation, so that slow requests from anyone cannot
+// fill the share the console's and the portals' signed-in users need.
+const AnonymousPageBytes = minRequestBytes
+
 // Admit bounds a handler served on the API's address beside it (the
 // console's and the portal's pages) as every API route is bounded (bound
-// and charge): the same body limit, intake budget and body deadline. Their
-// sessions are the pages' own, known only inside them, so the pages are
-// charged together as one tenant is, to one share of the budget: a flood
-// of page requests cannot refuse the API's. A request that may change
-// something (any method but GET and HEAD) is charged an evaluation's value
-// budget on top, as the API's routes that render a definition are: the
-// console's webhook form renders them. Refusals are answered in plain
-// text.
-func (s *Server) Admit(h http.Handler) http.Handler {
+// and charge): the same body limit, intake budget and body deadline. A
+// request is charged once its session is known (sessions), as an API
+// request is once its token is: to its tenant's share, so that one
+// tenant's pages cannot refuse another's. One without a session is held to
+// AnonymousPageBytes and charged to the pages' own share. A signed-in
+// request that may change something (any method but GET and HEAD) is
+// charged an evaluation's value budget on top, as the API's routes that
+// render a definition are: the console's webhook form renders them.
+// Refusals are answered in plain text.
+func (s *Server) Admit(h http.Handler, sessions Sessions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, err := s.bound(w, r)
 		if err != nil {
 			s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
 			return
 		}
-		r, release, err := s.charge(r, pagesTenant)
+		tenant, signedIn := pagesTenant, false
+		if sessions != nil {
+			if t, ok := sessions(r); ok {
+				tenant, signedIn = t, true
+			}
+		}
+		limit := s.cfg.MaxBodyBytes
+		if !signedIn {
+			limit = min(limit, AnonymousPageBytes)
+			if r.ContentLength > limit {
+				err := errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "",
+					"a page request without a session carries at most %d bytes (a sign-in form or a portal link's); sign in, or open the portal link, first", limit)
+				s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
+		g, err := s.intake.acquire(r, tenant, requestCharge(r, limit))
 		if err != nil {
 			s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
 			return
 		}
-		defer release()
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		defer g.release()
+		r = r.WithContext(context.WithValue(r.Context(), grantKey{}, g))
+		if signedIn && r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := chargeMore(r.Context(), r, s.evaluationBytes()); err != nil {
 				s.refuseUnread(w, r, func(w http.ResponseWriter) { pageError(w, err) })
 				return

@@ -90,8 +90,8 @@ func TestRequestsOverTheInflightBudgetAre503(t *testing.T) {
 	}
 }
 
-// Pages served beside the API (the console's and the portal's, Admit) are
-// bounded as its routes are: a body declared over api.max_body_bytes is
+// Pages served beside the API (the console's and the portal's, Admit) of
+// a signed-in session are bounded as its routes are: a body declared over api.max_body_bytes is
 // refused unread, closing the connection, and one sent without a length is
 // cut off at the limit. A request that may change something is charged an
 // evaluation on top of its body, so beside a request holding most of the
@@ -102,10 +102,13 @@ func TestPagesBesideTheAPIShareItsBounds(t *testing.T) {
 	const maxBody = 64 << 10
 	s := newServer(t, func(o *options) { o.maxInflightBytes = maxBody * api.IntakeMemoryFactor })
 	var formErr error
+	// Every request here is an operator's session's (charged to the
+	// budget alone); TestPagesWithoutASessionKeepToTheirShare has the others.
+	signedIn := func(*http.Request) (string, bool) { return "", true }
 	pages := httptest.NewServer(s.api.Admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		formErr = r.ParseForm()
 		_, _ = io.WriteString(w, "page")
-	})))
+	}), signedIn))
 	t.Cleanup(pages.Close)
 	post := func(body io.Reader, length int64) (*http.Response, string) {
 		t.Helper()
@@ -167,4 +170,144 @@ func TestPagesBesideTheAPIShareItsBounds(t *testing.T) {
 	if get.StatusCode != http.StatusOK {
 		t.Errorf("GET page beside the same request: %d, want 200 (it is charged no evaluation)", get.StatusCode)
 	}
+}
+
+// A page request without a session (a sign-in form's, a portal link's) is
+// held to api.AnonymousPageBytes: declared larger, it is refused 413
+// unread, the connection closed; within it, it is charged to the pages'
+// own share, never an evaluation. So slow requests from anyone, holding
+// that share full, refuse only each other: a signed-in tenant's and an
+// operator's page requests, charged to their own shares, are served. (Red
+// team of issue 35: three slow requests without a session, declaring
+// api.max_body_bytes, held the share every console and portal page was
+// charged to, and every page answered 429.)
+func TestPagesWithoutASessionKeepToTheirShare(t *testing.T) {
+	t.Parallel()
+	const maxBody = 64 << 10
+	// The pages' share holds a handful of requests without a session: a
+	// quarter of a budget of 20 of them.
+	s := newServer(t, func(o *options) {
+		o.maxBodyBytes = maxBody
+		o.maxInflightBytes = 20 * api.AnonymousPageBytes * api.IntakeMemoryFactor
+		o.tenantInflightShare = 0.25
+	})
+	sessions := func(r *http.Request) (string, bool) {
+		ck, err := r.Cookie("session")
+		if err != nil {
+			return "", false
+		}
+		if ck.Value == "operator" {
+			return "", true
+		}
+		return ck.Value, true
+	}
+	pages := httptest.NewServer(s.api.Admit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		_, _ = io.WriteString(w, "page")
+	}), sessions))
+	t.Cleanup(pages.Close)
+	// open sends a POST page's headers and first bytes, as session ("" for
+	// none), and leaves its body open.
+	open := func(session string, length int64) (*io.PipeWriter, <-chan answer) {
+		t.Helper()
+		pr, pw := io.Pipe()
+		t.Cleanup(func() { _ = pw.Close() })
+		req, err := http.NewRequest("POST", pages.URL+"/console/login", pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if session != "" {
+			req.AddCookie(&http.Cookie{Name: "session", Value: session})
+		}
+		req.ContentLength = length
+		got := make(chan answer, 1)
+		go func() {
+			resp, err := pages.Client().Do(req)
+			if err != nil {
+				got <- answer{err: err}
+				return
+			}
+			defer func() { _ = resp.Body.Close() }()
+			b, _ := io.ReadAll(resp.Body)
+			got <- answer{reply{status: resp.StatusCode, header: resp.Header, body: b}, resp.Close, nil}
+		}()
+		if _, err := pw.Write([]byte("token=")); err != nil {
+			t.Fatal(err)
+		}
+		return pw, got
+	}
+	post := func(session, body string) reply {
+		t.Helper()
+		pw, got := open(session, int64(len("token=")+len(body)))
+		if _, err := io.WriteString(pw, body); err != nil {
+			t.Fatal(err)
+		}
+		a := <-got
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		return a.reply
+	}
+
+	// Declared over the bound, as the red team's were: refused at once,
+	// unread, whatever its body would have been.
+	for range 3 {
+		_, got := open("", maxBody)
+		a := <-got
+		if a.err != nil || a.status != http.StatusRequestEntityTooLarge || !a.closed || !strings.Contains(string(a.body), "without a session") {
+			t.Fatalf("a page request without a session declaring %d bytes: %v %v (closed %v), want 413 saying it has no session, closing", maxBody, a.reply, a.err, a.closed)
+		}
+	}
+	// Within the bound, requests without a session held open fill the
+	// pages' share, and the next is refused 429 with Retry-After.
+	held := 0
+	for {
+		before := s.api.IntakeHeld()
+		_, got := open("", api.AnonymousPageBytes)
+		if !waitHeld(t, s, before, got) {
+			break
+		}
+		held++
+		if held > 20 {
+			t.Fatalf("%d page requests without a session held at once: they are not bounded by the pages' share", held)
+		}
+	}
+	// A quarter of a budget of 20 such requests.
+	if held != 5 {
+		t.Fatalf("%d page requests without a session held before the first refusal, want 5: a quarter of a budget of 20", held)
+	}
+	// Signed-in pages are charged to their own shares: served.
+	for _, session := range []string{"acme", "operator"} {
+		if r := post(session, "x"); r.status != http.StatusOK || string(r.body) != "page" {
+			t.Errorf("a page of session %s beside %d held requests without a session: %v, want 200", session, held, r)
+		}
+	}
+}
+
+// waitHeld waits until a request opened with got, when the intake held
+// before, is either held by the server (its charge taken: true) or
+// answered (false, which must be a 429 with Retry-After).
+func waitHeld(t *testing.T, s *server, before int64, got <-chan answer) bool {
+	t.Helper()
+	var answered *answer
+	testenv.Eventually(t, "the request to be held or answered", func() bool {
+		select {
+		case a := <-got:
+			answered = &a
+			return true
+		default:
+		}
+		return s.api.IntakeHeld() > before
+	})
+	if answered == nil {
+		return true
+	}
+	if a := *answered; a.err != nil || a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" {
+		t.Fatalf("a page request without a session past the pages' share: %v %v, want 429 with Retry-After", a.reply, a.err)
+	}
+	return false
 }

@@ -81,9 +81,10 @@ func httpHandler(a *app.App, tokens *token.Service) http.Handler {
 		Portal: cfg.Portal, Tenants: cfg.Tenants, Database: a.Database, Clock: a.Clock, Logger: a.Log,
 	})
 	// The pages are bounded as the API's routes are: one intake budget
-	// for everything served on this address.
+	// for everything served on this address, each page request charged
+	// to its session's tenant.
 	routes := api.New(cfg)
-	bounded := routes.Admit(pages)
+	bounded := routes.Admit(pages, pages.Sessions)
 	mux.Handle(console.Prefix, bounded)
 	mux.Handle(console.PortalPrefix, bounded) // the same pages, scoped by a portal link's session
 	mux.Handle("/", routes)

@@ -94,6 +94,34 @@ func (c *Console) authenticate(r *http.Request) (session, bool, error) {
 	return s, true, nil
 }
 
+// Sessions names whom a page request is charged to by serve's intake
+// budget (api.Sessions): the tenant of its session (a portal link's, a
+// tenant token's), "" for an operator's session, or ok false for a request
+// without a valid one, whose body is then held to a sign-in form's size.
+// A session that cannot be checked now (the database away) counts as none:
+// the page itself answers the outage.
+func (c *Console) Sessions(r *http.Request) (tenant string, ok bool) {
+	if isPortal(r) {
+		s, ok, err := c.authenticatePortal(r)
+		if err != nil || !ok {
+			return "", false
+		}
+		return s.tenant, true
+	}
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
+		return "", false
+	}
+	tok, err := c.cfg.Tokens.Authenticate(r.Context(), ck.Value)
+	if err != nil || !token.Allows(tok.Scope, token.ScopeAdmin) {
+		return "", false
+	}
+	if tok.Operator {
+		return "", true
+	}
+	return models.TenantOr(tok.Tenant), true
+}
+
 // chosenTenant is the tenant an operator's session looks at: the tenant
 // filter's cookie while that tenant exists, else the default tenant.
 func (c *Console) chosenTenant(r *http.Request) (string, error) {

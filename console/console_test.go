@@ -42,6 +42,7 @@ type site struct {
 	admin   string
 	publish string
 	links   *portal.Links
+	console *console.Console
 }
 
 // portalKey signs the test sites' portal links.
@@ -89,9 +90,10 @@ func newSiteOn(t testing.TB, db *gorm.DB, watcher *dbstate.Watcher, log *slog.Lo
 	t.Cleanup(func() { _ = insp.Close() })
 	s.links = portal.New(db, portalKey, clk)
 	s.rec = recovery.New(db, clk, 0)
-	s.srv = httptest.NewServer(console.New(console.Config{DB: db, Webhooks: hooks, Recovery: s.rec, Tokens: tokens,
+	s.console = console.New(console.Config{DB: db, Webhooks: hooks, Recovery: s.rec, Tokens: tokens,
 		AsynqmonURL: "http://127.0.0.1:8080", Tasks: insp, DisableAfter: 120 * time.Hour, Portal: s.links, Clock: clk,
-		Database: watcher, Logger: log}))
+		Database: watcher, Logger: log})
+	s.srv = httptest.NewServer(s.console)
 	t.Cleanup(s.srv.Close)
 	return s
 }
