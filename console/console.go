@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -208,6 +209,9 @@ func (c *Console) message(w http.ResponseWriter, r *http.Request, status int, ti
 // funcs are the templates' helpers.
 func (c *Console) funcs() template.FuncMap {
 	return template.FuncMap{
+		// seg escapes a name for one segment of a link's path: a webhook
+		// named "a/../../b" links to its own page, not to another.
+		"seg":    url.PathEscape,
 		"rel":    relative,
 		"utc":    formatUTC,
 		"pretty": prettyJSON,

@@ -382,3 +382,26 @@ func TestLogoutEndsTheSession(t *testing.T) {
 		t.Errorf("without api.asynqmon_url: %d, link shown %v", r.StatusCode, strings.Contains(string(b), "asynqmon"))
 	}
 }
+
+// A webhook's name is one segment of its pages' links, whatever it holds:
+// a webhook named "a/../../b" links to its own page (its slashes escaped),
+// and that page shows it, rather than a link the browser resolves to
+// another path.
+func TestWebhookLinksEscapeTheirName(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	const name = "a/../../b"
+	if _, err := s.hooks.Create(context.Background(), "", webhook.Input{Name: ptr(name), DocType: ptr("Sales Order"), Event: ptr("on_submit"), URL: ptr("https://example.com/hook")}); err != nil {
+		t.Fatal(err)
+	}
+	ck := s.login(s.admin)
+	_, body := s.do("GET", "/console/webhooks", nil, ck, nil)
+	const href = `href="/console/webhooks/a%2f..%2f..%2fb"`
+	if !strings.Contains(strings.ToLower(body), href) {
+		t.Fatalf("the webhooks page does not link %q as %s:\n%s", name, href, body)
+	}
+	res, page := s.do("GET", "/console/webhooks/a%2F..%2F..%2Fb", nil, ck, nil)
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, "a/../../b") {
+		t.Fatalf("the escaped link: %d, want the webhook's page:\n%s", res.StatusCode, page)
+	}
+}
