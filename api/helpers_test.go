@@ -166,18 +166,29 @@ func (s *server) openPublish(length int64, first string) (*io.PipeWriter, <-chan
 // openPublishAs is openPublish with token tok.
 func (s *server) openPublishAs(tok string, length int64, first string) (*io.PipeWriter, <-chan answer) {
 	s.t.Helper()
+	return openRequest(s.t, s.srv, "/v1/events", length, first, func(req *http.Request) {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+	})
+}
+
+// openRequest sends a POST to srv's path, set up by prepare, declaring a
+// body of length bytes, writes its first bytes and leaves the rest open:
+// the test writes it, or the pipe is closed when the test ends, before the
+// server is. The answer arrives on the channel.
+func openRequest(t testing.TB, srv *httptest.Server, path string, length int64, first string, prepare func(*http.Request)) (*io.PipeWriter, <-chan answer) {
+	t.Helper()
 	pr, pw := io.Pipe()
-	s.t.Cleanup(func() { _ = pw.Close() })
-	req, err := http.NewRequest("POST", s.srv.URL+"/v1/events", pr)
+	t.Cleanup(func() { _ = pw.Close() })
+	req, err := http.NewRequest("POST", srv.URL+path, pr)
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok)
+	prepare(req)
 	req.ContentLength = length
 	got := make(chan answer, 1)
 	go func() {
-		resp, err := s.srv.Client().Do(req)
+		resp, err := srv.Client().Do(req)
 		if err != nil {
 			got <- answer{err: err}
 			return
@@ -187,7 +198,7 @@ func (s *server) openPublishAs(tok string, length int64, first string) (*io.Pipe
 		got <- answer{reply{status: resp.StatusCode, header: resp.Header, body: b}, resp.Close, nil}
 	}()
 	if _, err := pw.Write([]byte(first)); err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return pw, got
 }

@@ -213,32 +213,12 @@ func TestPagesWithoutASessionKeepToTheirShare(t *testing.T) {
 	// none), and leaves its body open.
 	open := func(session string, length int64) (*io.PipeWriter, <-chan answer) {
 		t.Helper()
-		pr, pw := io.Pipe()
-		t.Cleanup(func() { _ = pw.Close() })
-		req, err := http.NewRequest("POST", pages.URL+"/console/login", pr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		if session != "" {
-			req.AddCookie(&http.Cookie{Name: "session", Value: session})
-		}
-		req.ContentLength = length
-		got := make(chan answer, 1)
-		go func() {
-			resp, err := pages.Client().Do(req)
-			if err != nil {
-				got <- answer{err: err}
-				return
+		return openRequest(t, pages, "/console/login", length, "token=", func(req *http.Request) {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if session != "" {
+				req.AddCookie(&http.Cookie{Name: "session", Value: session})
 			}
-			defer func() { _ = resp.Body.Close() }()
-			b, _ := io.ReadAll(resp.Body)
-			got <- answer{reply{status: resp.StatusCode, header: resp.Header, body: b}, resp.Close, nil}
-		}()
-		if _, err := pw.Write([]byte("token=")); err != nil {
-			t.Fatal(err)
-		}
-		return pw, got
+		})
 	}
 	post := func(session, body string) reply {
 		t.Helper()

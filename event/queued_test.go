@@ -14,17 +14,24 @@ import (
 	"github.com/homingdev/homing/internal/testenv"
 )
 
+// queuedBed is a Redis of the test's own, with a client, an inspector and
+// the QueuedTasks on it.
+func queuedBed(t *testing.T) (asynq.RedisClientOpt, *asynq.Client, *asynq.Inspector, event.QueuedTasks) {
+	t.Helper()
+	opt, _ := testenv.Redis(t)
+	client := asynq.NewClient(opt)
+	insp := asynq.NewInspector(opt)
+	t.Cleanup(func() { _ = client.Close(); _ = insp.Close() })
+	return opt, client, insp, event.QueuedTasks{Inspector: insp}
+}
+
 // Drop deletes a tenant's fan-out tasks in every state asynq can delete
 // (pending, scheduled, archived), and only that tenant's: another tenant's
 // events, the default tenant's, and a task of the same prefix's neighbour
 // ("acme-2") stay queued.
 func TestDropDeletesOnlyTheTenantsQueuedEvents(t *testing.T) {
 	t.Parallel()
-	opt, _ := testenv.Redis(t)
-	client := asynq.NewClient(opt)
-	insp := asynq.NewInspector(opt)
-	t.Cleanup(func() { _ = client.Close(); _ = insp.Close() })
-	q := event.QueuedTasks{Inspector: insp}
+	_, client, insp, q := queuedBed(t)
 
 	// Before anything was ever queued, there is nothing to drop.
 	if dropped, running, err := q.Drop(context.Background(), "acme"); err != nil || dropped != 0 || running != 0 {
@@ -84,11 +91,7 @@ func TestDropDeletesOnlyTheTenantsQueuedEvents(t *testing.T) {
 // once it has failed into the retry set, the next Drop deletes it there.
 func TestDropCountsRunningFanOutsAndDropsTheirRetry(t *testing.T) {
 	t.Parallel()
-	opt, _ := testenv.Redis(t)
-	client := asynq.NewClient(opt)
-	insp := asynq.NewInspector(opt)
-	t.Cleanup(func() { _ = client.Close(); _ = insp.Close() })
-	q := event.QueuedTasks{Inspector: insp}
+	opt, client, insp, q := queuedBed(t)
 
 	started, release := make(chan struct{}), make(chan struct{})
 	srv := asynq.NewServer(opt, asynq.Config{
