@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/dbstate"
-	"github.com/homingdev/homing/internal/sameorigin"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tenant"
 	"github.com/homingdev/homing/token"
@@ -190,15 +189,10 @@ func (c *Console) action(h func(w http.ResponseWriter, r *http.Request, s sessio
 }
 
 // sameOrigin refuses with 403 a POST that a browser says comes from another
-// site (sameorigin.Check, the rule the monitor follows too).
+// site (httpserve.CrossOrigin, net/http's CrossOriginProtection, the rule
+// the monitor follows too).
 func (c *Console) sameOrigin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := sameorigin.Check(r, "this console"); err != nil {
-			c.message(w, r, http.StatusForbidden, "Refused", err.Error())
-			return
-		}
-		h(w, r)
-	}
+	return c.crossOrigin.Handler(h).ServeHTTP
 }
 
 // loginForm is GET /console/login.

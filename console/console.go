@@ -29,6 +29,7 @@ import (
 	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/dbstate"
 	"github.com/homingdev/homing/inspect"
+	"github.com/homingdev/homing/internal/httpserve"
 	"github.com/homingdev/homing/portal"
 	"github.com/homingdev/homing/recovery"
 	"github.com/homingdev/homing/tenant"
@@ -85,6 +86,8 @@ type Console struct {
 	pages   map[string]*template.Template
 	log     *slog.Logger
 	tenants *tenant.Service
+	// crossOrigin refuses POSTs a browser sends from another site.
+	crossOrigin *http.CrossOriginProtection
 }
 
 // Prefix is the path the console is served under.
@@ -102,6 +105,9 @@ func New(cfg Config) *Console {
 	if c.tenants == nil {
 		c.tenants = tenant.New(cfg.DB, cfg.Clock, cfg.Logger)
 	}
+	c.crossOrigin = httpserve.CrossOrigin("this console", func(w http.ResponseWriter, r *http.Request, msg string) {
+		c.message(w, r, http.StatusForbidden, "Refused", msg)
+	})
 	for _, name := range []string{"login", "overview", "deliveries", "delivery", "webhooks", "webhook", "recover", "message", "webhookform", "secret", "try", "switch"} {
 		c.pages[name] = template.Must(template.New("layout.html").Funcs(c.funcs()).
 			ParseFS(files, "templates/layout.html", "templates/chart.html", "templates/"+name+".html"))

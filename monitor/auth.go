@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/internal/sameorigin"
+	"github.com/homingdev/homing/internal/httpserve"
 )
 
 // RequireAuth serves h only to requests carrying monitor.auth's
@@ -34,19 +34,13 @@ func RequireAuth(h http.Handler, auth config.MonitorAuth) http.Handler {
 
 // SameOrigin refuses with 403 a write (any method but GET, HEAD, OPTIONS)
 // that a browser says comes from another site, by the console's rule
-// (sameorigin.Check): with --read-write and basic auth, the browser sends
-// the credentials by itself, so a form on any page could otherwise archive
-// or delete tasks.
+// (httpserve.CrossOrigin, net/http's CrossOriginProtection): with
+// --read-write and basic auth, the browser sends the credentials by itself,
+// so a form on any page could otherwise archive or delete tasks.
 func SameOrigin(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !sameorigin.Safe(r.Method) {
-			if err := sameorigin.Check(r, "the monitor"); err != nil {
-				http.Error(w, err.Error()+" Use the monitor's own pages to change tasks.", http.StatusForbidden)
-				return
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
+	return httpserve.CrossOrigin("the monitor", func(w http.ResponseWriter, _ *http.Request, msg string) {
+		http.Error(w, msg+" Use the monitor's own pages to change tasks.", http.StatusForbidden)
+	}).Handler(h)
 }
 
 func allowed(r *http.Request, auth config.MonitorAuth) bool {
