@@ -401,6 +401,32 @@ func (s *Server) Admit(h http.Handler, sessions Sessions) http.Handler {
 	})
 }
 
+// openWriteTimeout bounds the answer of a route that needs no token: a
+// client that never reads it does not hold its handler.
+const openWriteTimeout = 30 * time.Second
+
+// serveOpen serves a route that needs no token (the OpenAPI document,
+// /healthz, /readyz). None reads a body, so a request declaring one larger
+// than a request's minimum charge is refused 413 unread, and the rest are
+// charged nothing: anyone can reach these routes, and a charge of their
+// declared length (24 × up to api.max_body_bytes each) let eleven
+// connections without a token hold the whole intake budget, so that every
+// tenant's requests were answered 503 (red team of issue 35). Their answer
+// is bounded in time (openWriteTimeout).
+func (s *Server) serveOpen(w http.ResponseWriter, r *http.Request, rt route) {
+	if r.ContentLength > minRequestBytes {
+		err := errorf(http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "",
+			"%s takes no request body; send it without one", r.URL.Path)
+		s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, minRequestBytes)
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(openWriteTimeout))
+	if err := rt.handle(w, r); err != nil {
+		s.writeError(w, r, err)
+	}
+}
+
 // pageError answers a page's refusal in plain text, with its Retry-After.
 func pageError(w http.ResponseWriter, err error) {
 	var e *Error
@@ -437,30 +463,31 @@ func (s *Server) endpoint(rt route) http.Handler {
 			setChallenge(w, err)
 			s.refuseUnread(w, r, func(w http.ResponseWriter) { s.writeError(w, r, err) })
 		}
+		if rt.scope == scopeNone {
+			s.serveOpen(w, r, rt)
+			return
+		}
+		tok, err := s.authenticate(r, rt.scope)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		if rt.operator {
+			if err := operatorOnly(tok, r); err != nil {
+				refuse(err)
+				return
+			}
+		}
+		// The one place a request's tenant is decided.
+		sc, err := s.resolveTenant(r, tok)
+		if err != nil {
+			refuse(err)
+			return
+		}
+		r = r.WithContext(context.WithValue(withToken(r.Context(), tok), scopeKey{}, sc))
 		charged := ""
-		if rt.scope != scopeNone {
-			tok, err := s.authenticate(r, rt.scope)
-			if err != nil {
-				refuse(err)
-				return
-			}
-			if rt.operator {
-				if err := operatorOnly(tok, r); err != nil {
-					refuse(err)
-					return
-				}
-			}
-			// The one place a request's tenant is decided.
-			sc, err := s.resolveTenant(r, tok)
-			if err != nil {
-				refuse(err)
-				return
-			}
-			ctx := context.WithValue(withToken(r.Context(), tok), scopeKey{}, sc)
-			r = r.WithContext(ctx)
-			if !tok.Operator {
-				charged = tok.Tenant
-			}
+		if !tok.Operator {
+			charged = tok.Tenant
 		}
 		r, release, err := s.charge(r, charged)
 		if err != nil {

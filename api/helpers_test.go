@@ -73,6 +73,8 @@ type options struct {
 	// linger, when set, is called on the API before it serves
 	// (Server.SetLinger).
 	linger func(*api.Server)
+	// ready, when set, answers /readyz (Config.Ready).
+	ready func(context.Context) error
 }
 
 func newServer(t *testing.T, opts ...func(*options)) *server {
@@ -98,6 +100,9 @@ func newServer(t *testing.T, opts ...func(*options)) *server {
 	if o.logger != nil {
 		watcher = dbstate.New(dbstate.Config{Probe: store.Probe(db), Logger: o.logger, Consequence: "requests are answered 503"})
 		ready = watcher.Ready
+	}
+	if o.ready != nil {
+		ready = o.ready
 	}
 	box := testenv.SecretBox(t)
 	// The receivers are httptest servers on loopback: no SSRF guard.

@@ -1,7 +1,11 @@
 package api_test
 
 import (
+	"bufio"
+	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -290,4 +294,88 @@ func waitHeld(t *testing.T, s *server, before int64, got <-chan answer) bool {
 		t.Fatalf("a page request without a session past the pages' share: %v %v, want 429 with Retry-After", a.reply, a.err)
 	}
 	return false
+}
+
+// The routes that need no token (the OpenAPI document, /healthz, /readyz)
+// read no body and are charged nothing: one declaring a body larger than a
+// request's minimum charge is refused 413 unread, and those in flight with
+// a smaller one hold none of the intake budget, so a tenant's publish
+// beside them is accepted. (Red team of issue 35: eleven connections
+// without a token, each declaring a 2 MiB body to /v1/openapi.json and
+// never sending it, were charged 48 MiB each and held the whole budget;
+// every tenant's request was answered 503.)
+func TestRoutesWithoutATokenHoldNoBudget(t *testing.T) {
+	t.Parallel()
+	const maxBody = 64 << 10
+	entered, release := make(chan struct{}, 16), make(chan struct{})
+	// A budget of two requests of the minimum charge; /readyz waits until
+	// the test releases it.
+	s := newServer(t, func(o *options) {
+		o.maxBodyBytes = maxBody
+		o.maxInflightBytes = 2 * api.MinRequestBytes * api.IntakeMemoryFactor
+		o.ready = func(ctx context.Context) error {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}
+	})
+	addr := strings.TrimPrefix(s.srv.URL, "http://")
+	// get sends a GET of path declaring and sending a body of length bytes
+	// (none of it when unsent), and returns the status line its reader
+	// gets.
+	get := func(path string, length int, unsent bool) <-chan string {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", path, length)
+		if !unsent {
+			req += strings.Repeat("x", length)
+		}
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		line := make(chan string, 1)
+		go func() {
+			l, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				l = err.Error()
+			}
+			line <- strings.TrimSpace(l)
+		}()
+		return line
+	}
+	for _, path := range []string{"/v1/openapi.json", "/healthz", "/readyz"} {
+		if line := <-get(path, maxBody, true); !strings.HasPrefix(line, "HTTP/1.1 413") {
+			t.Errorf("GET %s declaring a %d-byte body: %q, want 413 unread", path, maxBody, line)
+		}
+	}
+	var answers []<-chan string
+	for range 5 {
+		answers = append(answers, get("/readyz", api.MinRequestBytes, false))
+	}
+	for i := range 5 {
+		select {
+		case <-entered:
+		case line := <-answers[i]:
+			t.Fatalf("a /readyz beside others in flight answered %q before the test released it: it was refused, charged to the budget", line)
+		}
+	}
+	if held := s.api.IntakeHeld(); held != 0 {
+		t.Fatalf("five /readyz in flight hold %d bytes of the intake budget, want none", held)
+	}
+	if r := s.request("POST", "/v1/events", s.publish, `{"id": "ev-1", "doc_type": "Sales Order", "event": "on_submit", "doc": {"name": "SO-1"}}`); r.status != http.StatusAccepted {
+		t.Fatalf("a publish beside five /readyz in flight: %v, want 202", r)
+	}
+	close(release)
+	for _, a := range answers {
+		if line := <-a; !strings.HasPrefix(line, "HTTP/1.1 200") {
+			t.Errorf("/readyz: %q, want 200", line)
+		}
+	}
 }
