@@ -343,6 +343,15 @@ func TestAsynqmonLinkOnlyWhileTheTaskExists(t *testing.T) {
 	if _, body := s.do("GET", "/console/deliveries/d-1", nil, c, nil); !strings.Contains(body, `href="http://127.0.0.1:8080/queues/default/tasks/webhook_retry::d-1"`) {
 		t.Fatalf("with its retry task queued, the delivery does not link to it:\n%s", body)
 	}
+	// A tenant's own admin (here the default tenant's) never gets the
+	// link: asynqmon is the operator's, and shows every tenant's payloads.
+	_, tenantAdmin, err := token.New(s.db, nil, nil).Create(context.Background(), "default-admin", token.ScopeAdmin, models.DefaultTenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := s.do("GET", "/console/deliveries/d-1", nil, s.login(tenantAdmin), nil); strings.Contains(body, `id="asynqmon"`) || !strings.Contains(body, "d-1") {
+		t.Fatalf("a tenant token's console session links the delivery to asynqmon (or does not show it):\n%s", body)
+	}
 }
 
 // TestLogoutEndsTheSession: signing out clears the cookie, and a console

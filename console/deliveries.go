@@ -108,7 +108,7 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
 		c.fail(w, r, err)
 		return
 	}
-	v := deliveryView{Detail: d, AsynqmonLink: c.asynqmonLink(r, d)}
+	v := deliveryView{Detail: d, AsynqmonLink: c.asynqmonLink(r, s, d)}
 	c.render(w, r, http.StatusOK, "delivery", view{Title: "Delivery " + id, CSRF: s.csrf, Token: s.token.Name, Now: c.now(),
 		Notice: notices[r.URL.Query().Get("notice")], Data: v})
 }
@@ -116,10 +116,11 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
 // asynqmonLink is d's task in asynqmon: its first attempt's task while it
 // has made none, its retry's task while it is Failed; "" otherwise, and ""
 // while that task does not exist (a retry not yet queued by the sweeper).
-// The portal never links it: asynqmon is the operator's, and shows every
-// tenant's tasks and payloads to whoever reaches it.
-func (c *Console) asynqmonLink(r *http.Request, d inspect.Detail) string {
-	if c.cfg.AsynqmonURL == "" || isPortal(r) {
+// Only an operator's session links it, never the portal's or a tenant
+// token's: asynqmon is the operator's, and shows every tenant's tasks and
+// payloads to whoever reaches it.
+func (c *Console) asynqmonLink(r *http.Request, s session, d inspect.Detail) string {
+	if c.cfg.AsynqmonURL == "" || isPortal(r) || !s.operator {
 		return ""
 	}
 	var id string
