@@ -137,7 +137,7 @@ func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (Outcome, e
 	hook := &c.hook
 	if mode != Sync {
 		// workflow_transition is never deferred, so never bounded.
-		if !d.share.take(c.row.Tenant) {
+		if !d.share.take(ctx, c.row.Tenant, shareTakeWait) {
 			return d.overShare(ctx, c)
 		}
 		defer d.share.give(c.row.Tenant)

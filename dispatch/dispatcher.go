@@ -66,10 +66,11 @@ type Config struct {
 	// themselves (HandleEvent) in flight at once in this process; 0 is
 	// DefaultInlineRequests. The worker sets it to worker.concurrency.
 	InlineRequests int
-	// TenantRequests bounds the requests one tenant other than the
-	// default has at its receivers at once in this process (tenantShare);
-	// 0 is no bound. The worker sets it to worker.tenant_share of
-	// worker.concurrency.
+	// TenantRequests is the share of this process's requests (of
+	// InlineRequests, worker.concurrency) kept free for every tenant
+	// (tenantShare): a tenant other than the default past it waits while
+	// no more than that many are free; 0 is no bound. The worker sets it
+	// to worker.tenant_share of worker.concurrency.
 	TenantRequests int
 }
 
@@ -115,7 +116,7 @@ func New(db *gorm.DB, sender *delivery.Sender, box *secretbox.Box, cfg Config) *
 		renderTime:   cfg.RenderTimeLimit,
 		condTime:     cfg.ConditionTimeLimit,
 		slots:        make(slots, cmp.Or(cfg.InlineRequests, DefaultInlineRequests)),
-		share:        newTenantShare(cfg.TenantRequests),
+		share:        newTenantShare(cfg.TenantRequests, cmp.Or(cfg.InlineRequests, DefaultInlineRequests)),
 	}
 	if len(d.schedule) == 0 {
 		d.schedule = retry.DefaultSchedule

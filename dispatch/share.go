@@ -4,65 +4,136 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/homingdev/homing/models"
 )
 
-// tenantShare bounds the requests one tenant has at its receivers at once
-// in this process (Config.TenantRequests: worker.tenant_share of
+// tenantShare keeps a share of this process's requests at receivers free
+// for every tenant (Config.TenantRequests: worker.tenant_share of
 // worker.concurrency), so that a tenant whose receivers never answer, each
 // holding a worker slot for its webhook's timeout (up to 5 minutes),
 // cannot hold every slot of a queue it shares with other tenants and hold
-// up their first attempts. The default tenant, the operator's own, has no
-// bound: an install without tenants runs as it did.
+// up their first attempts. A tenant other than the default one may always
+// have its share in flight; past it, it may borrow idle slots while the
+// process keeps a share free for the others (it never takes the last
+// max of the process's slots), so a tenant alone uses nearly the whole
+// worker, and one that holds its receivers' slots leaves a share to the
+// rest. The default tenant, the operator's own, is never refused: an
+// install without tenants runs as it did. Its requests count in the
+// process's total.
 //
-// An attempt over its tenant's share makes no request: its claim is given
-// back with the row due shareWait later (no attempt counted, no slot held
-// while it waits; a sweep queues it again), as the rate limit does.
+// An attempt refused makes no request: its claim is given back with the
+// row due shareWait later (no attempt counted, no slot held while it
+// waits; a sweep queues it again), as the rate limit does.
 type tenantShare struct {
-	max int // requests in flight per tenant; 0 is no bound
-	mu  sync.Mutex
+	max   int // a tenant's share; 0 is no bound
+	slots int // the process's slots (worker.concurrency)
+	// total counts every tenant's requests in flight, the default's too.
+	total atomic.Int64
+	mu    sync.Mutex
 	// inflight counts each bounded tenant's requests in flight.
 	inflight map[string]int
-	// logged is when each tenant's last postponement was logged at Info
-	// (once a minute per tenant; every one is counted in
+	// freed is closed, and cleared, when a request ends while takes wait
+	// (made by the first take that waits); waiters counts them.
+	freed   chan struct{}
+	waiters atomic.Int64
+	// logged is when each tenant's last refusal was logged at Info (once
+	// a minute per tenant; every one is counted in
 	// homing_postponed_total{reason="tenant_share"}).
 	logged map[string]time.Time
 }
 
-// shareWait is how long an attempt over its tenant's share waits before a
-// sweep queues it again.
+// shareWait is how long an attempt refused by its tenant's share waits
+// before a sweep queues it again.
 const shareWait = time.Second
 
-func newTenantShare(max int) *tenantShare {
-	return &tenantShare{max: max, inflight: map[string]int{}, logged: map[string]time.Time{}}
+// shareTakeWait is how long an attempt past its tenant's share waits for a
+// slot before it is refused: a request of the process ending in that time
+// lets it through, so a tenant whose receivers answer quickly is never
+// refused while another holds the rest of the worker.
+const shareTakeWait = 200 * time.Millisecond
+
+func newTenantShare(max, slots int) *tenantShare {
+	return &tenantShare{max: max, slots: slots, inflight: map[string]int{}, logged: map[string]time.Time{}}
 }
 
-// take counts one request of tenant in flight and says true, or says false
-// when tenant already has its share in flight (and counts nothing).
-func (s *tenantShare) take(tenant string) bool {
-	if s.max <= 0 || tenant == "" || tenant == models.DefaultTenant {
+// bounded says whether tenant's requests are counted against a share.
+func (s *tenantShare) bounded(tenant string) bool {
+	return s.max > 0 && tenant != "" && tenant != models.DefaultTenant
+}
+
+// take counts one request of tenant in flight and says true; or, when
+// tenant is past its share and the process has no more than a share of
+// its slots free, it waits up to wait for that to change (a request of
+// the process ending: a tenant whose receivers answer in milliseconds gets
+// a slot at once) and says false (counting nothing) if it did not, or ctx
+// ended. The wait is transport time: the wall clock is right here.
+func (s *tenantShare) take(ctx context.Context, tenant string, wait time.Duration) bool {
+	if !s.bounded(tenant) {
+		if s.max > 0 {
+			s.total.Add(1)
+		}
 		return true
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inflight[tenant] >= s.max {
-		return false
+	var timer *time.Timer
+	for {
+		s.mu.Lock()
+		if s.inflight[tenant] < s.max || s.total.Load() < int64(s.slots-s.max) {
+			s.inflight[tenant]++
+			s.total.Add(1)
+			s.mu.Unlock()
+			return true
+		}
+		if s.freed == nil {
+			s.freed = make(chan struct{})
+		}
+		freed := s.freed
+		s.waiters.Add(1)
+		s.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		var ok bool
+		select {
+		case <-freed:
+			ok = true
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		s.waiters.Add(-1)
+		if !ok {
+			return false
+		}
 	}
-	s.inflight[tenant]++
-	return true
 }
 
-// give ends one request of tenant that take counted.
+// give ends one request of tenant that take counted, and wakes the takes
+// waiting for a slot.
 func (s *tenantShare) give(tenant string) {
-	if s.max <= 0 || tenant == "" || tenant == models.DefaultTenant {
+	if s.max <= 0 {
+		return
+	}
+	s.total.Add(-1)
+	bounded := s.bounded(tenant)
+	if !bounded && s.waiters.Load() == 0 {
+		// The default tenant's path takes no lock while no one waits
+		// (one who starts waiting now is woken by the next request's
+		// end, or refused at its wait's end).
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inflight[tenant]--; s.inflight[tenant] <= 0 {
-		delete(s.inflight, tenant)
+	if bounded {
+		if s.inflight[tenant]--; s.inflight[tenant] <= 0 {
+			delete(s.inflight, tenant)
+		}
+	}
+	if s.freed != nil {
+		close(s.freed)
+		s.freed = nil
 	}
 }
 
@@ -85,9 +156,8 @@ func (s *tenantShare) shouldLog(tenant string, now time.Time) bool {
 	return true
 }
 
-// overShare gives back the claim of an attempt whose tenant has its share
-// of requests in flight: the row is due shareWait later, no attempt
-// counted.
+// overShare gives back the claim of an attempt its tenant's share refused:
+// the row is due shareWait later, no attempt counted.
 func (d *Dispatcher) overShare(ctx context.Context, c claimed) (Outcome, error) {
 	now := d.now()
 	at := now.Add(shareWait)
@@ -98,7 +168,7 @@ func (d *Dispatcher) overShare(ctx context.Context, c claimed) (Outcome, error) 
 		d.observer.Postponed("tenant_share")
 	}
 	if d.share.shouldLog(c.row.Tenant, now) {
-		d.log.Info(fmt.Sprintf("tenant has its share of this worker's requests in flight (%d, worker.tenant_share of worker.concurrency): its further attempts wait, and are sent as its requests end", d.share.max),
+		d.log.Info(fmt.Sprintf("tenant is past its share of this worker's requests (%d, worker.tenant_share of worker.concurrency) while the worker has no more than that free for other tenants: its further attempts wait, and are sent as requests end", d.share.max),
 			"tenant", c.row.Tenant, "delivery", c.row.ID, "webhook", c.row.WebhookName)
 	}
 	return Outcome{Status: models.StatusFailed, Postponed: true, Attempt: c.row.Attempts - 1, NextRetry: &at}, nil

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/homingdev/homing/delivery"
 	"github.com/homingdev/homing/internal/testenv"
@@ -10,9 +11,11 @@ import (
 	"github.com/homingdev/homing/models"
 )
 
-// A tenant's share counts its requests in flight up to its bound; the
-// default tenant, and every tenant when there is no bound, is never held.
-func TestTenantShareCountsEachTenantsRequests(t *testing.T) {
+// A tenant has its share of a process's requests whatever the others do;
+// past it, it borrows idle slots while the process keeps a share free, and
+// is refused once only that share is free. The default tenant is never
+// refused but its requests count; with no bound nobody is refused.
+func TestTenantShareKeepsAShareFree(t *testing.T) {
 	t.Parallel()
 	type step struct {
 		take   bool // take (true) or give (false)
@@ -20,25 +23,26 @@ func TestTenantShareCountsEachTenantsRequests(t *testing.T) {
 		want   bool // take's answer
 	}
 	for _, c := range []struct {
-		name  string
-		max   int
-		steps []step
+		name       string
+		max, slots int
+		steps      []step
 	}{
-		{"up to the bound", 2, []step{{true, "acme", true}, {true, "acme", true}, {true, "acme", false}}},
-		{"tenants apart", 1, []step{{true, "acme", true}, {true, "initech", true}, {true, "acme", false}, {true, "initech", false}}},
-		{"a request ended frees its place", 1, []step{{true, "acme", true}, {true, "acme", false}, {false, "acme", false}, {true, "acme", true}}},
-		{"the default tenant is not bound", 1, []step{{true, models.DefaultTenant, true}, {true, models.DefaultTenant, true}, {true, "", true}, {true, "", true}}},
-		{"no bound", 0, []step{{true, "acme", true}, {true, "acme", true}, {true, "acme", true}}},
+		{"its share, no more when none is idle", 2, 4, []step{{true, "acme", true}, {true, "acme", true}, {true, "acme", false}}},
+		{"borrows idle slots, leaving a share free", 1, 4, []step{{true, "acme", true}, {true, "acme", true}, {true, "acme", true}, {true, "acme", false}, {true, "initech", true}, {true, "initech", false}}},
+		{"a request ended frees its place", 1, 1, []step{{true, "acme", true}, {true, "acme", false}, {false, "acme", false}, {true, "acme", true}}},
+		{"the default tenant is never refused, and counts", 1, 2, []step{{true, models.DefaultTenant, true}, {true, models.DefaultTenant, true}, {true, "", true}, {true, "acme", true}, {true, "acme", false}}},
+		{"no bound", 0, 2, []step{{true, "acme", true}, {true, "acme", true}, {true, "acme", true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			s := newTenantShare(c.max)
+			s := newTenantShare(c.max, c.slots)
 			for i, st := range c.steps {
 				if !st.take {
 					s.give(st.tenant)
 					continue
 				}
-				if got := s.take(st.tenant); got != st.want {
+				// No wait: what the share answers at once.
+				if got := s.take(context.Background(), st.tenant, 0); got != st.want {
 					t.Fatalf("step %d: take(%q) = %v, want %v", i, st.tenant, got, st.want)
 				}
 			}
@@ -46,8 +50,42 @@ func TestTenantShareCountsEachTenantsRequests(t *testing.T) {
 	}
 }
 
-// With a tenant's share of requests in flight (here one: a receiver that
-// does not answer), its next attempt makes no request: its claim is given
+// An attempt past its tenant's share waits for a request of the process
+// to end: one ending while it waits lets it through (a tenant whose
+// receivers answer quickly is never refused for another's borrowed
+// slots); none ending, it is refused when its wait ends.
+func TestTenantShareWaitsForARequestToEnd(t *testing.T) {
+	t.Parallel()
+	// Three slots, a share of one: with acme's and initech's requests in
+	// flight only one is free, kept for others, so acme past its share
+	// waits.
+	s := newTenantShare(1, 3)
+	ctx := context.Background()
+	if !s.take(ctx, "acme", 0) || !s.take(ctx, "initech", 0) {
+		t.Fatal("each tenant's share refused")
+	}
+	got := make(chan bool, 1)
+	go func() { got <- s.take(ctx, "acme", time.Hour) }()
+	testenv.Eventually(t, "acme's second take to wait", func() bool { return s.waiters.Load() == 1 })
+	s.give("initech")
+	if !<-got {
+		t.Fatal("acme's take waiting while initech's request ended: refused, want it through")
+	}
+	// Nothing ends now: the wait ends, and the take is refused.
+	if s.take(ctx, "acme", time.Millisecond) {
+		t.Fatal("acme past its share with no slot free and none freed: let through, want refused")
+	}
+	// A cancelled attempt (a shutdown) stops waiting.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if s.take(cancelled, "acme", time.Hour) {
+		t.Fatal("a cancelled take let through, want refused")
+	}
+}
+
+// With a tenant past its share of requests in flight (here one of two
+// slots: a receiver that does not answer) and no more than a share free,
+// its next attempt makes no request: its claim is given
 // back, the delivery Failed and due shareWait later with no attempt
 // counted, and a sweep's retry sends it once the first request has ended.
 // Another tenant's attempt to the same receiver meanwhile is sent. (One
@@ -63,7 +101,7 @@ func TestAnAttemptOverItsTenantsShareWaits(t *testing.T) {
 			d, clk := tenantBed(t, db, rc)
 			sender := delivery.NewSender(delivery.SenderConfig{UserAgent: "test"})
 			t.Cleanup(sender.Close)
-			d = New(db, sender, nil, Config{Clock: clk, TenantRequests: 1})
+			d = New(db, sender, nil, Config{Clock: clk, TenantRequests: 1, InlineRequests: 2})
 			ctx := context.Background()
 			now := clk.Now()
 			if err := db.Create(&models.Tenant{Name: "initech", Enabled: true, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
