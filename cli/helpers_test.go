@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/homingdev/homing/cli"
 	"github.com/homingdev/homing/internal/testenv"
 	"github.com/homingdev/homing/models"
@@ -26,6 +28,9 @@ type site struct {
 	config string // path of the YAML file
 	dsn    string
 	key    string
+	// redis is the test binary's own Redis the site uses (never one on
+	// 6379, the user's).
+	redis asynq.RedisClientOpt
 }
 
 // newSite writes a config file for a fresh database. extra is more YAML
@@ -37,6 +42,10 @@ func newSite(t *testing.T, extra string) *site {
 		t.Fatal(err)
 	}
 	s := &site{t: t, dsn: testenv.SQLiteDSN(t), key: key}
+	if !strings.Contains(extra, "redis:") {
+		s.redis, _ = testenv.Redis(t)
+		extra += fmt.Sprintf("redis:\n  url: %q\n", testenv.RedisURL(s.redis))
+	}
 	s.config = filepath.Join(t.TempDir(), "homing.yaml")
 	if !strings.Contains(extra, "delivery:") {
 		extra += "delivery:\n  allow_private_networks: true\n" // the receivers are on loopback
@@ -148,6 +157,21 @@ func checkKeys(t *testing.T, what string, m map[string]any, want []string) {
 	if got := keys(m); !slices.Equal(got, want) {
 		t.Errorf("%s: JSON keys\n got %v\nwant %v", what, got, want)
 	}
+}
+
+// webhookID is the ID the database holds for webhook name.
+func (s *site) webhookID(name string) string {
+	s.t.Helper()
+	db, err := store.Open(s.dsn)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer func() { _ = store.Close(db) }()
+	var w models.Webhook
+	if err := db.Where("name = ?", name).Take(&w).Error; err != nil {
+		s.t.Fatalf("read webhook %q: %v", name, err)
+	}
+	return w.ID
 }
 
 // storedSecret opens the secret stored for webhook name.

@@ -1,14 +1,19 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/ratelimit"
 	"github.com/homingdev/homing/signing"
 )
 
@@ -572,6 +577,14 @@ func TestWebhookTestSends(t *testing.T) {
 	reqs := rc.Requests()
 	if len(reqs) != 1 || string(reqs[0].Body) != `{"name": "SO-1"}` || signing.Verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", reqs[0].Header, reqs[0].Body, 0) != nil {
 		t.Fatalf("the receiver got %+v", reqs)
+	}
+	// Its budget spent (for an hour, so that how long the commands take on
+	// a loaded machine does not matter), the next test send is refused.
+	rdb := redis.NewClient(&redis.Options{Addr: s.redis.Addr, DB: s.redis.DB})
+	t.Cleanup(func() { _ = rdb.Close() })
+	// The webhook service's key for a webhook's test sends.
+	if err := ratelimit.New(rdb).Spend(context.Background(), "test:"+s.webhookID("orders"), time.Hour); err != nil {
+		t.Fatal(err)
 	}
 	s.fails(1, []string{"webhook", "test", "orders", "--doc", `{"name": "SO-1"}`}, "one a second")
 	if r := s.homing("webhook", "test", "orders"); r.code != 1 || !strings.Contains(r.stdout, "not sent") || rc.Count() != 1 {

@@ -35,6 +35,18 @@ func (l *Limiter) Allow(ctx context.Context, webhookID string, perSecond int) (t
 	return l.allow(ctx, keyPrefix+webhookID, perSecond)
 }
 
+// Spend takes the whole of webhookID's budget (the key Allow is given) for
+// d, as one request at a rate of one per d would: its next Allow at one a
+// second waits about d. For tests that need a budget spent whatever the
+// machine's speed: two requests a second apart on a loaded machine are
+// not.
+func (l *Limiter) Spend(ctx context.Context, webhookID string, d time.Duration) error {
+	if _, err := l.l.Allow(ctx, keyPrefix+webhookID, redis_rate.Limit{Rate: 1, Burst: 1, Period: d}); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
 // AllowPublish takes one event from tenant's publish_rate of perSecond a
 // second, shared by every serve process, and answers 0, or how long until
 // one is free.
