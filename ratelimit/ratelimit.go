@@ -41,8 +41,18 @@ func (l *Limiter) Allow(ctx context.Context, webhookID string, perSecond int) (t
 // machine's speed: two requests a second apart on a loaded machine are
 // not.
 func (l *Limiter) Spend(ctx context.Context, webhookID string, d time.Duration) error {
-	if _, err := l.l.Allow(ctx, keyPrefix+webhookID, redis_rate.Limit{Rate: 1, Burst: 1, Period: d}); err != nil {
+	key := keyPrefix + webhookID
+	// Reset first: a budget partly used (a request a moment ago) would
+	// refuse the spending request, and leave the budget as it was.
+	if err := l.l.Reset(ctx, key); err != nil {
 		return fmt.Errorf("redis: %w", err)
+	}
+	res, err := l.l.Allow(ctx, key, redis_rate.Limit{Rate: 1, Burst: 1, Period: d})
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if res.Allowed == 0 {
+		return fmt.Errorf("spend the budget of %q: refused just after its reset", webhookID)
 	}
 	return nil
 }
