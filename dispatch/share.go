@@ -16,11 +16,12 @@ import (
 // holding a worker slot for its webhook's timeout (up to 5 minutes),
 // cannot hold every slot of a queue it shares with other tenants and hold
 // up their first attempts. A tenant other than the default one may always
-// have its share in flight; past it, it may borrow idle slots while the
-// process keeps a share free for the others (it never takes the last
-// max of the process's slots), so a tenant alone uses nearly the whole
-// worker, and one that holds its receivers' slots leaves a share to the
-// rest. The default tenant, the operator's own, is never refused: an
+// have its share in flight; past it, it may borrow idle slots while it is
+// the only such tenant with requests in flight and the process keeps a
+// share free for the others (it never takes the last max of the process's
+// slots), so a tenant alone uses nearly the whole worker, one that holds
+// its receivers' slots leaves a share to the rest, and two busy tenants
+// each have their share. The default tenant, the operator's own, is never refused: an
 // install without tenants runs as it did. Its requests count in the
 // process's total.
 //
@@ -80,7 +81,7 @@ func (s *tenantShare) take(ctx context.Context, tenant string, wait time.Duratio
 	var timer *time.Timer
 	for {
 		s.mu.Lock()
-		if s.inflight[tenant] < s.max || s.total.Load() < int64(s.slots-s.max) {
+		if s.inflight[tenant] < s.max || (s.total.Load() < int64(s.slots-s.max) && s.aloneLocked(tenant)) {
 			s.inflight[tenant]++
 			s.total.Add(1)
 			s.mu.Unlock()
@@ -107,6 +108,22 @@ func (s *tenantShare) take(ctx context.Context, tenant string, wait time.Duratio
 		if !ok {
 			return false
 		}
+	}
+}
+
+// aloneLocked says whether tenant is the only bounded tenant with
+// requests in flight: only then may it borrow past its share, so that two
+// busy tenants each keep their share rather than the first to arrive
+// keeping what it borrowed while the other's attempts wait.
+func (s *tenantShare) aloneLocked(tenant string) bool {
+	switch len(s.inflight) {
+	case 0:
+		return true
+	case 1:
+		_, ok := s.inflight[tenant]
+		return ok
+	default:
+		return false
 	}
 }
 
