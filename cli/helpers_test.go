@@ -159,8 +159,8 @@ func checkKeys(t *testing.T, what string, m map[string]any, want []string) {
 	}
 }
 
-// webhookID is the ID the database holds for webhook name.
-func (s *site) webhookID(name string) string {
+// storedWebhook is webhook name's row as the database holds it.
+func (s *site) storedWebhook(name string) models.Webhook {
 	s.t.Helper()
 	db, err := store.Open(s.dsn)
 	if err != nil {
@@ -171,21 +171,16 @@ func (s *site) webhookID(name string) string {
 	if err := db.Where("name = ?", name).Take(&w).Error; err != nil {
 		s.t.Fatalf("read webhook %q: %v", name, err)
 	}
-	return w.ID
+	return w
 }
+
+// webhookID is the ID the database holds for webhook name.
+func (s *site) webhookID(name string) string { return s.storedWebhook(name).ID }
 
 // storedSecret opens the secret stored for webhook name.
 func (s *site) storedSecret(name string) string {
 	s.t.Helper()
-	db, err := store.Open(s.dsn)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer func() { _ = store.Close(db) }()
-	var w models.Webhook
-	if err := db.Where("name = ?", name).Take(&w).Error; err != nil {
-		s.t.Fatalf("read webhook %q: %v", name, err)
-	}
+	w := s.storedWebhook(name)
 	box, err := secretbox.New(s.key)
 	if err != nil {
 		s.t.Fatal(err)
