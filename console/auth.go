@@ -70,27 +70,35 @@ func (c *Console) authenticate(r *http.Request) (session, bool, error) {
 	if isPortal(r) {
 		return c.authenticatePortal(r)
 	}
-	ck, err := r.Cookie(CookieName)
-	if err != nil || ck.Value == "" {
-		return session{}, false, nil
-	}
-	tok, err := c.cfg.Tokens.Authenticate(r.Context(), ck.Value)
-	if errors.Is(err, token.ErrUnknown) {
-		return session{}, false, nil
-	}
-	if err != nil {
+	tok, cookie, ok, err := c.adminToken(r)
+	if !ok || err != nil {
 		return session{}, false, err
 	}
-	if !token.Allows(tok.Scope, token.ScopeAdmin) {
-		return session{}, false, nil
-	}
-	s := session{token: tok, csrf: csrfFor(ck.Value), tenant: models.TenantOr(tok.Tenant), operator: tok.Operator, base: Prefix}
+	s := session{token: tok, csrf: csrfFor(cookie), tenant: models.TenantOr(tok.Tenant), operator: tok.Operator, base: Prefix}
 	if s.operator {
 		if s.tenant, err = c.chosenTenant(r); err != nil {
 			return session{}, false, err
 		}
 	}
 	return s, true, nil
+}
+
+// adminToken is the admin token the console's session cookie holds, and
+// the cookie; ok is false when there is none, it is unknown, or it is not
+// an admin's (the browser must sign in again).
+func (c *Console) adminToken(r *http.Request) (tok token.Token, cookie string, ok bool, err error) {
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
+		return token.Token{}, "", false, nil
+	}
+	tok, err = c.cfg.Tokens.Authenticate(r.Context(), ck.Value)
+	if errors.Is(err, token.ErrUnknown) {
+		return token.Token{}, "", false, nil
+	}
+	if err != nil {
+		return token.Token{}, "", false, err
+	}
+	return tok, ck.Value, token.Allows(tok.Scope, token.ScopeAdmin), nil
 }
 
 // Sessions names whom a page request is charged to by serve's intake
@@ -107,12 +115,8 @@ func (c *Console) Sessions(r *http.Request) (tenant string, ok bool) {
 		}
 		return s.tenant, true
 	}
-	ck, err := r.Cookie(CookieName)
-	if err != nil || ck.Value == "" {
-		return "", false
-	}
-	tok, err := c.cfg.Tokens.Authenticate(r.Context(), ck.Value)
-	if err != nil || !token.Allows(tok.Scope, token.ScopeAdmin) {
+	tok, _, ok, err := c.adminToken(r)
+	if !ok || err != nil {
 		return "", false
 	}
 	if tok.Operator {
