@@ -19,11 +19,13 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/trace"
 
-	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/intake/event"
+	"github.com/homingdev/homing/internal/intake/outbox"
+	"github.com/homingdev/homing/internal/intake/redisconn"
+	"github.com/homingdev/homing/internal/lib/tracing"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/outbox"
-	"github.com/homingdev/homing/redisconn"
 
 	"gorm.io/gorm"
 )
@@ -107,7 +109,10 @@ func (c *Client) Close() error {
 	return c.queue.Close()
 }
 
-// Publish hands ev to Homing and returns its event ID. For ordinary events it
+// Publish hands ev to Homing and returns its event ID. When ctx carries a
+// span (the caller's OpenTelemetry SDK), Publish is a span of that trace
+// (homing.publish) and the event carries its W3C trace context to every
+// attempt of its deliveries (README, "Tracing"). For ordinary events it
 // returns once the event is queued in Redis; a repeated ID still queued is
 // accepted without a second task, and one already fanned out creates no new
 // delivery. Until a worker has fanned it out, the event exists only in
@@ -121,10 +126,13 @@ func (c *Client) Close() error {
 // 503 during a database failover, with RetryAfter) is worth repeating
 // with the same event ID, which is never delivered twice.
 func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
+	ctx, span := tracing.StartChild(ctx, "homing.publish", trace.SpanKindProducer)
+	defer span.End()
 	dev, doc, err := c.prepare(ev)
 	if err != nil {
 		return "", err
 	}
+	dev.TraceContext = tracing.Of(ctx)
 	if dev.Event == models.EventWorkflowTransition {
 		if c.cfg.Transitions == nil {
 			return dev.ID, ErrNeedsTransitions
@@ -145,6 +153,11 @@ func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
 		return "", err
 	}
 	if _, err := c.queue.EnqueueContext(ctx, task); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// go-redis answers a server that is down with the caller's
+			// deadline once its dials have used it up: say what that means.
+			err = fmt.Errorf("unreachable, no answer before the deadline (is redis.addr right, and the server up?): %w", err)
+		}
 		return dev.ID, transportError(fmt.Errorf("queue event %s in Redis: %w", dev.ID, err))
 	}
 	return dev.ID, nil
@@ -191,6 +204,8 @@ func publishTx(ctx context.Context, tx *gorm.DB, ev Event, maxPayloadBytes int) 
 	if tx == nil {
 		return "", errors.New("PublishTx: tx is nil (pass the *gorm.DB of your open transaction)")
 	}
+	ctx, span := tracing.StartChild(ctx, "homing.publish", trace.SpanKindProducer)
+	defer span.End()
 	dev, _, err := prepare(ev, maxPayloadBytes)
 	if err != nil {
 		return "", err
@@ -198,6 +213,7 @@ func publishTx(ctx context.Context, tx *gorm.DB, ev Event, maxPayloadBytes int) 
 	if dev.Event == models.EventWorkflowTransition {
 		return dev.ID, ErrSyncInTx
 	}
+	dev.TraceContext = tracing.Of(ctx)
 	if _, err := outbox.Add(ctx, tx, dev, time.Now()); err != nil {
 		return dev.ID, databaseError(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testing/testenv"
 )
 
 // BenchmarkPublish measures Publish of an ordinary event (one asynq task in

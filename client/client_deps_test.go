@@ -15,14 +15,14 @@ import (
 // dependencies, dispatch.
 var allowedDeps = []string{
 	"github.com/homingdev/homing/client",
-	"github.com/homingdev/homing/event",
-	"github.com/homingdev/homing/outbox",
-	"github.com/homingdev/homing/redisconn",
+	"github.com/homingdev/homing/internal/intake/event",
+	"github.com/homingdev/homing/internal/intake/outbox",
+	"github.com/homingdev/homing/internal/intake/redisconn",
 	"github.com/homingdev/homing/models",
-	"github.com/homingdev/homing/clock",
-	"github.com/homingdev/homing/dbstate",
-	"github.com/homingdev/homing/internal/jsondoc",
-	"github.com/homingdev/homing/internal/groupcommit",
+	"github.com/homingdev/homing/internal/lib/clock",
+	"github.com/homingdev/homing/internal/intake/dbstate",
+	"github.com/homingdev/homing/internal/lib/jsondoc",
+	"github.com/homingdev/homing/internal/lib/groupcommit",
 	// asynq and go-redis
 	"github.com/hibiken/asynq",
 	"github.com/redis/go-redis/",
@@ -43,6 +43,26 @@ var allowedDeps = []string{
 	"golang.org/x/text/",
 	// event IDs
 	"github.com/google/uuid",
+	// Traces (issue 37): Publish and PublishTx join the caller's trace and
+	// carry its W3C context with the event, which needs OpenTelemetry's
+	// API (a span in the caller's context, the propagator) and what it
+	// imports; never its SDK or exporters (deniedDeps).
+	"github.com/homingdev/homing/internal/lib/tracing",
+	"go.opentelemetry.io/otel",
+	"go.opentelemetry.io/auto/sdk",
+	"github.com/go-logr/logr",
+	"github.com/go-logr/stdr",
+}
+
+// deniedDeps are refused even where allowedDeps' prefixes would let them
+// in: OpenTelemetry's SDK, exporters and instrumentation are what a
+// process that traces sets up (internal/lib/tracing/otlp), not what a
+// publisher imports.
+var deniedDeps = []string{
+	"go.opentelemetry.io/otel/sdk",
+	"go.opentelemetry.io/otel/exporters/",
+	"go.opentelemetry.io/contrib/",
+	"google.golang.org/grpc",
 }
 
 // TestClientDependencies fails when package client grows past
@@ -58,6 +78,11 @@ func TestClientDependencies(t *testing.T) {
 	var extra []string
 	for _, d := range deps {
 		ok := false
+		for _, a := range deniedDeps {
+			if d == a || strings.HasPrefix(d, strings.TrimSuffix(a, "/")+"/") {
+				t.Errorf("package client depends on %s, which a publisher must not import", d)
+			}
+		}
 		for _, a := range allowedDeps {
 			if d == a || strings.HasPrefix(d, strings.TrimSuffix(a, "/")+"/") {
 				ok = true

@@ -3,7 +3,7 @@ package client_test
 import (
 	"testing"
 
-	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testing/testenv"
 )
 
 // TestMain drops this binary's template database and stops its Redis.

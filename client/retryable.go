@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/homingdev/homing/dbstate"
+	"github.com/homingdev/homing/internal/intake/dbstate"
 )
 
 // ErrRetryable matches (errors.Is) every error after which the same call,

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/intake/event"
 	"github.com/homingdev/homing/models"
 )
 

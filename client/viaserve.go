@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/intake/event"
 )
 
 // ViaServe delivers workflow_transition events through homing serve: it

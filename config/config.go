@@ -12,8 +12,10 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +42,32 @@ type Config struct {
 	API       API
 	Monitor   Monitor
 	Process   Process
+	OpsEvents OpsEvents
+	Tracing   Tracing
+}
+
+// Tracing is what Homing does with OpenTelemetry traces beyond what the
+// standard OTEL_* variables say (tracing is on only when
+// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set).
+type Tracing struct {
+	// PropagateToReceivers (tracing.propagate_to_receivers) sends each
+	// attempt's W3C traceparent (and tracestate) to the receiver; false
+	// keeps the trace inside Homing, for receivers that must not learn it.
+	PropagateToReceivers bool
+}
+
+// OpsEvents is how Homing publishes its own operational events (doc_type
+// "Homing Webhook": failing, recovered, disabled, exhausted) into each
+// webhook's tenant.
+type OpsEvents struct {
+	// CopyTo (ops_events.copy_to) is a tenant that also receives every
+	// other tenant's operational events, each naming its source_tenant;
+	// "" copies none.
+	CopyTo string
+	// ConsoleURL (ops_events.console_url) is the console's public base
+	// URL (https://homing.example.com), put in front of each event's link
+	// to its webhook or delivery page; "" leaves the link a path.
+	ConsoleURL string
 }
 
 // Process bounds the whole process, whatever it runs.
@@ -330,6 +358,8 @@ func fields() []field {
 		{"api.addr", "127.0.0.1:8088", into(parseString, func(c *Config) *string { return &c.API.Addr })},
 		{"api.max_body_bytes", 2 << 20, into(parseInt, func(c *Config) *int { return &c.API.MaxBodyBytes })},
 		{"api.asynqmon_url", "", into(parseString, func(c *Config) *string { return &c.API.AsynqmonURL })},
+		{"ops_events.copy_to", "", into(parseString, func(c *Config) *string { return &c.OpsEvents.CopyTo })},
+		{"ops_events.console_url", "", into(parseString, func(c *Config) *string { return &c.OpsEvents.ConsoleURL })},
 		{"api.max_inflight_bytes", "0", into(parseBytes, func(c *Config) *int64 { return &c.API.MaxInflightBytes })},
 		// Tenants' trust (issue 35).
 		{"api.tenant_inflight_share", 0.25, into(parseFloat, func(c *Config) *float64 { return &c.API.TenantInflightShare })},
@@ -338,6 +368,8 @@ func fields() []field {
 		{"monitor.auth", "", into(parseString, func(c *Config) *string { return &c.Monitor.Auth })},
 		// The process's backstop (issue 25).
 		{"process.memory_limit", "1GiB", into(parseBytes, func(c *Config) *int64 { return &c.Process.MemoryLimit })},
+		// Traces (issue 37, part 2).
+		{"tracing.propagate_to_receivers", true, into(parseBool, func(c *Config) *bool { return &c.Tracing.PropagateToReceivers })},
 	}
 }
 
@@ -941,6 +973,14 @@ func (c Config) problems() []*KeyError {
 	if c.API.MaxBodyBytes < c.Delivery.MaxPayloadBytes {
 		bad("api.max_body_bytes", "must be at least delivery.max_payload_bytes (%d), or documents that fit could never be published over HTTP; got %d", c.Delivery.MaxPayloadBytes, c.API.MaxBodyBytes)
 	}
+	if t := c.OpsEvents.CopyTo; t != "" && !tenantName.MatchString(t) {
+		bad("ops_events.copy_to", "%q is not a tenant name (a-z, 0-9, '-' and '_', at most 63, starting with a letter or digit); name the tenant that receives every tenant's operational events, or leave it empty", t)
+	}
+	if u := c.OpsEvents.ConsoleURL; u != "" {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || strings.HasSuffix(u, "/") || p.RawQuery != "" {
+			bad("ops_events.console_url", "%q is not a base URL: give the console's scheme and host without a trailing slash, such as https://homing.example.com", u)
+		}
+	}
 	return out
 }
 
@@ -980,3 +1020,6 @@ func redact(s string) string {
 	}
 	return s
 }
+
+// tenantName is a tenant's name, as package event's ValidTenant reads it.
+var tenantName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)

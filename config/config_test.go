@@ -55,6 +55,7 @@ func TestDefault(t *testing.T) {
 		Outbox:    Outbox{PollInterval: time.Second, RecoverAfter: 30 * time.Second},
 		API:       API{Addr: "127.0.0.1:8088", MaxBodyBytes: 2097152, TenantInflightShare: 0.25},
 		Process:   Process{MemoryLimit: 1 << 30},
+		Tracing:   Tracing{PropagateToReceivers: true},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", d, want)
@@ -128,6 +129,7 @@ process: {memory_limit: 2GiB}
 					Outbox:    Outbox{PollInterval: 2 * time.Second, RecoverAfter: 30 * time.Second},
 					API:       API{Addr: "127.0.0.1:9088", MaxBodyBytes: 8192, TenantInflightShare: 0.25},
 					Process:   Process{MemoryLimit: 2 << 30},
+					Tracing:   Tracing{PropagateToReceivers: true},
 				}
 			},
 		},
@@ -302,6 +304,9 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 		"outbox.recover_after":                  {"45s", func(c *Config) { c.Outbox.RecoverAfter = 45 * time.Second }},
 		"monitor.auth":                          {"bearer:0123456789abcdef", func(c *Config) { c.Monitor.Auth = "bearer:0123456789abcdef" }},
 		"process.memory_limit":                  {"512MiB", func(c *Config) { c.Process.MemoryLimit = 512 << 20 }},
+		"ops_events.copy_to":                    {"ops", func(c *Config) { c.OpsEvents.CopyTo = "ops" }},
+		"ops_events.console_url":                {"https://homing.example.com", func(c *Config) { c.OpsEvents.ConsoleURL = "https://homing.example.com" }},
+		"tracing.propagate_to_receivers":        {"false", func(c *Config) { c.Tracing.PropagateToReceivers = false }},
 	}
 	keys := Config{}.Keys()
 	if len(keys) != len(values) {
@@ -410,6 +415,11 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"tenant share zero", "", []string{"HOMING_API_TENANT_INFLIGHT_SHARE=0"}, "api.tenant_inflight_share",
 			"api.tenant_inflight_share: must be a fraction above 0 and at most 1 (0.25: a tenant's requests in flight may hold a quarter of api.max_inflight_bytes), got 0"},
 		{"tenant share over one", "api: {tenant_inflight_share: 1.5}\n", nil, "api.tenant_inflight_share", "must be a fraction above 0 and at most 1"},
+		{"ops copy to no tenant", "", []string{"HOMING_OPS_EVENTS_COPY_TO=Ops Team"}, "ops_events.copy_to", `"Ops Team" is not a tenant name`},
+		{"ops console url relative", "ops_events: {console_url: /console}\n", nil, "ops_events.console_url", `"/console" is not a base URL`},
+		{"ops console url trailing slash", "", []string{"HOMING_OPS_EVENTS_CONSOLE_URL=https://h.example.com/"}, "ops_events.console_url", "without a trailing slash"},
+		{"tracing propagation not a bool", "", []string{"HOMING_TRACING_PROPAGATE_TO_RECEIVERS=maybe"}, "tracing.propagate_to_receivers",
+			`tracing.propagate_to_receivers (from HOMING_TRACING_PROPAGATE_TO_RECEIVERS): "maybe" is not true or false`},
 		{"worker tenant share zero", "", []string{"HOMING_WORKER_TENANT_SHARE=0"}, "worker.tenant_share",
 			"worker.tenant_share: must be a fraction above 0 and at most 1 (0.25: a tenant may have a quarter of worker.concurrency at its receivers at once; 1 bounds no tenant), got 0"},
 		{"worker tenant share over one", "worker: {tenant_share: 2}\n", nil, "worker.tenant_share", "must be a fraction above 0 and at most 1"},

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/internal/engine/secretbox"
+	"github.com/homingdev/homing/internal/testing/testenv"
 )
 
 // TestEnvNamesExist: every HOMING_* variable named in the deploy files, the

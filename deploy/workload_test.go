@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/internal/engine/secretbox"
 )
 
 // The files every test reads, by slash path from the repo root.

@@ -49,6 +49,23 @@ var DocEvents = []string{
 	"on_update_after_submit", "on_change", "workflow_transition",
 }
 
+// OpsDocType is the doctype of Homing's own operational events (package
+// opsevent), and OpsEvents are their events. Producers cannot publish it;
+// webhooks subscribe to it like to any doctype.
+const OpsDocType = "Homing Webhook"
+
+// OpsEvents are the events of OpsDocType.
+var OpsEvents = []string{"failing", "recovered", "disabled", "exhausted"}
+
+// EventsOf is the events a webhook of doctype may listen to: OpsEvents for
+// OpsDocType, DocEvents for any other.
+func EventsOf(doctype string) []string {
+	if doctype == OpsDocType {
+		return OpsEvents
+	}
+	return DocEvents
+}
+
 // EventWorkflowTransition is the one event that refuses to be deferred: it is
 // delivered synchronously in the publisher and never retried.
 const EventWorkflowTransition = "workflow_transition"
@@ -91,9 +108,12 @@ type Webhook struct {
 	// Compat is "" (Homing's own bodies) or CompatFrappe.
 	Compat string `gorm:"column:compat"`
 	// ConditionLanguage is ConditionExpr or ConditionPython.
-	ConditionLanguage string    `gorm:"column:condition_language"`
-	CreatedAt         time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt         time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	ConditionLanguage string `gorm:"column:condition_language"`
+	// Description is the webhook in its owner's words; nothing reads it
+	// to deliver.
+	Description string    `gorm:"column:description"`
+	CreatedAt   time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt   time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 // Webhook compatibility modes and condition languages.
@@ -123,6 +143,10 @@ type WebhookHealth struct {
 	// retry may be sent; ProbeAt is when it was chosen.
 	ProbeID *string    `gorm:"column:probe_id"`
 	ProbeAt *time.Time `gorm:"column:probe_at"`
+	// AnnouncedSince is the FailingSince of the episode a `failing`
+	// operational event announced, until its `recovered` event is
+	// published (package opsevent); nil when none is announced.
+	AnnouncedSince *time.Time `gorm:"column:announced_since"`
 }
 
 // TableName pins the table name the migrations create.
@@ -138,6 +162,45 @@ const FailingAfter = 5
 // back behind one probe.
 func (h WebhookHealth) Failing() bool { return h.Failures >= FailingAfter }
 
+// The health states, named alike in every view (webhook show, homing
+// stats, the API, the console, the portal) and by the operational events.
+const (
+	// HealthHealthy: no failure since the last success.
+	HealthHealthy = "healthy"
+	// HealthDegraded: failures since the last success, fewer than
+	// FailingAfter; retries still go out as they come due.
+	HealthDegraded = "degraded"
+	// HealthFailing: FailingAfter failures or more since the last success;
+	// due retries are held back behind one probe at a time, and the first
+	// success releases them (the `failing` operational event).
+	HealthFailing = "failing"
+)
+
+// State is the webhook's health state: HealthHealthy, HealthDegraded or
+// HealthFailing.
+func (h WebhookHealth) State() string {
+	switch {
+	case h.Failing():
+		return HealthFailing
+	case h.Failures > 0 || h.FailingSince != nil:
+		return HealthDegraded
+	}
+	return HealthHealthy
+}
+
+// HealthDisabled is the state of a webhook that is disabled, whatever its
+// health.
+const HealthDisabled = "disabled"
+
+// StateOf is the state of a webhook enabled or not whose health is h:
+// HealthDisabled, or h.State().
+func (h WebhookHealth) StateOf(enabled bool) string {
+	if !enabled {
+		return HealthDisabled
+	}
+	return h.State()
+}
+
 // Delivery is one event for one webhook (Frappe's Webhook Request Log turned
 // into a delivery record): it carries its own state and the frozen request.
 type Delivery struct {
@@ -149,8 +212,11 @@ type Delivery struct {
 	DocType     string `gorm:"column:doc_type"`
 	DocName     string `gorm:"column:doc_name"`
 	DocEvent    string `gorm:"column:doc_event"`
-	Method      string `gorm:"column:method"`
-	URL         string `gorm:"column:url"`
+	// AcceptedAt is when its event was accepted (event.AcceptedHeader);
+	// nil when not known, when CreatedAt is the nearest.
+	AcceptedAt *time.Time `gorm:"column:accepted_at"`
+	Method     string     `gorm:"column:method"`
+	URL        string     `gorm:"column:url"`
 	// URLDoc is the document the delivery was made from, kept for a
 	// webhook with a url_template (each retry renders the webhook's
 	// current template with it) and for a delivery whose request could not
@@ -172,6 +238,11 @@ type Delivery struct {
 	QueuedAt  *time.Time `gorm:"column:queued_at"`
 	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	// TraceContext is the trace context of the fan-out that made the
+	// delivery, "<traceparent>[ <tracestate>]" (package tracing): every
+	// attempt, retries hours later included, is a span of that trace. Nil
+	// when the event came with none.
+	TraceContext *string `gorm:"column:trace_context"`
 }
 
 // TableName pins the table name the migrations create.
@@ -280,10 +351,25 @@ type OutboxEvent struct {
 	// QueuedAt is when the relay last put the event's task into Redis; nil
 	// while it has not (or a republish asked for it again).
 	QueuedAt *time.Time `gorm:"column:queued_at"`
+	// TraceContext is the W3C trace context the event was published in
+	// (package tracing's Context); nil when it came with none.
+	TraceContext *string `gorm:"column:trace_context"`
 }
 
 // TableName pins the table name the migrations create.
 func (OutboxEvent) TableName() string { return "outbox_events" }
+
+// PublishedType is a doctype × event pair a tenant has published (its
+// first event's fan-out wrote it): the portal's event list offers it.
+type PublishedType struct {
+	Tenant    string    `gorm:"column:tenant;primaryKey"`
+	DocType   string    `gorm:"column:doc_type;primaryKey"`
+	Event     string    `gorm:"column:event;primaryKey"`
+	FirstSeen time.Time `gorm:"column:first_seen"`
+}
+
+// TableName pins the table name the migrations create.
+func (PublishedType) TableName() string { return "event_types" }
 
 // PublishedEvent records that an event ID was accepted through the outbox,
 // so a repeat is recognised after the outbox row itself is gone.
@@ -340,8 +426,22 @@ type Tenant struct {
 	// tenant's own admins and portal users choose from these only.
 	Queues     StringList `gorm:"column:queues"`
 	ActionRate int        `gorm:"column:action_rate"`
-	CreatedAt  time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt  time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	// PortalAdvanced shows the operator's webhook settings (queue,
+	// compatibility, condition language, URL template, redirects,
+	// signature scheme) in the tenant's portal; off, its form keeps them.
+	PortalAdvanced bool `gorm:"column:portal_advanced"`
+	// EventTypes are "Doctype:event" pairs the operator declares the
+	// tenant publishes, offered in the portal's event list.
+	EventTypes StringList `gorm:"column:event_types"`
+	// ProductName, LogoURL, AccentColor and SupportURL are the tenant's
+	// theme (issue 38): what its portal shows instead of Homing; empty is
+	// unset.
+	ProductName string    `gorm:"column:product_name"`
+	LogoURL     string    `gorm:"column:logo_url"`
+	AccentColor string    `gorm:"column:accent_color"`
+	SupportURL  string    `gorm:"column:support_url"`
+	CreatedAt   time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt   time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (Tenant) TableName() string { return "tenants" }

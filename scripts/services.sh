@@ -59,7 +59,7 @@ start_postgres() {
   as_root pg_ctlcluster --skip-systemctl-redirect "$(pg_version)" main start
 }
 
-# test_url is where the tests connect to PostgreSQL (internal/testenv's
+# test_url is where the tests connect to PostgreSQL (internal/testing/testenv's
 # default unless HOMING_TEST_DATABASE_URL is set).
 test_url=${HOMING_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 

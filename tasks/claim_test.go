@@ -10,13 +10,13 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/homingdev/homing/dispatch"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/dispatch"
+	"github.com/homingdev/homing/internal/engine/secretbox"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/tasks"
-	"github.com/homingdev/homing/webhook"
 )
 
 func dispatchEvent(id string) dispatch.Event {

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdev/homing/dispatch"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/dispatch"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
-	"github.com/homingdev/homing/webhook"
 )
 
 // Issue 27: one task per event. These tests hold the event task's inline

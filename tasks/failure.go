@@ -9,8 +9,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/homingdev/homing/dispatch"
-	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/internal/engine/dispatch"
+	"github.com/homingdev/homing/internal/engine/secretbox"
 )
 
 // Reasons a task failed, the reason label of homing_task_failures_total.

@@ -9,8 +9,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/homingdev/homing/dispatch"
-	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/engine/dispatch"
+	"github.com/homingdev/homing/internal/intake/event"
 )
 
 // TestABadEventPayloadIsArchivedAtOnce: a webhook:event task whose event

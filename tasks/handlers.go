@@ -8,10 +8,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/homingdev/homing/dispatch"
-	"github.com/homingdev/homing/event"
-	"github.com/homingdev/homing/retention"
-	"github.com/homingdev/homing/sweeper"
+	"github.com/homingdev/homing/internal/engine/dispatch"
+	"github.com/homingdev/homing/internal/engine/retention"
+	"github.com/homingdev/homing/internal/engine/sweeper"
+	"github.com/homingdev/homing/internal/intake/event"
+	"github.com/homingdev/homing/internal/lib/tracing"
 )
 
 // Handlers runs Homing's tasks in a worker.
@@ -25,6 +26,12 @@ type Handlers struct {
 	// Client enqueues the first-attempt tasks fan-out creates.
 	Client *asynq.Client
 	Logger *slog.Logger
+	// Published, when set, records each event's doctype × event pair for
+	// its tenant (tenant.Published: the portal's event list) before its
+	// fan-out; a failure is logged and delivers the event all the same.
+	Published interface {
+		Record(ctx context.Context, tenant, docType, event string) error
+	}
 	// Intake releases an outbox event once fanned out (intake.go); nil
 	// keeps every outbox row until the outbox queues it again.
 	Intake Intake
@@ -58,6 +65,13 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 	ev, err := event.Decode(t.Payload())
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	ev.AcceptedAt = event.AcceptedAt(t.Headers())
+	ev.TraceContext = tracing.FromHeaders(t.Headers())
+	if h.Published != nil {
+		if err := h.Published.Record(ctx, ev.Tenant, ev.DocType, ev.Event); err != nil {
+			h.logger().Warn("the portal's event list misses this event's type until its next event", "event_id", ev.ID, "error", err.Error())
+		}
 	}
 	if ev.Event == "workflow_transition" {
 		// Published through a path that could not deliver synchronously:
@@ -112,10 +126,13 @@ func (h *Handlers) attempt(ctx context.Context, t *asynq.Task, mode dispatch.Mod
 	if err != nil {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
-	_, err = h.Dispatcher.Attempt(ctx, p.DeliveryID, mode)
+	_, err = h.Dispatcher.Attempt(tracing.WithLink(ctx, t.Headers()[tracing.LinkHeader]), p.DeliveryID, mode)
 	switch {
 	case errors.Is(err, dispatch.ErrNotClaimed):
-		h.logger().Debug("attempt skipped", "delivery", p.DeliveryID, "reason", err.Error())
+		// Rare (a duplicate task, a row another attempt took), and the
+		// trail of a stall when a due row is left with its queued mark:
+		// said at INFO, so that the process's log explains it.
+		h.logger().Info("attempt skipped", "delivery", p.DeliveryID, "mode", mode.String(), "reason", err.Error())
 		return nil
 	case errors.Is(err, dispatch.ErrLeaseEnded):
 		return nil // logged by dispatch; given back due now, for the sweeper

@@ -16,16 +16,16 @@ import (
 	"github.com/hibiken/asynq"
 	"gorm.io/gorm"
 
-	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/clock"
 	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/engine/secretbox"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/lib/clock"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/wiring/app"
+	"github.com/homingdev/homing/internal/wiring/worker"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/secretbox"
 	"github.com/homingdev/homing/transition"
-	"github.com/homingdev/homing/webhook"
-	"github.com/homingdev/homing/worker"
 )
 
 // harness is a real worker (asynq server on a private Redis DB) on a real

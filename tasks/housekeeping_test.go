@@ -8,7 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testing/testenv"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/hibiken/asynq"
-	"github.com/homingdev/homing/event"
+	"github.com/homingdev/homing/internal/intake/event"
 	"github.com/homingdev/homing/models"
 )
 

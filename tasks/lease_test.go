@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdev/homing/dispatch"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/dispatch"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
 )

@@ -15,12 +15,12 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/event"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/intake/event"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
-	"github.com/homingdev/homing/webhook"
 )
 
 var backends = []backend{pg, sqlite}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 	"github.com/homingdev/homing/tasks"
-	"github.com/homingdev/homing/webhook"
 )
 
 func TestRetryAfterIsHonoured(t *testing.T) {

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdev/homing/inspect"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/ops/inspect"
+	"github.com/homingdev/homing/internal/ops/recovery"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/recovery"
-	"github.com/homingdev/homing/webhook"
 )
 
 func TestRetryRecoverResendGoThroughTheSweeper(t *testing.T) {

@@ -12,11 +12,11 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/secretbox"
+	"github.com/homingdev/homing/internal/engine/signing"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/secretbox"
-	"github.com/homingdev/homing/signing"
-	"github.com/homingdev/homing/webhook"
 )
 
 // verifyStandard checks a request as an independent receiver would: the

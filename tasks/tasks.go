@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/homingdev/homing/event"
+
+	"github.com/homingdev/homing/internal/intake/event"
+	"github.com/homingdev/homing/internal/lib/tracing"
 )
 
 // Task type names, as shown in asynqmon.
@@ -50,21 +52,32 @@ type DeliveryPayload struct {
 	Webhook    string `json:"webhook,omitempty"` // for people reading asynqmon
 }
 
-func newDeliveryTask(typ, taskID, queue string, p DeliveryPayload, timeout time.Duration) *asynq.Task {
+func newDeliveryTask(typ, taskID, queue string, p DeliveryPayload, timeout time.Duration, headers map[string]string) *asynq.Task {
 	b, _ := json.Marshal(p) // two strings: cannot fail
-	return asynq.NewTask(typ, b, asynq.TaskID(taskID), asynq.Queue(queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(timeout))
+	return asynq.NewTaskWithHeaders(typ, b, headers, asynq.TaskID(taskID), asynq.Queue(queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(timeout))
 }
 
 const attemptTimeout = event.AttemptTimeout
 
 // NewDeliverTask builds the first-attempt task of a delivery.
 func NewDeliverTask(deliveryID, webhook, queue string) *asynq.Task {
-	return newDeliveryTask(TypeDeliver, DeliverTaskID(deliveryID), queue, DeliveryPayload{DeliveryID: deliveryID, Webhook: webhook}, attemptTimeout)
+	return newDeliveryTask(TypeDeliver, DeliverTaskID(deliveryID), queue, DeliveryPayload{DeliveryID: deliveryID, Webhook: webhook}, attemptTimeout, nil)
 }
 
 // NewRetryTask builds the retry task of a delivery.
 func NewRetryTask(deliveryID, webhook, queue string) *asynq.Task {
-	return newDeliveryTask(TypeRetry, RetryTaskID(deliveryID), queue, DeliveryPayload{DeliveryID: deliveryID, Webhook: webhook}, attemptTimeout)
+	return NewSweptRetryTask(deliveryID, webhook, queue, "")
+}
+
+// NewSweptRetryTask is the retry task a sweep queues (sweeper.Config.NewTask):
+// it carries the sweep's trace context (tracing.LinkHeader), to which the
+// retry's span links; "" (tracing off) adds no header.
+func NewSweptRetryTask(deliveryID, webhook, queue string, sweep tracing.Context) *asynq.Task {
+	var headers map[string]string
+	if sweep != "" {
+		headers = map[string]string{tracing.LinkHeader: sweep}
+	}
+	return newDeliveryTask(TypeRetry, RetryTaskID(deliveryID), queue, DeliveryPayload{DeliveryID: deliveryID, Webhook: webhook}, attemptTimeout, headers)
 }
 
 // DecodeDelivery parses a webhook:deliver or webhook:retry payload.

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdev/homing/clock"
-	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/lib/clock"
+	"github.com/homingdev/homing/internal/testing/testenv"
 	"github.com/homingdev/homing/tasks"
-	"github.com/homingdev/homing/webhook"
 )
 
 // A webhook cannot use Homing's own queue: its slow receivers would hold

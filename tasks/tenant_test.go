@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/tenant"
+	"github.com/homingdev/homing/internal/engine/webhook"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/tenant"
-	"github.com/homingdev/homing/webhook"
 )
 
 // End to end through Redis and the worker: two tenants with a webhook of

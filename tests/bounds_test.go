@@ -113,3 +113,36 @@ func judgeBound(t *testing.T, what string, measured, bound time.Duration, w cpuW
 			what, measured.Round(10*time.Millisecond), bound, allowed.Round(100*time.Millisecond), how)
 	}
 }
+
+// cpuTime is the CPU time process pid has used so far (user and system,
+// /proc/PID/stat), or 0 once it is gone. A wait on a process that computes
+// before anything outside it changes (a fan-out of definitions that each
+// run to their limit) counts this as progress: a loaded machine slows it,
+// a stalled process does not move it. Clock ticks are USER_HZ, 100 on Linux.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from its ')'.
+	rest := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(rest) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(rest[11], 10, 64) // field 14
+	stime, _ := strconv.ParseInt(rest[12], 10, 64) // field 15
+	return time.Duration(utime+stime) * time.Second / 100
+}
+
+// cpuTime reads this test binary's own CPU time, which grows as it computes.
+func TestCPUTimeOfThisProcess(t *testing.T) {
+	before := cpuTime(os.Getpid())
+	for x := 0; cpuTime(os.Getpid()) < before+50*time.Millisecond; x++ {
+		for i := range 1_000_000 {
+			x ^= i
+		}
+	}
+	if cpuTime(1<<30) != 0 {
+		t.Error("cpuTime of a process that does not exist is not 0")
+	}
+}

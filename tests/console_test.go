@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 )
 
 // chromiumPath is Debian's chromium, which scripts/services.sh installs.
@@ -42,12 +44,7 @@ func screenshotDir() string {
 // screenshotDir.
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		testenv.Require(t, fmt.Sprintf("no Chromium at %s (apt-get install chromium; scripts/services.sh installs it): %v", chromiumPath, err))
-	}
+	requireChromium(t)
 	s := newSystem(t)
 	// A long schedule: a failed delivery waits an hour, so only Retry and
 	// Recover send it again within the test.
@@ -111,21 +108,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	t.Cleanup(evil.Close)
 	evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1) // another site, not just another port
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun, chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900))
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(cancel)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(cancelTimeout)
-
-	b := browser{t: t, ctx: ctx, base: c.base}
-	if err := os.MkdirAll(screenshotDir(), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	b := newBrowser(t, c.base, t.TempDir())
 	t.Logf("screenshots of the console's pages: %s", screenshotDir())
 
 	// Without a session every page sends the browser to the login form.
@@ -147,16 +130,65 @@ func TestConsoleInABrowser(t *testing.T) {
 		return strings.HasSuffix(u, "/console/"), u
 	})
 
-	// The failing delivery appears with its error and its next retry.
+	// The failing delivery appears with its error and its next retry, an
+	// hour after its failure, shown as the time from the page's load.
+	id := s.deliveryOf(t, "so-console")
+	next := *s.waitStatus(t, id, "Failed").NextRetry
 	var row string
+	start := time.Now()
 	b.eventually("the failing delivery in the list", "/console/deliveries?webhook=orders", func() bool {
 		row = b.text("#deliveries")
-		return strings.Contains(row, "HTTP 503") && strings.Contains(row, "Failed") && strings.Contains(row, "in 59m")
+		return strings.Contains(row, "HTTP 503") && strings.Contains(row, "Retrying: attempt 2 of") && showsUntil(row, next, start, time.Now())
 	})
 	b.shot("deliveries")
 	b.eventually("billing exhausted", "/console/deliveries?webhook=billing", func() bool {
-		return strings.Contains(b.text("#deliveries"), "Exhausted")
+		return strings.Contains(b.text("#deliveries"), "Gave up after")
 	})
+	// With the keyboard alone: Tab from the top reaches the skip link, then
+	// the navigation; the filter's webhook is picked with the arrow keys,
+	// an event ID typed, and the form sent from its button with Enter.
+	b.keyboardFromTheTop("/console/deliveries")
+	b.tabTo("filter-webhook")
+	b.run(chromedp.KeyEvent(kb.ArrowDown)) // any → billing, the first webhook by name
+	if v := b.eval(`document.activeElement.value`); v != "billing" {
+		t.Fatalf("the webhook picker after ArrowDown: %q, want billing", v)
+	}
+	b.tabTo("filter-event_id")
+	b.run(chromedp.KeyEvent("si-console"))
+	b.tabTo("filter-submit")
+	b.run(chromedp.KeyEvent(kb.Enter))
+	eventually(t, "the filter sent from the keyboard", func() (bool, string) {
+		u := b.location()
+		return strings.Contains(u, "webhook=billing") && strings.Contains(u, "event_id=si-console"), u
+	})
+	if txt := b.text("#deliveries"); !strings.Contains(txt, "Gave up after") || strings.Contains(txt, "HTTP 503") {
+		t.Fatalf("the deliveries the keyboard's filter lists: %q", txt)
+	}
+	// A time picked in the filter is UTC, and a bookmark's RFC 3339 time
+	// lists the same rows.
+	since := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
+	b.run(chromedp.Navigate(c.base + "/console/deliveries?since=" + since.Format(time.RFC3339)))
+	if v := b.eval(`document.getElementById("filter-since").value`); v != since.Format("2006-01-02T15:04") {
+		t.Errorf("the since picker shows %q for %s", v, since.Format(time.RFC3339))
+	}
+	const listed = `Array.from(document.querySelectorAll("#deliveries tr.delivery")).map(r => r.dataset.id).join(" ")`
+	bookmarked := b.eval(listed)
+	b.run(chromedp.Click(chromedp.CSS("#filter-submit")), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+	eventually(t, "the picker's since in the URL", func() (bool, string) {
+		u := b.location()
+		return strings.Contains(u, "since="+url.QueryEscape(since.Format("2006-01-02T15:04"))), u
+	})
+	if picked := b.eval(listed); picked != bookmarked || !strings.Contains(picked, id) {
+		t.Errorf("the picker's since lists %q, the bookmark's %q; want both to list %s", picked, bookmarked, id)
+	}
+	b.shot("deliveries-filtered")
+	// Down to a phone's width: the page reflows, its tables scroll in place.
+	b.run(chromedp.EmulateViewport(375, 812), chromedp.Navigate(c.base+"/console/deliveries"), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+	if w := b.eval(`String(document.documentElement.scrollWidth)`); w != "375" {
+		t.Errorf("at 375 px the page is %s px wide: something does not reflow", w)
+	}
+	b.shot("deliveries-narrow")
+	b.run(chromedp.EmulateViewport(1280, 900))
 	b.eventually("the overview to show both webhooks failing", "/console/", func() bool {
 		txt := b.text("#troubled")
 		return strings.Contains(txt, "orders") && strings.Contains(txt, "billing")
@@ -165,10 +197,10 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// Retry, with the receiver back: Delivered.
 	orders.SetStatus(http.StatusOK)
-	id := s.deliveryOf(t, "so-console")
+	start = time.Now()
 	b.run(chromedp.Navigate(c.base + "/console/deliveries/" + id))
-	if txt := b.text("#next-retry"); !strings.Contains(txt, "in 59m") {
-		t.Errorf("detail's next retry %q, want in 59m", txt)
+	if txt := b.text("#next-retry"); !strings.Contains(txt, next.UTC().Format("2006-01-02 15:04:05Z")) || !showsUntil(txt, next, start, time.Now()) {
+		t.Errorf("detail's next retry %q, want %s and the minutes until it from the page's load", txt, next.UTC().Format(time.RFC3339))
 	}
 	b.run(chromedp.Click(chromedp.CSS("#retry")), chromedp.WaitVisible(chromedp.CSS("#notice")))
 	b.eventually("the retried delivery to be Delivered", "/console/deliveries/"+id, func() bool {
@@ -202,7 +234,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.run(chromedp.Navigate(c.base + "/console/webhooks/billing"))
 	b.shot("webhook")
 	b.run(chromedp.Click(chromedp.CSS("#count")), chromedp.WaitVisible(chromedp.CSS("#dry-run")))
-	if txt := b.text("#dry-run"); !strings.Contains(txt, "Dry run: 1 Failed or Exhausted") {
+	if txt := b.text("#dry-run"); !strings.Contains(txt, "Dry run: 1 retrying or given up") {
 		t.Fatalf("dry run: %q", txt)
 	}
 	b.shot("recover-count")
@@ -219,6 +251,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	})
 	b.run(chromedp.Navigate(c.base + "/console/webhooks"))
 	b.shot("webhooks")
+	b.run(chromedp.Navigate(c.base+"/console/new-webhook"), chromedp.WaitVisible(chromedp.CSS("#webhook-form")))
+	b.shot("webhook-new")
 
 	// A cross-site form without the CSRF token is refused, and does nothing.
 	b.run(chromedp.Navigate(evilURL), chromedp.WaitVisible(chromedp.CSS("#message")))
@@ -229,7 +263,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	// From the console's own origin too, a POST without the form's CSRF
 	// token is refused (the cookie alone is not enough).
 	b.run(chromedp.Navigate(c.base + "/console/webhooks/orders"))
-	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](
+	status, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](
 		`fetch("/console/webhooks/orders/disable", {method: "POST", body: new URLSearchParams({csrf: "forged"})}).then(r => r.status)`,
 		chromedp.EvalAwaitPromise))
 	if err != nil || status != http.StatusForbidden {
@@ -241,6 +275,41 @@ func TestConsoleInABrowser(t *testing.T) {
 }
 
 // browser is one Chromium tab on the console.
+// requireChromium skips a browser test under -short, and fails it in CI
+// (testenv.Require) or skips it elsewhere when Chromium is missing.
+func requireChromium(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		testenv.Require(t, fmt.Sprintf("no Chromium at %s (apt-get install chromium; scripts/services.sh installs it): %v", chromiumPath, err))
+	}
+}
+
+// newBrowser starts a headless Chromium on base for t, stopped with it,
+// its profile in userDataDir, with extra options after the common ones; and
+// makes sure the screenshot directory exists.
+func newBrowser(t *testing.T, base, userDataDir string, extra ...chromedp.ExecAllocatorOption) browser {
+	t.Helper()
+	opts := append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.NoFirstRun, chromedp.Flag("disable-sync", true), chromedp.UserDataDir(userDataDir),
+		chromedp.WindowSize(1280, 900)}, extra...)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(cancel)
+	// A stall's bound, not a speed: every step waits for the page.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(cancelTimeout)
+	if err := os.MkdirAll(screenshotDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return browser{t: t, ctx: ctx, base: base}
+}
+
 type browser struct {
 	t    *testing.T
 	ctx  context.Context
@@ -287,6 +356,62 @@ func (b browser) eventually(what, path string, cond func() bool) {
 	})
 }
 
+// eval runs a script in the page and returns its string.
+func (b browser) eval(script string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](script))
+	if err != nil {
+		b.t.Fatalf("browser: %s: %v", script, err)
+	}
+	return v
+}
+
+// focused names the element that has the focus: its id, else its tag.
+func (b browser) focused() string {
+	b.t.Helper()
+	return b.eval(`(() => { const e = document.activeElement; return e ? (e.id || e.tagName.toLowerCase()) : "" })()`)
+}
+
+// keyboardFromTheTop loads path and checks, with the Tab key only, that the
+// first stop is the skip link, shown once focused, and the next one is in
+// the labelled main navigation; and that the skip link, pressed with
+// Enter, takes the focus to the main content.
+func (b browser) keyboardFromTheTop(path string) {
+	b.t.Helper()
+	b.run(chromedp.Navigate(b.base+path), chromedp.WaitVisible(chromedp.CSS("main")))
+	b.run(chromedp.KeyEvent(kb.Tab))
+	if f := b.focused(); f != "skip-link" {
+		b.t.Fatalf("%s: the first Tab reached %q, want the skip link", path, f)
+	}
+	if top := b.eval(`String(document.activeElement.getBoundingClientRect().top >= 0)`); top != "true" {
+		b.t.Errorf("%s: the focused skip link is not on the screen", path)
+	}
+	b.run(chromedp.KeyEvent(kb.Tab))
+	if nav := b.eval(`(() => { const n = document.activeElement.closest("nav"); return n ? n.getAttribute("aria-label") || "unlabelled" : "" })()`); nav != "Main" {
+		b.t.Fatalf("%s: the second Tab reached %q, in navigation %q; want the Main navigation", path, b.focused(), nav)
+	}
+	b.run(chromedp.KeyEvent(kb.Tab, chromedp.KeyModifiers(chromedp.ModifierShift))) // back to the skip link
+	if f := b.focused(); f != "skip-link" {
+		b.t.Fatalf("%s: Shift+Tab went back to %q, want the skip link", path, f)
+	}
+	b.run(chromedp.KeyEvent(kb.Enter))
+	if f := b.focused(); f != "main" {
+		b.t.Fatalf("%s: the skip link took the focus to %q, want main", path, f)
+	}
+}
+
+// tabTo presses Tab until the element with id has the focus.
+func (b browser) tabTo(id string) {
+	b.t.Helper()
+	for range 80 {
+		if b.focused() == id {
+			return
+		}
+		b.run(chromedp.KeyEvent(kb.Tab))
+	}
+	b.t.Fatalf("80 Tabs never reached #%s (the focus is on %q)", id, b.focused())
+}
+
 // shot saves the page as name.png in screenshotDir.
 func (b browser) shot(name string) {
 	b.t.Helper()
@@ -297,4 +422,16 @@ func (b browser) shot(name string) {
 	if err := os.WriteFile(filepath.Join(screenshotDir(), name+".png"), png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
+}
+
+// showsUntil reports whether txt says "in Nm" for next, as the console
+// writes it, seen from some moment between from and to (the page's load):
+// whole minutes, rounded down.
+func showsUntil(txt string, next, from, to time.Time) bool {
+	for m := int(next.Sub(to) / time.Minute); m <= int(next.Sub(from)/time.Minute); m++ {
+		if strings.Contains(txt, fmt.Sprintf("in %dm", m)) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testing/testenv"
 )
 
 // TestServeDuringADatabaseOutage runs a real `homing serve` whose

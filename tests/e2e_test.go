@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
-	"github.com/homingdev/homing/secretbox"
+	"github.com/homingdev/homing/internal/engine/secretbox"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 )
 
 // binDir holds the binaries TestMain builds once for every test (or make

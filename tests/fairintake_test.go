@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testing/testenv"
 )
 
 // heldPublish is a POST /v1/events on a connection of its own whose
@@ -83,7 +83,7 @@ func TestOneTenantCannotStarveAnothersIntake(t *testing.T) {
 		s.ok(t, &tok, "homing", "token", "create", "--name", name+"-publish", "--tenant", name, "--json")
 		tokens[name] = tok["token"].(string)
 	}
-	b := apiClient{base: op.base, token: tokens["tenant-b"]}
+	b := op.withToken(tokens["tenant-b"])
 	event := func(id string) string {
 		return fmt.Sprintf(`{"id": %q, "doc_type": "Sales Order", "doc_name": "SO-1", "event": "on_submit", "doc": {"name": "SO-1"}}`, id)
 	}

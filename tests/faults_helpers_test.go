@@ -13,9 +13,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/intake/store"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/store"
 )
 
 // within is eventually with its own deadline, for waits that asynq's lease
@@ -211,4 +211,33 @@ func dbName(t *testing.T, dsn string) string {
 
 func countStatus(m map[string]int) string {
 	return fmt.Sprint(m)
+}
+
+// stuck describes, for a wait's status, the deliveries of webhook not yet
+// Delivered when there are at most a few of them: the state a stall left
+// each in (attempts, next_retry, the sweep's queued_at mark, last_error),
+// so that a wait that fails says why the row did not move.
+func stuck(db *gorm.DB, webhook string) string {
+	var rows []models.Delivery
+	if err := db.Where("webhook_name = ? AND status <> ?", webhook, models.StatusDelivered).Order("id").Limit(6).Find(&rows).Error; err != nil {
+		return "; rows unread: " + err.Error()
+	}
+	if len(rows) == 0 || len(rows) > 5 {
+		return ""
+	}
+	var b strings.Builder
+	now := time.Now()
+	for _, r := range rows {
+		fmt.Fprintf(&b, "; %s (event %s) %s attempts %d", r.ID, r.EventID, r.Status, r.Attempts)
+		if r.NextRetry != nil {
+			fmt.Fprintf(&b, " next_retry in %s", r.NextRetry.Sub(now).Round(time.Second))
+		}
+		if r.QueuedAt != nil {
+			fmt.Fprintf(&b, " queued %s ago", now.Sub(*r.QueuedAt).Round(time.Second))
+		}
+		if r.LastError != "" {
+			fmt.Fprintf(&b, " last_error %q", r.LastError)
+		}
+	}
+	return b.String()
 }

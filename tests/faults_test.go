@@ -16,10 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/intake/store"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/store"
 )
 
 // publishAll publishes events ids[i] for doctype in parallel and fails the
@@ -292,7 +292,7 @@ func TestRedisRestarted(t *testing.T) {
 			t.Fatal("Publish succeeded while Redis was down")
 		}
 		msg := strings.ToLower(err.Error())
-		if !strings.Contains(msg, "redis") || !(strings.Contains(msg, "connect") || strings.Contains(msg, "refused") || strings.Contains(msg, "dial")) {
+		if !strings.Contains(msg, "redis") || !(strings.Contains(msg, "connect") || strings.Contains(msg, "refused") || strings.Contains(msg, "dial") || strings.Contains(msg, "unreachable")) {
 			t.Errorf("Publish while Redis is down: %q does not say Redis is unreachable", err)
 		}
 		if i == 0 {

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 

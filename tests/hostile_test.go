@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -314,6 +314,10 @@ func TestHostileDefinitions(t *testing.T) {
 	var list []delivery
 	for i := range concurrentEvents {
 		event := fmt.Sprintf("evt-hostile-%d", i)
+		// A fan-out writes its rows at once, after every definition ran (each
+		// to its limit, in a race-built worker): until then the worker's CPU
+		// time is the progress, and a stall is five minutes without a second
+		// of it.
 		within(t, 5*time.Minute, "every delivery of "+event+" to be final", func() (bool, string) {
 			list = nil
 			s.ok(t, &list, "homing", "delivery", "list", "--event-id", event, "--limit", "500", "--json")
@@ -323,7 +327,7 @@ func TestHostileDefinitions(t *testing.T) {
 					final++
 				}
 			}
-			return len(list) == len(want)+2 && final == len(list), fmt.Sprintf("%d deliveries, %d final", len(list), final)
+			return len(list) == len(want)+2 && final == len(list), fmt.Sprintf("%d deliveries, %d final, worker CPU %s", len(list), final, cpuTime(worker.cmd.Process.Pid).Truncate(time.Second))
 		})
 	}
 	select {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 )
 
 // TestRecoverRetryResendThroughRealProcesses exhausts deliveries, then brings

@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/engine/sweeper"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
-	"github.com/homingdev/homing/sweeper"
 )
 
 // TestDeadEndpointIsProbedThenDrained is the outage issue #14 is about, with
@@ -73,8 +73,8 @@ func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
 		} `json:"health"`
 	}
 	s.ok(t, &shown, "homing", "webhook", "show", "dead", "--json")
-	if shown.Health.State != "probing" || shown.Health.HeldBack < n-10 {
-		t.Fatalf("webhook show: health %+v, want probing with about %d held back", shown.Health, n)
+	if shown.Health.State != "failing" || shown.Health.HeldBack < n-10 {
+		t.Fatalf("webhook show: health %+v, want failing with about %d held back", shown.Health, n)
 	}
 
 	var stats struct {
@@ -85,8 +85,8 @@ func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
 		} `json:"webhooks"`
 	}
 	s.ok(t, &stats, "homing", "stats", "--json")
-	if len(stats.Webhooks) != 1 || stats.Webhooks[0].Health != "probing" || stats.Webhooks[0].HeldBack < n-10 {
-		t.Fatalf("homing stats: %+v, want dead probing with about %d held back", stats.Webhooks, n)
+	if len(stats.Webhooks) != 1 || stats.Webhooks[0].Health != "failing" || stats.Webhooks[0].HeldBack < n-10 {
+		t.Fatalf("homing stats: %+v, want dead failing with about %d held back", stats.Webhooks, n)
 	}
 
 	up.Store(true)
@@ -96,7 +96,7 @@ func TestDeadEndpointIsProbedThenDrained(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return st[models.StatusDelivered] == n, countStatus(st)
+		return st[models.StatusDelivered] == n, countStatus(st) + stuck(db, "dead")
 	})
 	drain := time.Since(recovered)
 	ok := okByID(rc.Requests())

@@ -13,7 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -115,7 +115,7 @@ func TestOutboxWithTheSchedulerKilled(t *testing.T) {
 		}
 		got := len(okByID(rc.Requests()))
 		return got == want && counts["erp"] == len(committed) && counts["crm"] == len(committed),
-			fmt.Sprintf("%d of %d deliveries received; Delivered %v", got, want, counts)
+			fmt.Sprintf("%d of %d deliveries received; Delivered %v%s%s", got, want, counts, stuck(db, "erp"), stuck(db, "crm"))
 	})
 	scheduler.terminate(t)
 	s.stop()

@@ -4,21 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/homingdev/homing/api"
-	"github.com/homingdev/homing/clock"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
-	"github.com/homingdev/homing/portal"
-	"github.com/homingdev/homing/secretbox"
-	"github.com/homingdev/homing/signing"
-	"github.com/homingdev/homing/token"
+	"github.com/homingdev/homing/internal/engine/secretbox"
+	"github.com/homingdev/homing/internal/engine/signing"
+	"github.com/homingdev/homing/internal/lib/clock"
+	"github.com/homingdev/homing/internal/ops/api"
+	"github.com/homingdev/homing/internal/ops/portal"
+	"github.com/homingdev/homing/internal/ops/token"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 )
 
 // TestPortalInABrowser drives a tenant's portal in a real headless Chromium
@@ -33,12 +31,7 @@ import (
 // screenshotDir.
 func TestPortalInABrowser(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		testenv.Require(t, fmt.Sprintf("no Chromium at %s (apt-get install chromium; scripts/services.sh installs it): %v", chromiumPath, err))
-	}
+	requireChromium(t)
 	s := newSystem(t)
 	// A failed delivery waits an hour, and no scheduler sweeps: only the
 	// portal's Retry makes it due within the test.
@@ -51,7 +44,7 @@ func TestPortalInABrowser(t *testing.T) {
 		op.expect(t, http.StatusCreated, "POST", "/v1/tenants", fmt.Sprintf(`{"name": %q}`, name))
 		var tok map[string]any
 		s.ok(t, &tok, "homing", "token", "create", "--name", name+"-admin", "--scope", "admin", "--tenant", name, "--json")
-		c := apiClient{base: op.base, token: tok["token"].(string)}
+		c := op.withToken(tok["token"].(string))
 		clients[name] = c
 		rc := testreceiver.Answering(t, http.StatusServiceUnavailable)
 		c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
@@ -83,20 +76,7 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Fatalf("acme's portal link: %s", link.raw)
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun, chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900))
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(cancel)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(cancelTimeout)
-	b := browser{t: t, ctx: ctx, base: op.base}
-	if err := os.MkdirAll(screenshotDir(), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	b := newBrowser(t, op.base, t.TempDir())
 
 	// The link opens acme's deliveries, and nothing of globex's.
 	b.run(chromedp.Navigate(linkURL), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
@@ -110,20 +90,22 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Errorf("the portal's 24 h chart: %q", txt)
 	}
 	b.shot("portal-deliveries")
+	b.keyboardFromTheTop("/portal/deliveries")
 	b.run(chromedp.Navigate(op.base + "/portal/webhooks"))
 	if txt := b.text("#webhooks"); !strings.Contains(txt, "acme-orders") || strings.Contains(txt, "globex") {
 		t.Fatalf("the portal's webhooks: %q", txt)
 	}
 	b.shot("portal-webhooks")
 	// Create a webhook in the portal, rotate its secret, test-send it to a
-	// receiver that records what it got.
+	// receiver that records what it got. acme's operator shows it the full
+	// form (portal_advanced) and declares the event it picks.
+	op.expect(t, http.StatusOK, "PATCH", "/v1/tenants/acme", `{"portal_advanced": true, "event_types": ["Sales Invoice:on_submit"]}`)
 	rec := testreceiver.New(t)
 	b.run(chromedp.Navigate(op.base+"/portal/webhooks"), chromedp.Click(chromedp.CSS("#new-webhook")), chromedp.WaitVisible(chromedp.CSS("#webhook-form")),
-		chromedp.SetValue(chromedp.CSS("#name"), "acme-invoices"), chromedp.SetValue(chromedp.CSS("#doctype"), "Sales Invoice"),
+		chromedp.SetValue(chromedp.CSS("#name"), "acme-invoices"), chromedp.SetValue(chromedp.CSS("#event_type"), "Sales Invoice:on_submit"),
 		chromedp.SetValue(chromedp.CSS("#url"), rec.URL+"/invoices"),
 		chromedp.SetValue(chromedp.CSS("#template"), `{"invoice": "{{ doc.name }}", "total": {{ doc.grand_total }}}`),
-		chromedp.SetValue(chromedp.CSS("#headers"), "X-Shop: acme"),
-		chromedp.Click(chromedp.CSS("#generate_secret")))
+		chromedp.SetValue(chromedp.CSS("#headers"), "X-Shop: acme"))
 	b.shot("portal-webhook-new")
 	// pre#secret: the form has an input #secret of its own, visible before
 	// the click's page arrives.

@@ -1,20 +1,17 @@
 package tests
 
 import (
-	"context"
 	"fmt"
 	"html/template"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/homingdev/homing/internal/testenv"
+	"github.com/homingdev/homing/internal/testing/testenv"
 )
 
 // attackerPages serves another site's pages on 127.0.0.2 (another site to
@@ -51,12 +48,7 @@ func attackerPages(t *testing.T, portal, link string) string {
 // Homing's own page, switches. Screenshots: portal-switch*.png.
 func TestPortalLinkFromAnotherSiteAsksFirst(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("end-to-end test: builds the binaries and runs them, with Chromium, against PostgreSQL and Redis")
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		testenv.Require(t, fmt.Sprintf("no Chromium at %s (apt-get install chromium; scripts/services.sh installs it): %v", chromiumPath, err))
-	}
+	requireChromium(t)
 	s := newSystem(t)
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
 	op := s.startAPI(t)
@@ -65,27 +57,14 @@ func TestPortalLinkFromAnotherSiteAsksFirst(t *testing.T) {
 		op.expect(t, http.StatusCreated, "POST", "/v1/tenants", fmt.Sprintf(`{"name": %q}`, name))
 		var tok map[string]any
 		s.ok(t, &tok, "homing", "token", "create", "--name", name+"-admin", "--scope", "admin", "--tenant", name, "--json")
-		c := apiClient{base: op.base, token: tok["token"].(string)}
+		c := op.withToken(tok["token"].(string))
 		c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
 			`{"name": "%s-orders", "doctype": "Sales Order", "event": "on_submit", "url": "https://%s.example/hook"}`, name, name))
 		links[name], _ = c.expect(t, http.StatusCreated, "POST", "/v1/portal-links", "").body["url"].(string)
 	}
 	evil := attackerPages(t, op.base, links["globex"])
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.NoFirstRun, chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900))
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(cancel)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
-	t.Cleanup(cancelTimeout)
-	b := browser{t: t, ctx: ctx, base: op.base}
-	if err := os.MkdirAll(screenshotDir(), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	b := newBrowser(t, op.base, t.TempDir())
 	// inPortal is the tenant whose portal the session shows.
 	inPortal := func() string {
 		t.Helper()

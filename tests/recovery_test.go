@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -124,7 +124,7 @@ func TestRedisFlushedBeforeTheWorkerStarts(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return counts[models.StatusDelivered] == events, fmt.Sprintf("statuses %s, %d requests received", countStatus(counts), rc.Count())
+		return counts[models.StatusDelivered] == events, fmt.Sprintf("statuses %s, %d requests received%s", countStatus(counts), rc.Count(), stuck(db, "flushed"))
 	})
 	t.Logf("%d events delivered %s after the worker started", events, time.Since(start).Round(10*time.Millisecond))
 	eventually(t, "the outbox to be empty", func() (bool, string) {

@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
-	"github.com/homingdev/homing/signing"
+	"github.com/homingdev/homing/internal/engine/signing"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 )
 
 // localRun is one `homing run` (make run) as a process: its banner on
@@ -175,7 +175,7 @@ func TestMakeRunIsTheWholeSystemOnLoopback(t *testing.T) {
 
 	// ...and calls the API: a signed webhook, sealed with the run's dev key.
 	rc := testreceiver.New(t)
-	api := apiClient{base: base, token: adminToken}
+	api := apiClient{base: base, token: adminToken, pid: run.cmd.Process.Pid}
 	created := api.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
 		`{"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": %q, "generate_secret": true}`, rc.URL+"/orders"))
 	secret, _ := created.body["secret"].(string)

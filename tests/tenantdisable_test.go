@@ -9,9 +9,9 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/homingdev/homing/event"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/intake/event"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
 )
 
@@ -40,7 +40,7 @@ func (ts *tenantSystem) createAcme(t *testing.T, rc *testreceiver.Receiver) {
 	ts.op.expect(t, http.StatusCreated, "POST", "/v1/tenants", `{"name": "acme"}`)
 	var tok map[string]any
 	ts.ok(t, &tok, "homing", "token", "create", "--name", "acme-admin", "--scope", "admin", "--tenant", "acme", "--json")
-	ts.acme = apiClient{base: ts.op.base, token: tok["token"].(string)}
+	ts.acme = ts.op.withToken(tok["token"].(string))
 	ts.acme.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
 		`{"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": %q, "timeout": "60s"}`, rc.URL+"/orders"))
 }

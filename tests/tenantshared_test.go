@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/homingdev/homing/handoff"
-	"github.com/homingdev/homing/internal/testenv"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/ops/handoff"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 )
 
 // A tenant's own admin cannot move its webhook onto a queue the operator
@@ -67,7 +67,7 @@ func TestOneTenantsRenamesLeaveOthersTheirLabels(t *testing.T) {
 		op.expect(t, http.StatusCreated, "POST", "/v1/tenants", fmt.Sprintf(`{"name": %q}`, tenant))
 		var tok map[string]any
 		s.ok(t, &tok, "homing", "token", "create", "--name", tenant+"-admin", "--scope", "admin", "--tenant", tenant, "--json")
-		c := apiClient{base: op.base, token: tok["token"].(string)}
+		c := op.withToken(tok["token"].(string))
 		// workflow_transition: homing serve delivers it in the request and
 		// hands its outcome and attempt off to the workers' metrics.
 		c.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
@@ -167,7 +167,7 @@ func TestOneTenantsSilentReceiverLeavesOthersTheWorker(t *testing.T) {
 	ts.op.expect(t, http.StatusCreated, "POST", "/v1/tenants", `{"name": "initech"}`)
 	var tok map[string]any
 	ts.ok(t, &tok, "homing", "token", "create", "--name", "initech-admin", "--scope", "admin", "--tenant", "initech", "--json")
-	initech := apiClient{base: ts.op.base, token: tok["token"].(string)}
+	initech := ts.op.withToken(tok["token"].(string))
 	initech.expect(t, http.StatusCreated, "POST", "/v1/webhooks", fmt.Sprintf(
 		`{"name": "orders", "doctype": "Sales Order", "event": "on_submit", "url": %q}`, answering.URL))
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/homingdev/homing/client"
-	"github.com/homingdev/homing/internal/testreceiver"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
 )
 
 // TestClientTransitionsViaServe: a service that imports only package client

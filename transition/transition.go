@@ -13,15 +13,14 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/homingdev/homing/app"
 	"github.com/homingdev/homing/config"
-	"github.com/homingdev/homing/delivery"
-	"github.com/homingdev/homing/dispatch"
-	"github.com/homingdev/homing/event"
-	"github.com/homingdev/homing/handoff"
-	"github.com/homingdev/homing/retry"
-	"github.com/homingdev/homing/secretbox"
-	"github.com/homingdev/homing/store"
+	"github.com/homingdev/homing/internal/engine/delivery/send"
+	"github.com/homingdev/homing/internal/engine/dispatch"
+	"github.com/homingdev/homing/internal/engine/secretbox"
+	"github.com/homingdev/homing/internal/intake/event"
+	"github.com/homingdev/homing/internal/intake/store"
+	"github.com/homingdev/homing/internal/ops/handoff"
+	"github.com/homingdev/homing/internal/wiring/app"
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
@@ -56,7 +55,7 @@ func FromConfig(c config.Config) Config {
 // client.Transitions. Make one per process and Close it on shutdown.
 type Deliverer struct {
 	db     *gorm.DB
-	sender *delivery.Sender
+	sender *send.Sender
 	disp   *dispatch.Dispatcher
 	rdb    redis.UniversalClient // nil without Config.Redis
 	hand   *handoff.Handoff
@@ -87,9 +86,9 @@ func New(cfg Config) (*Deliverer, error) {
 		}
 		rdb, _ = opt.MakeRedisClient().(redis.UniversalClient)
 	}
-	sender := delivery.NewSender(app.SenderConfig(cfg.Delivery))
+	sender := send.NewSender(app.SenderConfig(cfg.Delivery))
 	hand := handoff.New(rdb, cfg.Logger)
-	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: retry.DefaultSchedule, Logger: cfg.Logger, Observer: hand,
+	disp := dispatch.New(db, sender, box, dispatch.Config{Schedule: dispatch.DefaultSchedule, Logger: cfg.Logger, Observer: hand,
 		RenderTimeLimit: cfg.Delivery.TemplateTimeLimit, ConditionTimeLimit: cfg.Delivery.ConditionTimeLimit})
 	return &Deliverer{db: db, sender: sender, disp: disp, rdb: rdb, hand: hand}, nil
 }

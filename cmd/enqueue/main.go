@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/homingdev/homing/cli"
+	"github.com/homingdev/homing/internal/wiring/cli"
 )
 
 func main() {

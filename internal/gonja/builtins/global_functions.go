@@ -1,9 +1,10 @@
 package builtins
 
 import (
+	"errors"
+
 	"github.com/homingdev/homing/internal/gonja/exec"
 	"github.com/homingdev/homing/internal/gonja/utils"
-	"github.com/pkg/errors"
 )
 
 var GlobalFunctions = exec.NewContext(map[string]any{

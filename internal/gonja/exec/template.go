@@ -6,8 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/pkg/errors"
-
 	"github.com/homingdev/homing/internal/gonja/config"
 	"github.com/homingdev/homing/internal/gonja/loaders"
 	"github.com/homingdev/homing/internal/gonja/nodes"
@@ -79,7 +77,7 @@ func (t *Template) ExecuteLimited(wr io.Writer, data *Context, limits Limits) er
 
 	err := renderer.Execute()
 	if err != nil {
-		return errors.Wrap(err, "unable to execute template")
+		return fmt.Errorf("unable to execute template: %w", err)
 	}
 
 	return nil

@@ -2,6 +2,7 @@
 package exec
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -10,10 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/homingdev/homing/internal/gonja/logging"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 	u "github.com/homingdev/homing/internal/gonja/utils"
-	"github.com/pkg/errors"
-	log "github.com/sirupsen/logrus"
 )
 
 const jinjaTag = "jinja"
@@ -305,7 +304,7 @@ func (v *Value) String() string {
 		return fmt.Sprintf("{%s}", strings.Join(pairs, ", "))
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.Errorf("Value.String() not implemented for type: %s\n", resolved.Kind().String())
 	}
 	return resolved.String()
@@ -415,7 +414,7 @@ func (v *Value) Integer() int {
 				return int(f)
 			}
 		}
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Integer() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return 0
@@ -450,7 +449,7 @@ func (v *Value) Float() float64 {
 				return f
 			}
 		}
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Float() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return 0.0
@@ -465,7 +464,7 @@ func (v *Value) Bool() bool {
 	case reflect.Bool:
 		return v.getResolvedValue().Bool()
 	default:
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Bool() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return false
@@ -501,7 +500,7 @@ func (v *Value) IsTrue() bool {
 	case reflect.Struct:
 		return true // struct instance is always true
 	default:
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.IsTrue() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return false
@@ -538,7 +537,7 @@ func (v *Value) Negate() *Value {
 	case reflect.Struct:
 		return AsValue(false)
 	default:
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Negate() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return AsValue(true)
@@ -563,7 +562,7 @@ func (v *Value) Len() int {
 		}
 		fallthrough
 	default:
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Len() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return 0
@@ -585,7 +584,7 @@ func (v *Value) Slice(i, j int) *Value {
 		s := v.getResolvedValue().String()
 		return AsValue(s[runeOffset(s, i):runeOffset(s, j)])
 	default:
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Slice() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return AsValue([]int{})
@@ -625,7 +624,7 @@ func (v *Value) Index(i int) *Value {
 		}
 		return AsValue("")
 	default:
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Slice() not available for type: %s\n", v.getResolvedValue().Kind().String())
 		}
 		return AsValue([]int{})
@@ -656,7 +655,7 @@ func (v *Value) Contains(other *Value) bool {
 		case string:
 			mapValue = resolved.MapIndex(other.getResolvedValue())
 		default:
-			if logging.Enabled() {
+			if log.Enabled() {
 				log.Errorf("Value.Contains() does not support lookup type '%s'\n", other.getResolvedValue().Kind().String())
 			}
 			return false
@@ -679,7 +678,7 @@ func (v *Value) Contains(other *Value) bool {
 		return false
 
 	default:
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Contains() not available for type: %s\n", resolved.Kind().String())
 		}
 		return false
@@ -841,7 +840,7 @@ func (v *Value) IterateOrder(fn func(idx, count int, key, value *Value) bool, em
 		return
 	case reflect.Struct:
 		if resolved.Type() != TypeDict {
-			if logging.Enabled() {
+			if log.Enabled() {
 				log.Errorf("Value.Iterate() not available for type: %s\n", resolved.Kind().String())
 			}
 		}
@@ -874,7 +873,7 @@ func (v *Value) IterateOrder(fn func(idx, count int, key, value *Value) bool, em
 		}
 
 	default:
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Errorf("Value.Iterate() not available for type: %s\n", resolved.Kind().String())
 		}
 	}
@@ -1153,7 +1152,7 @@ func (v *Value) GetItem(key any) (*Value, bool) {
 				}
 			}
 		default:
-			return AsValue(errors.Errorf("Can't access an index on type %s (variable %s)", val.Kind().String(), v)), false
+			return AsValue(fmt.Errorf("Can't access an index on type %s (variable %s)", val.Kind().String(), v)), false
 		}
 	default:
 		return AsValue(nil), false
@@ -1179,25 +1178,25 @@ func (v *Value) Set(key *Value, value any) error {
 		val = val.Elem()
 		if !val.IsValid() {
 			// Value is not valid (anymore)
-			return errors.Errorf(`Invalid value "%s"`, val)
+			return fmt.Errorf(`Invalid value "%s"`, val)
 		}
 	}
 
 	switch val.Kind() {
 	case reflect.Struct:
 		if !key.IsString() {
-			return errors.Errorf(`Can't write non-string field "%s" to struct: %s`, key.String(), value)
+			return fmt.Errorf(`Can't write non-string field "%s" to struct: %s`, key.String(), value)
 		}
 		field := val.FieldByName(key.String())
 		if field.IsValid() && field.CanSet() {
 			field.Set(reflect.ValueOf(value))
 		} else {
-			return errors.Errorf(`Can't write field "%s"`, key.String())
+			return fmt.Errorf(`Can't write field "%s"`, key.String())
 		}
 	case reflect.Map:
 		val.SetMapIndex(key.Val, reflect.ValueOf(value))
 	default:
-		return errors.Errorf(`Unknown type "%s", can't set value on "%s"`, val.Kind(), key.String())
+		return fmt.Errorf(`Unknown type "%s", can't set value on "%s"`, val.Kind(), key.String())
 	}
 
 	return nil

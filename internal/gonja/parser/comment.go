@@ -3,14 +3,13 @@ package parser
 import (
 	"fmt"
 
-	"github.com/homingdev/homing/internal/gonja/logging"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/tokens"
-	log "github.com/sirupsen/logrus"
 )
 
 func (p *Parser) ParseComment() (*nodes.Comment, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseComment")
@@ -43,7 +42,7 @@ func (p *Parser) ParseComment() (*nodes.Comment, error) {
 		data.Trim = data.Trim || len(comment.End.Val) > 0 && comment.End.Val[0] == '-'
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"node": comment,
 		}).Trace("ParseComment return")

@@ -3,11 +3,8 @@ package parser
 import (
 	"fmt"
 
-	log "github.com/sirupsen/logrus"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 
-	"github.com/pkg/errors"
-
-	"github.com/homingdev/homing/internal/gonja/logging"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/tokens"
 )
@@ -15,7 +12,7 @@ import (
 type ControlStructureParser func(parser *Parser, args *Parser) (nodes.ControlStructure, error)
 
 func (p *Parser) ParseControlStructureBlock() (*nodes.ControlStructureBlock, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseControlStructureBlock")
@@ -23,7 +20,7 @@ func (p *Parser) ParseControlStructureBlock() (*nodes.ControlStructureBlock, err
 
 	begin := p.Match(tokens.BlockBegin)
 	if begin == nil {
-		return nil, errors.Errorf(`Expected "%s" got "%s"`, p.Config.BlockStartString, p.Current())
+		return nil, fmt.Errorf(`Expected "%s" got "%s"`, p.Config.BlockStartString, p.Current())
 	}
 
 	name := p.Match(tokens.Name)
@@ -36,17 +33,17 @@ func (p *Parser) ParseControlStructureBlock() (*nodes.ControlStructureBlock, err
 		return nil, p.Error(fmt.Sprintf("ControlStructure '%s' not found (or beginning not provided)", name.Val), name)
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.Trace("args")
 	}
 	var args []*tokens.Token
 	for p.Current(tokens.BlockEnd) == nil && !p.Stream().End() {
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.Trace("for args")
 		}
 		args = append(args, p.Next())
 	}
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.Trace("loop ended")
 	}
 
@@ -58,28 +55,28 @@ func (p *Parser) ParseControlStructureBlock() (*nodes.ControlStructureBlock, err
 		data.Trim = data.Trim || len(end.Val) > 0 && end.Val[0] == '-'
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"args": args,
 		}).Trace("Matched end block")
 	}
 
 	stream := tokens.NewStream(args)
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"stream": stream,
 		}).Trace("Got stream")
 	}
 	argParser := NewParser(p.identifier, stream, p.Config, p.Loader, p.controlStructures)
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.Trace("argparser")
 	}
 
 	controlStructure, err := controlStructureParser(p, argParser)
 	if err != nil {
-		return nil, errors.Wrapf(err, `Unable to parse controlStructure "%s"`, name.Val)
+		return nil, fmt.Errorf(`Unable to parse controlStructure "%s": %w`, name.Val, err)
 	}
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.Trace("got controlStructure and return")
 	}
 	return &nodes.ControlStructureBlock{

@@ -3,15 +3,14 @@ package parser
 import (
 	"fmt"
 
-	"github.com/homingdev/homing/internal/gonja/logging"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/tokens"
-	log "github.com/sirupsen/logrus"
 )
 
 // ParseFilterExpression parses an optionnal filter chain for a node
 func (p *Parser) ParseFilterExpression(expr nodes.Expression) (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current":    p.Current(),
 			"expression": expr,
@@ -35,7 +34,7 @@ func (p *Parser) ParseFilterExpression(expr nodes.Expression) (nodes.Expression,
 		expr = filtered
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("ParseFilterExpression return")
@@ -46,7 +45,7 @@ func (p *Parser) ParseFilterExpression(expr nodes.Expression) (nodes.Expression,
 // ParseExpression parses an expression with optional filters
 // Nested expression should call this method
 func (p *Parser) ParseExpression() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseExpression")
@@ -63,7 +62,7 @@ func (p *Parser) ParseExpression() (nodes.Expression, error) {
 		return nil, err
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("ParseExpression return")
@@ -99,7 +98,7 @@ func (p *Parser) ParseCondition() (nodes.Expression, nodes.Expression, error) {
 }
 
 func (p *Parser) ParseExpressionNode() (nodes.Node, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseExpressionNode")
@@ -142,7 +141,7 @@ func (p *Parser) ParseExpressionNode() (nodes.Node, error) {
 		data.Trim = data.Trim || len(node.End.Val) > 0 && node.End.Val[0] == '-'
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"node": node,
 		}).Trace("parseExpressionNode return")

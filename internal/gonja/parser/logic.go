@@ -1,10 +1,9 @@
 package parser
 
 import (
-	"github.com/homingdev/homing/internal/gonja/logging"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/tokens"
-	log "github.com/sirupsen/logrus"
 )
 
 var compareOps = []tokens.Type{
@@ -21,7 +20,7 @@ func BinOp(token *tokens.Token) *nodes.BinOperator {
 }
 
 func (p *Parser) ParseLogicalExpression() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseLogicalExpression")
@@ -30,7 +29,7 @@ func (p *Parser) ParseLogicalExpression() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseOr() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseOr")
@@ -56,7 +55,7 @@ func (p *Parser) parseOr() (nodes.Expression, error) {
 		}
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("parseOr return")
@@ -65,7 +64,7 @@ func (p *Parser) parseOr() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseAnd() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseAnd")
@@ -93,7 +92,7 @@ func (p *Parser) parseAnd() (nodes.Expression, error) {
 		}
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("parseAnd return")
@@ -102,7 +101,7 @@ func (p *Parser) parseAnd() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseNot() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseNot")
@@ -121,7 +120,7 @@ func (p *Parser) parseNot() (nodes.Expression, error) {
 		}
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("parseNot return")
@@ -130,7 +129,7 @@ func (p *Parser) parseNot() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseCompare() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseCompare")
@@ -165,7 +164,7 @@ func (p *Parser) parseCompare() (nodes.Expression, error) {
 		return nil, err
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("parseCompare return")

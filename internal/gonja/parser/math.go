@@ -3,14 +3,13 @@ package parser
 import (
 	"fmt"
 
-	"github.com/homingdev/homing/internal/gonja/logging"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/tokens"
-	log "github.com/sirupsen/logrus"
 )
 
 func (p *Parser) ParseMath() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseMath")
@@ -34,7 +33,7 @@ func (p *Parser) ParseMath() (nodes.Expression, error) {
 		}
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("ParseMath return")
@@ -43,7 +42,7 @@ func (p *Parser) ParseMath() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseConcat() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseConcat")
@@ -67,7 +66,7 @@ func (p *Parser) parseConcat() (nodes.Expression, error) {
 		}
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("parseConcat return")
@@ -76,7 +75,7 @@ func (p *Parser) parseConcat() (nodes.Expression, error) {
 }
 
 func (p *Parser) ParseMathPrioritary() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseMathPrioritary")
@@ -100,7 +99,7 @@ func (p *Parser) ParseMathPrioritary() (nodes.Expression, error) {
 		}
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("ParseMathPrioritary return")
@@ -109,7 +108,7 @@ func (p *Parser) ParseMathPrioritary() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseUnary() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseUnary")
@@ -135,7 +134,7 @@ func (p *Parser) parseUnary() (nodes.Expression, error) {
 		return nil, err
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("parseUnary return")
@@ -144,7 +143,7 @@ func (p *Parser) parseUnary() (nodes.Expression, error) {
 }
 
 func (p *Parser) ParsePower() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParsePower")
@@ -172,7 +171,7 @@ func (p *Parser) ParsePower() (nodes.Expression, error) {
 		}
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"type": fmt.Sprintf("%T", expr),
 			"expr": expr,

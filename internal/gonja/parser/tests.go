@@ -1,15 +1,14 @@
 package parser
 
 import (
-	log "github.com/sirupsen/logrus"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 
-	"github.com/homingdev/homing/internal/gonja/logging"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/tokens"
 )
 
 func (p *Parser) ParseTest(expr nodes.Expression) (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseTest")
@@ -59,7 +58,7 @@ func (p *Parser) ParseTest(expr nodes.Expression) (nodes.Expression, error) {
 		}
 	}
 
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"expr": expr,
 		}).Trace("parseTest return")

@@ -6,10 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/homingdev/homing/internal/gonja/logging"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/tokens"
-	log "github.com/sirupsen/logrus"
 )
 
 func normalizeNumericLiteral(val string) string {
@@ -29,7 +28,7 @@ func parseFloatLiteral(val string) (float64, error) {
 }
 
 func (p *Parser) parseNumber() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseNumber")
@@ -63,7 +62,7 @@ func (p *Parser) parseNumber() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseString() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseString")
@@ -99,7 +98,7 @@ func (p *Parser) parseCollectionOrExpression() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseList() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseList")
@@ -143,7 +142,7 @@ func (p *Parser) parseList() (nodes.Expression, error) {
 }
 
 func (p *Parser) parseTupleOrExpression() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseTuple")
@@ -194,7 +193,7 @@ func (p *Parser) parseTupleOrExpression() (nodes.Expression, error) {
 }
 
 func (p *Parser) parsePair() (*nodes.Pair, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parsePair")
@@ -218,7 +217,7 @@ func (p *Parser) parsePair() (*nodes.Pair, error) {
 }
 
 func (p *Parser) parseDict() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("parseDict")
@@ -257,7 +256,7 @@ func (p *Parser) parseDict() (nodes.Expression, error) {
 }
 
 func (p *Parser) ParseVariable() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseVariable")
@@ -371,7 +370,7 @@ func (p *Parser) ParseGetter(accessor *tokens.Token, from nodes.Expression) (nod
 
 // ParseVariableOrLiteral parses IDENT | IDENT.(IDENT|NUMBER)...
 func (p *Parser) ParseVariableOrLiteral() (nodes.Expression, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"current": p.Current(),
 		}).Trace("ParseVariableOrLiteral")

@@ -11,9 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/homingdev/homing/internal/gonja/config"
-	log "github.com/sirupsen/logrus"
-
-	"github.com/homingdev/homing/internal/gonja/logging"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 )
 
 // EOF is an arbitraty value for End Of File
@@ -617,7 +615,7 @@ func (l *Lexer) lexComment() lexFn {
 }
 
 func (l *Lexer) lexVariable() lexFn {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"pos":       l.Pos,
 			"input":     l.Input,
@@ -712,7 +710,7 @@ func (l *Lexer) lexBlockEnd() lexFn {
 }
 
 func (l *Lexer) lexExpression() lexFn {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"pos":       l.Pos,
 			"input":     l.Input,
@@ -740,7 +738,7 @@ func (l *Lexer) lexExpression() lexFn {
 		}
 
 		r := l.next()
-		if logging.Enabled() {
+		if log.Enabled() {
 			log.WithFields(log.Fields{"rune": r}).Trace("lexExpression")
 		}
 		switch {

@@ -47,7 +47,7 @@ OWN_DOCTYPES = frozenset({"Homing Settings", "Homing Event Queue", "Homing Publi
 # in_install, in_migrate).
 SKIP_FLAGS = ("in_import", "in_patch", "in_install", "in_migrate")
 
-# Homing's limits (dispatch/event.go): an event ID of at most 200
+# Homing's limits (internal/engine/dispatch/event.go): an event ID of at most 200
 # characters; delivery.max_payload_bytes defaults to 1 MiB.
 MAX_ID_LENGTH = 200
 DEFAULT_MAX_DOC_BYTES = 1048576
@@ -280,7 +280,7 @@ def shape_event(
 	tenant: str = "",
 ) -> Shaped:
 	"""The body of POST /v1/events: {"id", "doc_type", "doc_name", "event",
-	"doc"} (Homing's api/events.go eventRequest), with "tenant" first when
+	"doc"} (Homing's internal/ops/api/events.go eventRequest), with "tenant" first when
 	tenant is set. The document is encoded
 	once, compactly with sorted keys; its size is counted as Homing counts it
 	(the bytes of "doc" as sent) and checked here, so that an oversized

@@ -7,7 +7,6 @@ import (
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/parser"
 	"github.com/homingdev/homing/internal/gonja/tokens"
-	"github.com/pkg/errors"
 )
 
 // CallControlStructure implements Jinja2's
@@ -49,7 +48,7 @@ func (c *CallControlStructure) Execute(r *exec.Renderer, tag *nodes.ControlStruc
 	// macro's rendered output, which we write to the renderer.
 	result := r.Eval(c.Call)
 	if result.IsError() {
-		return errors.Wrapf(result, "Unable to execute {%% call %%}")
+		return fmt.Errorf("Unable to execute {%% call %%}: %w", result)
 	}
 
 	// Ensure stash is cleared even if the macro didn't consume it.

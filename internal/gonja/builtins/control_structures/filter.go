@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/pkg/errors"
-
 	"github.com/homingdev/homing/internal/gonja/exec"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/parser"
@@ -45,8 +43,8 @@ func (fcs *FilterControlStructure) Execute(r *exec.Renderer, tag *nodes.ControlS
 	for _, call := range fcs.filterChain {
 		value = r.Evaluator().ExecuteFilter(call, value)
 		if value.IsError() {
-			return errors.Wrapf(value, `Unable to apply filter %s (Line: %d Col: %d, near %s`,
-				call.Name, call.Token.Line, call.Token.Col, call.Token.Val)
+			return fmt.Errorf(`Unable to apply filter %s (Line: %d Col: %d, near %s: %w`,
+				call.Name, call.Token.Line, call.Token.Col, call.Token.Val, value)
 		}
 	}
 

@@ -3,10 +3,9 @@ package controlStructures
 import (
 	"fmt"
 
-	log "github.com/sirupsen/logrus"
+	log "github.com/homingdev/homing/internal/gonja/logging"
 
 	"github.com/homingdev/homing/internal/gonja/exec"
-	"github.com/homingdev/homing/internal/gonja/logging"
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/parser"
 	"github.com/homingdev/homing/internal/gonja/tokens"
@@ -45,7 +44,7 @@ func (ics *IfControlStructure) Execute(r *exec.Renderer, tag *nodes.ControlStruc
 }
 
 func ifParser(p *parser.Parser, args *parser.Parser) (nodes.ControlStructure, error) {
-	if logging.Enabled() {
+	if log.Enabled() {
 		log.WithFields(log.Fields{
 			"arg":     args.Current(),
 			"current": p.Current(),

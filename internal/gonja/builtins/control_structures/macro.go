@@ -7,7 +7,6 @@ import (
 	"github.com/homingdev/homing/internal/gonja/nodes"
 	"github.com/homingdev/homing/internal/gonja/parser"
 	"github.com/homingdev/homing/internal/gonja/tokens"
-	"github.com/pkg/errors"
 )
 
 type MacroControlStructure struct {
@@ -22,7 +21,7 @@ func (mcs *MacroControlStructure) String() string {
 func (mcs *MacroControlStructure) Execute(r *exec.Renderer, tag *nodes.ControlStructureBlock) error {
 	macro, err := exec.MacroNodeToFunc(mcs.Macro, r)
 	if err != nil {
-		return errors.Wrapf(err, `Unable to parse macro '%s'`, mcs.Name)
+		return fmt.Errorf(`Unable to parse macro '%s': %w`, mcs.Name, err)
 	}
 	r.Environment.Context.Set(mcs.Name, macro)
 	return nil

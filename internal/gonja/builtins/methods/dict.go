@@ -1,9 +1,8 @@
 package methods
 
 import (
+	"errors"
 	"sort"
-
-	"github.com/pkg/errors"
 
 	"github.com/homingdev/homing/internal/gonja/exec"
 )

@@ -6,7 +6,6 @@ import (
 	"github.com/homingdev/homing/internal/gonja/builtins/methods/pyerrors"
 	"github.com/homingdev/homing/internal/gonja/builtins/methods/pystring"
 	"github.com/homingdev/homing/internal/gonja/exec"
-	"golang.org/x/exp/utf8string"
 )
 
 var strMethods = exec.NewMethodSet[string](map[string]exec.Method[string]{
@@ -39,7 +38,7 @@ var strMethods = exec.NewMethodSet[string](map[string]exec.Method[string]{
 		); err != nil {
 			return nil, exec.ErrInvalidCall(err)
 		}
-		return pystring.PyString(self).Center(width, utf8string.NewString(fillchar).At(0)), nil
+		return pystring.PyString(self).Center(width, pystring.RuneAt(fillchar, 0)), nil
 	},
 	"count": func(self string, _ *exec.Value, arguments *exec.VarArgs) (any, error) {
 		var (
@@ -247,7 +246,7 @@ var strMethods = exec.NewMethodSet[string](map[string]exec.Method[string]{
 		); err != nil {
 			return nil, exec.ErrInvalidCall(err)
 		}
-		return pystring.PyString(self).LJust(width, utf8string.NewString(fillchar).At(0)), nil
+		return pystring.PyString(self).LJust(width, pystring.RuneAt(fillchar, 0)), nil
 	},
 	"lower": func(self string, _ *exec.Value, arguments *exec.VarArgs) (any, error) {
 		if err := arguments.Take(); err != nil {
@@ -341,7 +340,7 @@ var strMethods = exec.NewMethodSet[string](map[string]exec.Method[string]{
 		); err != nil {
 			return nil, exec.ErrInvalidCall(err)
 		}
-		return pystring.PyString(self).RJust(width, utf8string.NewString(fillchar).At(0)), nil
+		return pystring.PyString(self).RJust(width, pystring.RuneAt(fillchar, 0)), nil
 	},
 	"rpartition": func(self string, _ *exec.Value, arguments *exec.VarArgs) (any, error) {
 		var (

@@ -1,5 +1,5 @@
 """core.py against a real HTTP server on 127.0.0.1 that plays Homing's
-POST /v1/events (api/events.go and README "Publishing over HTTP"): bearer
+POST /v1/events (internal/ops/api/events.go and README "Publishing over HTTP"): bearer
 token, 202 for a new ID, 200 for the same ID and body again, 409 for the same
 ID with another body, 422 for an invalid event, 413 for a document over the
 limit, 502 delivery_failed for a workflow_transition; plus what a network

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/homingdev/homing/internal/gonja/builtins/methods/pyerrors"
-	"golang.org/x/exp/utf8string"
 )
 
 // FormatSpec represents the format specification for formatting values
@@ -37,8 +36,6 @@ func (d Dialect) NewFormatterSpecFromStr(format string) (FormatSpec, error) {
 		dialect: d,
 	}
 
-	s := utf8string.NewString(format)
-
 	// For when multiples runes are parsed in 1 loop we need to
 	// skip the runes we parsed.
 	skipUntil := -1
@@ -50,7 +47,7 @@ func (d Dialect) NewFormatterSpecFromStr(format string) (FormatSpec, error) {
 		// If the next rune is an alignment character, skip this iteration.
 		var maybeNextRune rune
 		if idx == 0 && idx+1 < len(format) {
-			maybeNextRune = s.At(idx + 1)
+			maybeNextRune = RuneAt(format, idx+1)
 			if maybeNextRune == '<' || maybeNextRune == '>' || maybeNextRune == '^' || maybeNextRune == '=' {
 				continue
 			}
@@ -63,7 +60,7 @@ func (d Dialect) NewFormatterSpecFromStr(format string) (FormatSpec, error) {
 			}
 			spec.Align = char
 			if idx > 0 {
-				spec.Fill = s.At(0)
+				spec.Fill = RuneAt(format, 0)
 			}
 
 		case '+', '-', ' ':

@@ -1,7 +1,0 @@
-package dispatch
-
-import "github.com/homingdev/homing/event"
-
-// Event is the document event the engine fans out and delivers (package
-// event defines it, so that publishers need not import the engine).
-type Event = event.Event

@@ -1,9 +1,0 @@
-package event_test
-
-import (
-	"testing"
-
-	"github.com/homingdev/homing/internal/testenv"
-)
-
-func TestMain(m *testing.M) { testenv.Main(m) }

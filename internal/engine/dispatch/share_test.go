@@ -1,0 +1,179 @@
+package dispatch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/homingdev/homing/internal/engine/delivery/send"
+	"github.com/homingdev/homing/internal/testing/testenv"
+	"github.com/homingdev/homing/internal/testing/testreceiver"
+	"github.com/homingdev/homing/models"
+)
+
+// A tenant has its share of a process's requests whatever the others do;
+// past it, it borrows idle slots while the process keeps a share free, and
+// is refused once only that share is free. The default tenant is never
+// refused but its requests count; with no bound nobody is refused.
+func TestTenantShareKeepsAShareFree(t *testing.T) {
+	t.Parallel()
+	type step struct {
+		take   bool // take (true) or give (false)
+		tenant string
+		want   bool // take's answer
+	}
+	for _, c := range []struct {
+		name       string
+		max, slots int
+		steps      []step
+	}{
+		{"its share, no more when none is idle", 2, 4, []step{{true, "acme", true}, {true, "acme", true}, {true, "acme", false}}},
+		{"borrows idle slots, leaving a share free", 1, 4, []step{{true, "acme", true}, {true, "acme", true}, {true, "acme", true}, {true, "acme", false}, {true, "initech", true}, {true, "initech", false}}},
+		{"a request ended frees its place", 1, 1, []step{{true, "acme", true}, {true, "acme", false}, {false, "acme", false}, {true, "acme", true}}},
+		{"the default tenant is never refused, and counts", 1, 2, []step{{true, models.DefaultTenant, true}, {true, models.DefaultTenant, true}, {true, "", true}, {true, "acme", true}, {true, "acme", false}}},
+		{"no bound", 0, 2, []step{{true, "acme", true}, {true, "acme", true}, {true, "acme", true}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := newTenantShare(c.max, c.slots)
+			for i, st := range c.steps {
+				if !st.take {
+					s.give(st.tenant)
+					continue
+				}
+				// No wait: what the share answers at once.
+				if got := s.take(context.Background(), st.tenant, 0); got != st.want {
+					t.Fatalf("step %d: take(%q) = %v, want %v", i, st.tenant, got, st.want)
+				}
+			}
+		})
+	}
+}
+
+// An attempt past its tenant's share waits for a request of the process
+// to end: one ending while it waits lets it through (a tenant whose
+// receivers answer quickly is never refused for another's borrowed
+// slots); none ending, it is refused when its wait ends.
+func TestTenantShareWaitsForARequestToEnd(t *testing.T) {
+	t.Parallel()
+	// Three slots, a share of one: with acme's and initech's requests in
+	// flight only one is free, kept for others, so acme past its share
+	// waits.
+	s := newTenantShare(1, 3)
+	ctx := context.Background()
+	if !s.take(ctx, "acme", 0) || !s.take(ctx, "initech", 0) {
+		t.Fatal("each tenant's share refused")
+	}
+	got := make(chan bool, 1)
+	go func() { got <- s.take(ctx, "acme", time.Hour) }()
+	testenv.Eventually(t, "acme's second take to wait", func() bool { return s.waiters.Load() == 1 })
+	s.give("initech")
+	if !<-got {
+		t.Fatal("acme's take waiting while initech's request ended: refused, want it through")
+	}
+	// Nothing ends now: the wait ends, and the take is refused.
+	if s.take(ctx, "acme", time.Millisecond) {
+		t.Fatal("acme past its share with no slot free and none freed: let through, want refused")
+	}
+	// A cancelled attempt (a shutdown) stops waiting.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if s.take(cancelled, "acme", time.Hour) {
+		t.Fatal("a cancelled take let through, want refused")
+	}
+}
+
+// With a tenant past its share of requests in flight (here one of two
+// slots: a receiver that does not answer) and no more than a share free,
+// its next attempt makes no request: its claim is given
+// back, the delivery Failed and due shareWait later with no attempt
+// counted, and a sweep's retry sends it once the first request has ended.
+// Another tenant's attempt to the same receiver meanwhile is sent. (One
+// tenant's receivers that never answered used to hold every slot of a
+// shared queue for their timeout.)
+func TestAnAttemptOverItsTenantsShareWaits(t *testing.T) {
+	t.Parallel()
+	for name, open := range testenv.Backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			rc := testreceiver.New(t)
+			d, clk := tenantBed(t, db, rc)
+			sender := send.NewSender(send.SenderConfig{UserAgent: "test"})
+			t.Cleanup(sender.Close)
+			d = New(db, sender, nil, Config{Clock: clk, TenantRequests: 1, InlineRequests: 2})
+			ctx := context.Background()
+			now := clk.Now()
+			if err := db.Create(&models.Tenant{Name: "initech", Enabled: true, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Create(&models.Webhook{
+				ID: "initech-hook", Tenant: "initech", Name: "orders", DocType: "Sales Order", DocEvent: "on_submit", RequestURL: rc.URL + "/initech",
+				RequestMethod: "POST", RequestStructure: "json", Headers: models.StringMap{}, SignatureScheme: "none",
+				Enabled: true, MaxRetries: 3, Queue: "default", TimeoutMS: 5000, CreatedAt: now, UpdatedAt: now,
+			}).Error; err != nil {
+				t.Fatal(err)
+			}
+			row := func(id, tenant, hook string) {
+				t.Helper()
+				r := testenv.PlannedDelivery(id, "ev-"+id, hook, now)
+				r.Tenant, r.URL = tenant, rc.URL+"/"+hook
+				if err := db.Create(&r).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			row("a1", "acme", "queued")
+			row("a2", "acme", "queued")
+			row("i1", "initech", "initech-hook")
+
+			release := rc.Hold()
+			first := make(chan Outcome, 1)
+			go func() {
+				out, err := d.Attempt(ctx, "a1", First)
+				if err != nil {
+					t.Error(err)
+				}
+				first <- out
+			}()
+			testenv.Eventually(t, "acme's first request to reach the receiver", func() bool { return rc.Count() == 1 })
+
+			out, err := d.Attempt(ctx, "a2", First)
+			if err != nil || !out.Postponed || out.Status != models.StatusFailed {
+				t.Fatalf("acme's second attempt with its share in flight: %+v, %v; want it postponed, Failed", out, err)
+			}
+			r := loadRow(t, db, "a2")
+			if r.Status != models.StatusFailed || r.Attempts != 0 || r.NextRetry == nil || !r.NextRetry.Equal(now.Add(shareWait)) {
+				t.Fatalf("acme's postponed delivery: %s, %d attempts, due %v; want Failed, unattempted, due %v", r.Status, r.Attempts, r.NextRetry, now.Add(shareWait))
+			}
+			if n := rc.Count(); n != 1 {
+				t.Fatalf("the receiver got %d requests, want only acme's first: its second waits", n)
+			}
+
+			// initech has a share of its own; its request goes out and
+			// waits at the receiver with acme's.
+			other := make(chan error, 1)
+			go func() {
+				_, err := d.Attempt(ctx, "i1", First)
+				other <- err
+			}()
+			testenv.Eventually(t, "initech's request to reach the receiver", func() bool { return rc.Count() == 2 })
+
+			release()
+			if out := <-first; out.Status != models.StatusDelivered {
+				t.Fatalf("acme's first attempt: %+v, want Delivered", out)
+			}
+			if err := <-other; err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(shareWait)
+			if out, err := d.Attempt(ctx, "a2", Retry); err != nil || out.Status != models.StatusDelivered {
+				t.Fatalf("acme's second delivery once its first request ended: %+v, %v; want Delivered", out, err)
+			}
+			for id, n := range rc.CountBy("webhook-id") {
+				if n != 1 {
+					t.Errorf("delivery %s reached the receiver %d times, want once", id, n)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,3 @@
+{{ 'gonja' }}
+{{ '=' * 80 }}
+{{ 'concat' ~ simple.str }}

@@ -1,0 +1,4 @@
+{{ "<script>"|escape }}
+{{ "<script>"|e }}
+{{ "<script>"|safe|escape }}
+{{ "<script>"|safe|e }}

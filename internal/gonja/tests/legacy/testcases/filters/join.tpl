@@ -1,0 +1,1 @@
+{{ simple.misc_list|join(", ") }}

@@ -1,0 +1,6 @@
+"": {{ "" | length }}
+"nope": {{ "nope" | length }}
+[]: {{ [] | length }}
+["one"]: {{ ["one"] | length }}
+{}: {{ {} | length }}
+{"a": "b"}: {{ {"a": "b"} | length }}

@@ -1,0 +1,4 @@
+{{ 5|random }}
+{{ ""|random }}
+{{ "h"|random }}
+{{ simple.one_item_list|random }}

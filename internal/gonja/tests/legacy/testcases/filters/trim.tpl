@@ -1,0 +1,2 @@
+{{ '  spaces  ' | trim }}
+{{ '#%custom chars#' | trim(chars="#%") }}

@@ -1,0 +1,1 @@
+{{ "http://www.example.org/foo?a=b&c=d"|urlencode }}

@@ -1,0 +1,2 @@
+{{ ""|wordcount }}
+{% filter wordcount %}This is a test{% endfilter %}

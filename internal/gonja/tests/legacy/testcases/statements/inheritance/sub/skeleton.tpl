@@ -1,0 +1,1 @@
+Start#{% block body %}Default body{% endblock %}#End

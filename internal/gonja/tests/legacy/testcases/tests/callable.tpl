@@ -1,0 +1,2 @@
+{{ simple is callable }}
+{{ simple.func_add is callable }}
