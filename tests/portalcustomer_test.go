@@ -67,7 +67,7 @@ func TestPortalCustomerInABrowser(t *testing.T) {
 	if txt := b.text("#event_type"); !strings.Contains(txt, "Order · on_submit") || !strings.Contains(txt, "Invoice · on_submit") {
 		t.Fatalf("the event list: %q", txt)
 	}
-	advanced, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`["#queue", "#compat", "#condition_language", "#url_template", "#follow_redirects", "#signature", "#doctype"].filter(s => document.querySelector(s))`))
+	advanced, err := do(b, chromedp.Evaluate[[]string](`["#queue", "#compat", "#condition_language", "#url_template", "#follow_redirects", "#signature", "#doctype"].filter(s => document.querySelector(s))`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"html/template"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -77,7 +79,9 @@ func (b browser) frame(prefix string) browser {
 	page := chromedp.FromContext(b.ctx).Target.TargetID
 	var id target.ID
 	eventually(b.t, "the page's frame of "+prefix, func() (bool, string) {
-		infos, err := chromedp.Targets(b.ctx)
+		ctx, cancel := context.WithTimeout(b.ctx, browserStep)
+		infos, err := chromedp.Targets(ctx)
+		cancel()
 		if err != nil {
 			b.t.Fatal(err)
 		}
@@ -92,6 +96,11 @@ func (b browser) frame(prefix string) browser {
 	})
 	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(id))
 	b.t.Cleanup(cancel)
+	// Attached here, without a deadline (as newBrowser starts the browser):
+	// the steps on the frame are bounded one by one.
+	if err := chromedp.Do(ctx); err != nil {
+		b.t.Fatalf("browser: attach to the frame of %s: %v", prefix, err)
+	}
 	return browser{t: b.t, ctx: ctx, base: b.base}
 }
 
@@ -101,7 +110,7 @@ func (b browser) document() string {
 	b.t.Helper()
 	var doc string
 	eventually(b.t, "the frame's document", func() (bool, string) {
-		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.readyState + " " + location.href + " " + document.title`))
+		got, err := do(b, chromedp.Evaluate[string](`document.readyState + " " + location.href + " " + document.title`))
 		if err != nil {
 			b.t.Fatalf("browser: %v", err)
 		}
@@ -178,7 +187,7 @@ func TestPortalEmbeddedInAnotherSite(t *testing.T) {
 		if sent {
 			t.Fatal("the browser sent an unpartitioned SameSite=None cookie to a frame of another site: it does not block third-party cookies, so this test would prove nothing")
 		}
-	case <-b.ctx.Done():
+	case <-time.After(browserStep):
 		t.Fatal("the control frame never asked for /check")
 	}
 

@@ -40,7 +40,7 @@ func TestThemedPortalInABrowser(t *testing.T) {
 	b := newBrowser(t, op.base, t.TempDir())
 	eval := func(js string) string {
 		t.Helper()
-		v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+		v, err := do(b, chromedp.Evaluate[string](js))
 		if err != nil {
 			t.Fatalf("browser: %s: %v", js, err)
 		}
