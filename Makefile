@@ -21,7 +21,12 @@ TESTBIN := $(CURDIR)/bin/test
 # the database the other packages are compiled and run beside them (8 min
 # at -p 2, 5 at -p 4 on 2 cores). The timeout has five times the headroom
 # of the slowest package (README, "Testing").
-TEST_FLAGS ?= -race -count=1 -p 4 -parallel 6 -timeout 20m
+# -ldflags=-w: the test binaries and commands are linked without DWARF,
+# which only a debugger reads (race reports and panics symbolize from the
+# binary's own tables): 5.4 s of CPU a link instead of 6.9, over 58 test
+# binaries relinked after a change.
+TEST_LDFLAGS := -ldflags=-w
+TEST_FLAGS ?= -race -count=1 -p 4 -parallel 6 -timeout 20m $(TEST_LDFLAGS)
 # A race-built binary (every test binary, and the commands the end-to-end
 # tests run) otherwise sleeps a second at exit so that late races can still be
 # reported; races are reported either way.
@@ -64,7 +69,7 @@ test: ## start (or install) PostgreSQL, redis-server, redis-sentinel and chromiu
 	@command -v python3 >/dev/null || { echo "make: python3 is needed to test the Frappe app (integrations/frappe/homing_frappe); install Python 3.10+"; exit 1; }
 	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
 	go vet -race $(PKG)
-	go build -race -o $(TESTBIN)/ ./cmd/...
+	go build -race $(TEST_LDFLAGS) -o $(TESTBIN)/ ./cmd/...
 	HOMING_TEST_BIN=$(TESTBIN) go test $(TEST_FLAGS) $(TEST_PKGS)
 	$(if $(filter ./...,$(PKG)),go test -count=1 $(GONJA_PKGS))
 
