@@ -215,6 +215,12 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 			continue
 		}
 		row.CreatedAt, row.UpdatedAt, row.Tenant, row.TraceContext, row.AcceptedAt = now, now, w.Tenant, p.trace, p.accepted
+		if w.Ordered() && row.Status == models.StatusFailed {
+			// Its event's place in the acceptance order; 0 has the store
+			// draw one (an event queued straight into Redis).
+			seq := p.ev.AcceptSeq
+			row.AcceptSeq = &seq
+		}
 		if row.Status == models.StatusFailed {
 			// The first attempt's task normally runs long before this; if
 			// that task is lost, the sweeper picks the row up here.
@@ -249,15 +255,21 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	// A claim the store held (its tenant is disabled) is not ours to send,
 	// nor a first attempt to queue: the row is due at once, for the sweep
 	// once the tenant is enabled again.
-	held := make(map[string]bool, len(written.Held))
+	held := make(map[string]bool, len(written.Held)+len(written.Blocked))
 	for _, id := range written.Held {
 		held[id] = true
+	}
+	// A claim the ordering rule held is not ours to send either, but its
+	// first attempt is queued: that claim decides again.
+	blocked := make(map[string]bool, len(written.Blocked))
+	for _, id := range written.Blocked {
+		held[id], blocked[id] = true, true
 	}
 	if written.Created {
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(written.Rows))
 		for _, r := range written.Rows {
-			if claimedIDs[r.ID] {
+			if claimedIDs[r.ID] && !blocked[r.ID] {
 				continue
 			}
 			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
@@ -278,6 +290,10 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	ours := make(map[string]bool, len(p.inline))
 	pending := make([]Pending, 0, len(written.Existing))
 	for _, r := range written.Existing {
+		if blocked[r.ID] {
+			pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
+			continue
+		}
 		if claimedIDs[r.ID] {
 			ours[r.ID] = true
 			continue

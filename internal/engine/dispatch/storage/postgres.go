@@ -145,8 +145,9 @@ func (s *Postgres) write(ctx context.Context, rows []models.Delivery, version in
 	if err != nil {
 		return Written{}, err
 	}
-	w.Released, w.Held = r.released, r.held
+	w.Released, w.Held, w.Blocked = r.released, r.held, r.blocked
 	slices.Sort(w.Held)
+	slices.Sort(w.Blocked)
 	return w, nil
 }
 
@@ -171,9 +172,16 @@ func (s *Postgres) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 // commit (runRecord), which moves each webhook's health by what the
 // database holds. An outcome that disables its webhook (once per webhook),
 // or makes its delivery Exhausted, is the reference's transaction, which
-// publishes its operational event in the same commit.
+// publishes its operational event in the same commit, and so is a final
+// outcome of an ordered delivery (Outcome.Order), which wakes the next of
+// its key.
 func (s *Postgres) Record(ctx context.Context, o Outcome) (Recorded, error) {
 	if o.Disable != "" || (o.Status == models.StatusExhausted && s.ops != nil) {
+		return s.GORM.Record(ctx, o)
+	}
+	if o.Order != nil && (o.Status == models.StatusDelivered || o.Status == models.StatusExhausted) {
+		// The head of an ordered key made final wakes the next under the
+		// key's lock, in its own transaction.
 		return s.GORM.Record(ctx, o)
 	}
 	applied, err := s.record.Do(ctx, o)

@@ -101,7 +101,10 @@ type insertResult struct {
 	created int
 	// held are the created rows planned claimed that the INSERT wrote
 	// unclaimed, their tenant being disabled (Written.Held).
-	held    []string
+	held []string
+	// blocked are the created ordered rows planned claimed that the
+	// INSERT wrote unclaimed (Written.Blocked).
+	blocked []string
 	version int64
 	// released: the set's outbox row was deleted by the statement.
 	released bool
@@ -131,21 +134,30 @@ type insertResult struct {
 // statement reads it, the claim's check (tenantEnabled); otherwise it is
 // written unclaimed, attempts 0 and due at its created_at (Written.Held:
 // returned with no attempt though planned with one). Served by tenants'
-// primary key.
+// primary key. An ordered row ($28, accept_seq; 0 draws one from the
+// outbox's sequence) planned claimed is claimed only if the ordering rule
+// does not hold it (orderBlocked) as this statement reads the table; the
+// rows of one key in the same statement do not see each other, so
+// runInsert plans all but none of them claimed. A held row is written
+// unclaimed, due at its lease (Written.Blocked), and its first attempt's
+// claim decides again.
 var insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
 ins AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
 	SELECT id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
-		payload, status, CASE WHEN v.held THEN 0 ELSE v.attempts END, max_retries,
-		CASE WHEN v.held THEN v.created_at ELSE v.next_retry END, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant, accepted_at, trace_context
-	FROM (SELECT *, status = 'Failed' AND attempts > 0 AND NOT ` + tenantEnabled("u") + ` AS held
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
-		$17::timestamptz[], $18::timestamptz[], $19::integer[], $20::text[], $26::timestamptz[], $27::text[], $21::bigint[])
-		AS u(` + deliveryColumns + `, version)) v
+		payload, status, CASE WHEN v.held OR v.blocked THEN 0 ELSE v.attempts END, max_retries,
+		CASE WHEN v.held THEN v.created_at ELSE v.next_retry END, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant, accepted_at, trace_context,
+		accept_seq
+	FROM (SELECT *, status = 'Failed' AND attempts > 0 AND NOT ` + tenantEnabled("u") + ` AS held,
+			status = 'Failed' AND attempts > 0 AND ` + orderBlocked("u") + ` AS blocked
+		FROM (SELECT ` + deliveryColumnsBase + `, CASE WHEN s.accept_seq = 0 THEN nextval('outbox_events_id_seq') ELSE s.accept_seq END AS accept_seq, version
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
+			$17::timestamptz[], $18::timestamptz[], $19::integer[], $20::text[], $26::timestamptz[], $27::text[], $28::bigint[], $21::bigint[])
+			AS s(` + deliveryColumns + `, version)) u) v
 	WHERE v.version IS NULL OR v.version = (SELECT n FROM cur)
 	ON CONFLICT (event_id, webhook_id) DO NOTHING
-	RETURNING id, attempts
+	RETURNING id, attempts, accept_seq IS NOT NULL AS ordered
 ), rel AS (
 	DELETE FROM outbox_events WHERE id IN (
 		SELECT o.id FROM outbox_events o
@@ -155,8 +167,32 @@ ins AS (
 		FOR UPDATE SKIP LOCKED)
 	RETURNING tenant, event_id
 )
-SELECT id, attempts, NULL, NULL, NULL FROM ins UNION ALL SELECT NULL, NULL, n, NULL, NULL FROM cur
-UNION ALL SELECT NULL, NULL, NULL, tenant, event_id FROM rel`
+SELECT id, attempts, ordered, NULL, NULL, NULL FROM ins UNION ALL SELECT NULL, NULL, NULL, n, NULL, NULL FROM cur
+UNION ALL SELECT NULL, NULL, NULL, NULL, tenant, event_id FROM rel`
+
+// unclaimSameKey plans unclaimed every ordered row planned claimed whose
+// key has another ordered row in the same statement: one statement's rows
+// do not see each other, so its ordering check could pass them all. Their
+// first attempts go through a task each, whose claim sees the committed
+// rows. Such a row keeps its lease as its due time.
+func unclaimSameKey(sets []insertSet) {
+	count := make(map[OrderKey]int)
+	for i := range sets {
+		for _, r := range sets[i].rows {
+			if k := KeyOf(r); k != nil {
+				count[*k]++
+			}
+		}
+	}
+	for i := range sets {
+		for j := range sets[i].rows {
+			r := &sets[i].rows[j]
+			if k := KeyOf(*r); k != nil && count[*k] > 1 && r.Status == models.StatusFailed && r.Attempts > 0 {
+				r.Attempts = 0
+			}
+		}
+	}
+}
 
 // runInsert inserts every caller's rows in one statement and answers each
 // with how many of its rows it created. The rows go in (event, webhook)
@@ -186,6 +222,8 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 			}
 		}
 	}
+	// After claimed is read: a row unclaimed here is reported blocked.
+	unclaimSameKey(sets)
 	slices.SortFunc(all, func(a, b planned) int {
 		return cmp.Or(cmp.Compare(a.row.EventID, b.row.EventID), cmp.Compare(a.row.WebhookID, b.row.WebhookID))
 	})
@@ -205,6 +243,7 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 		tenants                                 = make([]string, n)
 		versions                                = make([]*int64, n)
 		acceptedAts                             = make([]*time.Time, n)
+		seqs                                    = make([]*int64, n)
 		// traces stays nil (NULL, which unnest pads with NULLs) unless a
 		// row keeps a trace context: untraced fan-outs send nothing more.
 		traces []*string
@@ -230,7 +269,7 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 			}
 			urlDocs[i] = &at
 		}
-		tenants[i], versions[i], acceptedAts[i] = models.TenantOr(r.Tenant), p.version, r.AcceptedAt
+		tenants[i], versions[i], acceptedAts[i], seqs[i] = models.TenantOr(r.Tenant), p.version, r.AcceptedAt, r.AcceptSeq
 		if r.TraceContext != nil {
 			if traces == nil {
 				traces = make([]*string, n)
@@ -258,7 +297,7 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 	}
 	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
 		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, tenants, versions, docs,
-		relTenants, relIDs, relVersions, acceptedAts, traces)
+		relTenants, relIDs, relVersions, acceptedAts, traces, seqs)
 	if err != nil {
 		return nil, err
 	}
@@ -269,17 +308,22 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 		var (
 			id              sql.NullString
 			attempts        sql.NullInt32
+			ordered         sql.NullBool
 			version         sql.NullInt64
 			tenant, eventID sql.NullString
 		)
-		if err := rows.Scan(&id, &attempts, &version, &tenant, &eventID); err != nil {
+		if err := rows.Scan(&id, &attempts, &ordered, &version, &tenant, &eventID); err != nil {
 			return nil, err
 		}
 		switch {
 		case id.Valid:
 			o := &out[owner[id.String]]
 			o.created++
-			if attempts.Int32 == 0 && claimed[id.String] {
+			switch {
+			case attempts.Int32 != 0 || !claimed[id.String]:
+			case ordered.Bool:
+				o.blocked = append(o.blocked, id.String)
+			default:
 				o.held = append(o.held, id.String)
 			}
 		case eventID.Valid:
@@ -421,7 +465,7 @@ const claimColumns = `d.id, d.tenant, d.webhook_id, d.webhook_name, d.event_id, 
 	d.attempts, d.max_retries, d.next_retry, d.created_at, d.accepted_at, d.url, d.url_doc, d.trace_context,
 	w.id, w.tenant, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
 	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit, w.headers,
-	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, w.compat, old.next_retry`
+	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, w.compat, old.next_retry, d.doc_type, d.doc_name, d.doc_event, d.accept_seq`
 
 func scanClaim(rows *sql.Rows, c *Claim) error {
 	row, hook := &c.Row, &models.Webhook{}
@@ -429,7 +473,7 @@ func scanClaim(rows *sql.Rows, c *Claim) error {
 		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt, &row.AcceptedAt, &row.URL, &row.URLDoc, &row.TraceContext,
 		&hook.ID, &hook.Tenant, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
 		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.Headers, &hook.TimeoutMS, &hook.Queue,
-		&hook.FollowRedirects, &hook.URLTemplate, &hook.Compat, &c.PrevNext)
+		&hook.FollowRedirects, &hook.URLTemplate, &hook.Compat, &c.PrevNext, &row.DocType, &row.DocName, &row.DocEvent, &row.AcceptSeq)
 	if err != nil {
 		return err
 	}
@@ -447,7 +491,10 @@ func scanClaim(rows *sql.Rows, c *Claim) error {
 // Claim would, under its own mode's condition and time and only while its
 // tenant is enabled, and read back with its webhook and the due time the
 // claim replaced (old reads the row as it was before this statement).
-// Served by the primary keys of deliveries, webhooks and tenants.
+// Served by the primary keys of deliveries, webhooks and tenants. An
+// ordered row is claimed only while the ordering rule does not hold it
+// (orderBlocked: deliveries_order, outbox_events_doc); an unordered row's
+// claim pays one column test for it.
 var claimSQL = `UPDATE deliveries AS d
 SET attempts = d.attempts + 1, updated_at = v.now, queued_at = NULL,
 	next_retry = v.now + (w.timeout_ms + $4) * interval '1 millisecond'
@@ -455,6 +502,7 @@ FROM unnest($1::text[], $2::boolean[], $3::timestamptz[]) AS v(id, retry, now), 
 WHERE old.id = v.id AND d.id = v.id AND w.id = d.webhook_id AND w.enabled AND d.status = 'Failed'
 	AND ` + tenantEnabled("d") + `
 	AND CASE WHEN v.retry THEN d.next_retry <= v.now AND ` + notHeld("d") + ` ELSE d.attempts = 0 END
+	AND NOT ` + orderBlocked("d") + `
 RETURNING ` + claimColumns
 
 // runClaim claims every caller's delivery in one statement. Of several

@@ -73,6 +73,13 @@ type Store interface {
 	// nothing if the row has moved on (another status or attempt count):
 	// a claim taken since keeps its lease.
 	HandBack(ctx context.Context, row models.Delivery, now time.Time) error
+	// Hold gives an ordered delivery a claim refused because it is held
+	// behind an earlier one of its key (Claim.Blocked), as read, back to
+	// the sweep due OrderRecheck later, deciding again under its key's
+	// lock (order.go): when it is no longer held, it is due now and Hold
+	// reports false, for the caller to claim it again. It does nothing if
+	// the row has moved on.
+	Hold(ctx context.Context, row models.Delivery, now time.Time) (bool, error)
 	// NotSent writes why a Failed delivery could not be sent for a reason
 	// on Homing's side into its last_error, changing nothing else.
 	NotSent(ctx context.Context, id, reason string) error
@@ -142,6 +149,11 @@ type Written struct {
 	// created_at, for the sweep once the tenant is enabled again. The
 	// caller sends none of them.
 	Held []string
+	// Blocked are the IDs of the rows this call created that were planned
+	// claimed at insert but were written unclaimed because the ordering
+	// rule holds them (order.go): their first attempt is queued like any
+	// other's, and its claim decides again.
+	Blocked []string
 }
 
 // Mode says which state an attempt may claim a delivery from.
@@ -224,6 +236,9 @@ type Claim struct {
 	// is disabled (or gone): nothing of it may be sent until it is
 	// enabled again.
 	TenantDisabled bool
+	// Blocked is set, when not claimed, if the delivery is held behind an
+	// earlier one of its key (the ordering rule, order.go).
+	Blocked bool
 	// PrevNext is next_retry before the claim, for Release.
 	PrevNext *time.Time
 }
@@ -236,6 +251,9 @@ type Recorded struct {
 	// Exhausted is how many other pending deliveries of the webhook
 	// Outcome.Disable made Exhausted.
 	Exhausted int64
+	// Woken is the delivery the outcome released, due now, when it made
+	// the head of an ordered key final (order.go); "" when none.
+	Woken string
 }
 
 // Outcome is what Record writes: an attempt's history row and its delivery's
@@ -260,4 +278,7 @@ type Outcome struct {
 	// Disable, when set, disables the webhook with this reason and
 	// exhausts its other Failed deliveries, in the same transaction.
 	Disable string
+	// Order is the delivery's key when it is ordered (KeyOf): a final
+	// outcome wakes the next delivery of the key in its transaction.
+	Order *OrderKey
 }
