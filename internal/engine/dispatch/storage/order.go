@@ -111,7 +111,7 @@ func (s *GORM) Hold(ctx context.Context, row models.Delivery, now time.Time) (bo
 			return err
 		}
 		return tx.Raw(`UPDATE deliveries SET queued_at = NULL,
-			next_retry = CASE WHEN `+orderBlocked("deliveries")+` THEN ? ELSE ? END
+			next_retry = CASE WHEN `+orderBlocked("deliveries")+` THEN CAST(? AS timestamptz) ELSE CAST(? AS timestamptz) END
 			WHERE id = ? AND status = ? AND attempts = ? RETURNING next_retry`,
 			now.Add(OrderRecheck), now, row.ID, models.StatusFailed, row.Attempts).Scan(&due).Error
 	})
