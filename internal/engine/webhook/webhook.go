@@ -688,8 +688,8 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 		case o != models.OrderingNone && o != models.OrderingDocument:
 			return invalid("ordering", "%q is not %q or %q", *in.Ordering, models.OrderingNone, models.OrderingDocument)
 		case o == models.OrderingDocument && s.db.Dialector.Name() != "postgres":
-			// The ordering rule lives in PostgreSQL's statements (an
-			// advisory lock per document, the outbox's sequence).
+			// The ordering rule lives in PostgreSQL's statements (the
+			// outbox's sequence, the batched claim and outcome).
 			return invalid("ordering", "%q needs PostgreSQL (this server's database is %s); keep %q, or move Homing to PostgreSQL",
 				o, s.db.Dialector.Name(), models.OrderingNone)
 		}

@@ -53,7 +53,8 @@ func TestOrderingIsSetInTheFormsAndAHeldDeliverySaysWhatItWaitsFor(t *testing.T)
 		Status: models.StatusFailed, MaxRetries: 3, NextRetry: &later, AcceptSeq: &two, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
 		t.Fatal(err)
 	}
-	if _, body := s.do("GET", "/console/deliveries/d-2", nil, c, nil); !strings.Contains(body, `Held behind delivery <a href="/console/deliveries/d-1">d-1</a>`) {
+	if _, body := s.do("GET", "/console/deliveries/d-2", nil, c, nil); !strings.Contains(body, `Held behind delivery <a href="/console/deliveries/d-1">d-1</a>`) ||
+		!strings.Contains(body, "Waiting: the first attempt goes out once the delivery before it of this document is delivered or given up") {
 		t.Fatalf("the held delivery's page does not say what it waits for:\n%s", body)
 	}
 	if _, body := s.do("GET", "/console/deliveries/d-1", nil, c, nil); strings.Contains(body, "Held behind") {

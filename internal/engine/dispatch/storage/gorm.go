@@ -360,18 +360,12 @@ func (s *GORM) blocked(ctx context.Context, id string) (bool, error) {
 
 // Record implements Store in one transaction: the history row, the
 // delivery's fenced update, then the health rule. A final outcome of an
-// ordered delivery (o.Order) takes its key's lock first and wakes the
-// next delivery of the key last.
+// ordered delivery (o.Order) wakes the next delivery of its key last.
 func (s *GORM) Record(ctx context.Context, o Outcome) (Recorded, error) {
 	a := o.Attempt
 	var rec Recorded
 	final := o.Status == models.StatusDelivered || o.Status == models.StatusExhausted
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if o.Order != nil && final {
-			if err := lockKey(tx, *o.Order); err != nil {
-				return err
-			}
-		}
 		if err := tx.Create(&a).Error; err != nil {
 			return fmt.Errorf("record attempt %d of delivery %s: %w", a.Attempt, a.DeliveryID, err)
 		}
@@ -428,11 +422,6 @@ func (s *GORM) Abandon(ctx context.Context, row models.Delivery, reason string, 
 	ok := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		k := KeyOf(row)
-		if k != nil {
-			if err := lockKey(tx, *k); err != nil {
-				return err
-			}
-		}
 		res := tx.Model(&models.Delivery{}).
 			Where("id = ? AND status = ? AND attempts = ?", row.ID, row.Status, row.Attempts).
 			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": reason, "updated_at": now})

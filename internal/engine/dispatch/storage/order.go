@@ -25,8 +25,15 @@ import (
 // A held delivery stays Failed with a next_retry (Failed ⇔ next_retry): the
 // refused claim hands it back due OrderRecheck later (Hold), and the head
 // of its key, once final, wakes the next (wake) in the same transaction.
-// Hold and wake take the key's advisory lock (lockKey), so that a hold
-// decided on what was read before a wake committed cannot undo the wake.
+//
+// A wake is never lost to a hold decided on what was read before it: the
+// wake always moves the woken row's updated_at, and the hold is fenced on
+// the updated_at its claim read. A hold that comes after the wake finds
+// the row changed and does nothing (the caller claims again); one that
+// comes before it is overwritten by it (PostgreSQL's row lock orders the
+// two UPDATEs, and the wake's condition, attempts = 0, is checked again on
+// the held row). No advisory lock is needed, so the wake rides in the
+// batched outcome statement (recordSQL).
 
 // OrderRecheck is how long a held delivery waits for the sweep to look at
 // it again when no wake comes first: the safety net for a wake lost with
@@ -62,30 +69,20 @@ func orderBlocked(d string) string {
 		AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.event_id = o.event_id AND e.webhook_id = ` + d + `.webhook_id))))`
 }
 
-// lockKey takes key's transaction-scoped advisory lock in tx. Only ordered
-// rows take it, and those exist on PostgreSQL alone (a webhook on SQLite
-// cannot be ordered).
-func lockKey(tx *gorm.DB, k OrderKey) error {
-	if err := tx.Exec("SELECT pg_advisory_xact_lock(hashtextextended(? || chr(31) || ? || chr(31) || ? || chr(31) || ?, 39))",
-		k.Tenant, k.WebhookID, k.DocType, k.DocName).Error; err != nil {
-		return fmt.Errorf("lock the order of %s %q: %w", k.DocType, k.DocName, err)
-	}
-	return nil
-}
-
-// wake makes the next delivery of key, now its head, due at now, in tx
-// (which holds the key's lock): the first Failed row of the key if it has
-// no attempt counted and is due later. A row with an attempt counted may be
-// in flight under its claim's lease, and is never touched: only a row that
-// was never claimed is woken. It returns the woken row's ID ("" when none).
-// Served by deliveries_order.
+// wake makes the next delivery of key, now its head, due by now, in tx
+// (after the head's final update): the first Failed row of the key, if it
+// has no attempt counted. A row with an attempt counted may be in flight
+// under its claim's lease, and is never touched: only a row that was never
+// claimed is woken (a reopened one waits for the sweep's recheck). Its
+// updated_at always moves (the fence of Hold). It returns the woken row's
+// ID ("" when none). Served by deliveries_order.
 func wake(tx *gorm.DB, k OrderKey, now time.Time) (string, error) {
 	var ids []string
-	err := tx.Raw(`UPDATE deliveries SET next_retry = ?, queued_at = NULL
+	err := tx.Raw(`UPDATE deliveries SET next_retry = CASE WHEN next_retry > ? THEN ? ELSE next_retry END, queued_at = NULL, updated_at = ?
 		WHERE id = (SELECT id FROM deliveries WHERE tenant = ? AND webhook_id = ? AND doc_type = ? AND doc_name = ?
 			AND status = 'Failed' AND accept_seq IS NOT NULL ORDER BY accept_seq LIMIT 1)
-		AND attempts = 0 AND next_retry > ? RETURNING id`,
-		now, k.Tenant, k.WebhookID, k.DocType, k.DocName, now).Scan(&ids).Error
+		AND attempts = 0 RETURNING id`,
+		now, now, now, k.Tenant, k.WebhookID, k.DocType, k.DocName).Scan(&ids).Error
 	if err != nil {
 		return "", fmt.Errorf("wake the next delivery of %s %q: %w", k.DocType, k.DocName, err)
 	}
@@ -95,30 +92,24 @@ func wake(tx *gorm.DB, k OrderKey, now time.Time) (string, error) {
 	return ids[0], nil
 }
 
-// Hold implements Store: under the key's lock, the row's block is checked
-// again on what is committed now. Still held, it is due OrderRecheck from
-// now; no longer held (the head became final in between and its wake
-// read the row before this), it is due now and Hold reports false, for the
-// caller to claim it again.
+// Hold implements Store: one UPDATE, fenced on the row as its claim read
+// it (status, attempts and updated_at, which every wake moves), checks the
+// block again. Still held, the row is due OrderRecheck from now; no longer
+// held, it is due now. Either way, and when the fence finds the row
+// changed (a wake, a claim), Hold reports false unless it left the row
+// held, for the caller to claim it again.
 func (s *GORM) Hold(ctx context.Context, row models.Delivery, now time.Time) (bool, error) {
-	k := KeyOf(row)
-	if k == nil {
+	if row.AcceptSeq == nil {
 		return false, errors.New("hold an unordered delivery")
 	}
 	var due []time.Time
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockKey(tx, *k); err != nil {
-			return err
-		}
-		return tx.Raw(`UPDATE deliveries SET queued_at = NULL,
-			next_retry = CASE WHEN `+orderBlocked("deliveries")+` THEN CAST(? AS timestamptz) ELSE CAST(? AS timestamptz) END
-			WHERE id = ? AND status = ? AND attempts = ? RETURNING next_retry`,
-			now.Add(OrderRecheck), now, row.ID, models.StatusFailed, row.Attempts).Scan(&due).Error
-	})
+	err := s.db.WithContext(ctx).Raw(`UPDATE deliveries SET queued_at = NULL,
+		next_retry = CASE WHEN `+orderBlocked("deliveries")+` THEN CAST(? AS timestamptz) ELSE CAST(? AS timestamptz) END
+		WHERE id = ? AND status = ? AND attempts = ? AND updated_at = ? RETURNING next_retry`,
+		now.Add(OrderRecheck), now, row.ID, models.StatusFailed, row.Attempts, row.UpdatedAt).Scan(&due).Error
 	if err != nil {
 		return false, fmt.Errorf("hold delivery %s: %w", row.ID, err)
 	}
-	// A row that moved on (claimed since) is not held by this call.
 	return len(due) == 1 && due[0].After(now), nil
 }
 

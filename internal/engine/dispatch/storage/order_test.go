@@ -159,6 +159,30 @@ func TestHoldOfARowNoLongerHeldMakesItDue(t *testing.T) {
 		if got := loadRow(t, db, "v2"); !got.NextRetry.Equal(now) {
 			t.Fatalf("v2 due %v, want now", got.NextRetry)
 		}
+		// A wake that commits between a refusal and its hand-back: the
+		// hand-back, fenced on the row as the claim read it, leaves the
+		// woken row due.
+		v3, v4 := orderedRow("v3", "wa", "SO-1", 3, now), orderedRow("v4", "wa", "SO-1", 4, now)
+		v3.Attempts = 1
+		insertRows(t, db, v3, v4)
+		c, err = s.Claim(ctx, ClaimIn{ID: "v4", Mode: First, Now: now})
+		if err != nil || c.Claimed || !c.Blocked {
+			t.Fatalf("claim of v4 behind v3: %v, %v", c.Claimed, err)
+		}
+		// v2 is still Failed (attempts 0): make it final so that v3 heads.
+		if err := db.Model(&models.Delivery{}).Where("id = ?", "v2").Updates(map[string]any{"status": models.StatusDelivered, "next_retry": nil}).Error; err != nil {
+			t.Fatal(err)
+		}
+		later := now.Add(time.Second)
+		if rec, err := s.Record(ctx, delivered("v3", 1, later, KeyOf(v3))); err != nil || rec.Woken != "v4" {
+			t.Fatalf("record v3: %+v, %v; want v4 woken", rec, err)
+		}
+		if held, err := s.Hold(ctx, c.Row, now); err != nil || held {
+			t.Fatalf("hold of v4 read before the wake: %v, %v; want not held", held, err)
+		}
+		if got := loadRow(t, db, "v4"); !got.NextRetry.Equal(later) {
+			t.Fatalf("v4 due %v after a hold read before its wake, want %v (the wake's)", got.NextRetry, later)
+		}
 	})
 }
 

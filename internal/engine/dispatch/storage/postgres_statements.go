@@ -359,6 +359,11 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 // moves two webhooks' health while another process moves the same two in
 // the other order can deadlock; PostgreSQL then fails one statement, and its
 // batch is recorded again one attempt at a time.
+//
+// An ordered delivery made final (fin) wakes the next of its key (woken,
+// order.go's wake): the first Failed row of the key not made final by this
+// statement (whose own updates it cannot see), if it has no attempt
+// counted. An unordered batch's fin is empty. Served by deliveries_order.
 const recordSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::bigint[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[], $17::text[], $18::integer[],
@@ -383,16 +388,36 @@ const recordSQL = `WITH v AS (
 		probe_at = CASE WHEN c.last_ok IS NOT NULL THEN NULL ELSE h.probe_at END
 	FROM clock c
 	WHERE h.webhook_id = c.webhook_id AND (c.failures > 0 OR h.failures > 0 OR h.failing_since IS NOT NULL OR h.probe_id IS NOT NULL)
+), upd AS (
+	UPDATE deliveries d SET status = v.status, next_retry = v.next_retry, last_status_code = v.status_code, last_error = v.last_error,
+		last_response = v.last_response, method = v.method, url = v.url, updated_at = v.updated_at
+	FROM v WHERE d.id = v.delivery_id AND d.status = v.from_status AND d.attempts = v.from_attempts
+	RETURNING d.id, d.status, d.tenant, d.webhook_id, d.doc_type, d.doc_name, d.accept_seq, v.updated_at
+), fin AS (
+	SELECT * FROM upd WHERE accept_seq IS NOT NULL AND status IN ('Delivered', 'Exhausted')
+), woken AS (
+	UPDATE deliveries n SET next_retry = LEAST(n.next_retry, f.updated_at), queued_at = NULL, updated_at = f.updated_at
+	FROM fin f
+	WHERE n.id = (SELECT p.id FROM deliveries p WHERE p.tenant = f.tenant AND p.webhook_id = f.webhook_id AND p.doc_type = f.doc_type
+			AND p.doc_name = f.doc_name AND p.status = 'Failed' AND p.accept_seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fin g WHERE g.id = p.id)
+			ORDER BY p.accept_seq LIMIT 1)
+		AND n.attempts = 0
+	RETURNING n.id, f.id AS after
 )
-UPDATE deliveries d SET status = v.status, next_retry = v.next_retry, last_status_code = v.status_code, last_error = v.last_error,
-	last_response = v.last_response, method = v.method, url = v.url, updated_at = v.updated_at
-FROM v WHERE d.id = v.delivery_id AND d.status = v.from_status AND d.attempts = v.from_attempts
-RETURNING d.id`
+SELECT id, NULL FROM upd UNION ALL SELECT after, id FROM woken`
+
+// recordOut is what runRecord did for one outcome.
+type recordOut struct {
+	applied bool
+	// woken is the delivery the outcome woke (Recorded.Woken).
+	woken string
+}
 
 // runRecord records every caller's outcome in one statement and answers
-// each with whether its delivery row took the outcome. The rows are updated
-// in ID order, so two statements never deadlock on each other's rows.
-func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]bool, error) {
+// each with whether its delivery row took the outcome, and the delivery it
+// woke. The rows are updated in ID order, so two statements never deadlock
+// on each other's rows.
+func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]recordOut, error) {
 	order := make([]int, len(ins))
 	for i := range order {
 		order[i] = i
@@ -436,19 +461,25 @@ func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]bool, error) {
 	}
 	defer rows.Close()
 	applied := make(map[string]bool, n)
+	woken := make(map[string]string)
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
+		var next sql.NullString
+		if err := rows.Scan(&id, &next); err != nil {
 			return nil, err
 		}
-		applied[id] = true
+		if next.Valid {
+			woken[id] = next.String
+		} else {
+			applied[id] = true
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]bool, n)
+	out := make([]recordOut, n)
 	for i, o := range ins {
-		out[i] = applied[o.Attempt.DeliveryID]
+		out[i] = recordOut{applied: applied[o.Attempt.DeliveryID], woken: woken[o.Attempt.DeliveryID]}
 	}
 	return out, nil
 }
