@@ -144,7 +144,13 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) (pending [
 		d.logStopped(ev, p.stopped, in.Retries)
 		return nil, nil, false, fmt.Errorf("event %s: %w", ev.ID, p.stopped)
 	}
-	pending, inline = p.pending(written)
+	// The rows the ordering rule held at insert: those it no longer holds
+	// now that they are committed are queued; the others are woken in turn.
+	free, err := d.store.Unblocked(ctx, written.Blocked)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	pending, inline = p.pending(written, free)
 	p.countUnbuilt(written)
 	return pending, inline, written.Released, nil
 }
@@ -240,7 +246,10 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 
 // pending is what the written rows leave to do: the deliveries that still
 // need their first attempt, and the inline claims whose rows are ours.
-func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
+// free are the rows the ordering rule held at insert (written.Blocked)
+// that it no longer holds: queued like the others; the rest of
+// written.Blocked wait for their wake.
+func (p *eventPlan) pending(written storage.Written, free []string) ([]Pending, []*claimed) {
 	if len(written.Rows) == 0 {
 		return nil, nil
 	}
@@ -259,17 +268,24 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	for _, id := range written.Held {
 		held[id] = true
 	}
-	// A claim the ordering rule held is not ours to send either, but its
-	// first attempt is queued: that claim decides again.
-	blocked := make(map[string]bool, len(written.Blocked))
+	// A claim the ordering rule held is not ours to send either; its
+	// first attempt is queued only if the rule no longer holds it.
+	blocked := make(map[string]bool, len(free))
 	for _, id := range written.Blocked {
-		held[id], blocked[id] = true, true
+		held[id] = true
+	}
+	for _, id := range free {
+		blocked[id] = true
+	}
+	waiting := make(map[string]bool, len(written.Blocked))
+	for _, id := range written.Blocked {
+		waiting[id] = !blocked[id]
 	}
 	if written.Created {
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(written.Rows))
 		for _, r := range written.Rows {
-			if claimedIDs[r.ID] && !blocked[r.ID] {
+			if (claimedIDs[r.ID] && !blocked[r.ID]) || waiting[r.ID] {
 				continue
 			}
 			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
@@ -290,6 +306,9 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	ours := make(map[string]bool, len(p.inline))
 	pending := make([]Pending, 0, len(written.Existing))
 	for _, r := range written.Existing {
+		if waiting[r.ID] {
+			continue
+		}
 		if blocked[r.ID] {
 			pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
 			continue

@@ -219,7 +219,8 @@ func drawSeqs(tx *gorm.DB, rows []models.Delivery) error {
 // claimed, run after holdClaims in the same transaction: an ordered row
 // held behind an earlier one of its key (orderBlocked, which sees this
 // transaction's other rows too) is written unclaimed instead, attempts 0,
-// and its ID returned (Written.Blocked). Served by deliveries' primary key
+// due OrderRecheck after its creation, and its ID returned
+// (Written.Blocked). Served by deliveries' primary key
 // and deliveries_order.
 func blockClaims(tx *gorm.DB, rows []models.Delivery) ([]string, error) {
 	var claimed []string
@@ -232,7 +233,8 @@ func blockClaims(tx *gorm.DB, rows []models.Delivery) ([]string, error) {
 		return nil, nil
 	}
 	var blocked []string
-	if err := tx.Raw(`UPDATE deliveries SET attempts = 0 WHERE id IN ? AND status = ? AND attempts > 0 AND `+orderBlocked("deliveries")+` RETURNING id`,
+	if err := tx.Raw(`UPDATE deliveries SET attempts = 0, next_retry = created_at + `+orderRecheckSQL+`
+		WHERE id IN ? AND status = ? AND attempts > 0 AND `+orderBlocked("deliveries")+` RETURNING id`,
 		claimed, models.StatusFailed).Scan(&blocked).Error; err != nil {
 		return nil, fmt.Errorf("hold claims behind earlier deliveries: %w", err)
 	}

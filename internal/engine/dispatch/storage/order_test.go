@@ -251,6 +251,20 @@ func TestFanOutClaimsOnlyTheHeadOfAKey(t *testing.T) {
 		if got := loadRow(t, db, "h2"); got.Attempts != 0 || got.NextRetry == nil || *got.AcceptSeq <= *head.AcceptSeq {
 			t.Fatalf("h2: attempts %d next %v seq %v, want unclaimed, due, after the head", got.Attempts, got.NextRetry, got.AcceptSeq)
 		}
+		if got := loadRow(t, db, "h2"); !got.NextRetry.Equal(now.Add(OrderRecheck)) {
+			t.Fatalf("h2 due %v, want the recheck %v", got.NextRetry, now.Add(OrderRecheck))
+		}
+		// Asked again once committed: still held while the head is not
+		// final, released once it is.
+		if free, err := s.Unblocked(ctx, []string{"h2"}); err != nil || len(free) != 0 {
+			t.Fatalf("Unblocked(h2) behind a live head: %v, %v", free, err)
+		}
+		if err := db.Model(&models.Delivery{}).Where("id = ?", "h1").Updates(map[string]any{"status": models.StatusDelivered, "next_retry": nil}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if free, err := s.Unblocked(ctx, []string{"h2"}); err != nil || !slices.Equal(free, []string{"h2"}) {
+			t.Fatalf("Unblocked(h2) after the head was delivered: %v, %v", free, err)
+		}
 		w, err = s.FanOut(ctx, key, claimedPlan("k1", "ev-3", "SO-2", 0))
 		if err != nil || len(w.Blocked) != 0 || loadRow(t, db, "k1").Attempts != 1 {
 			t.Fatalf("fan-out of another document: %+v, %v; want claimed", w, err)

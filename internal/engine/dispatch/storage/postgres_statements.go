@@ -138,15 +138,15 @@ type insertResult struct {
 // outbox's sequence) planned claimed is claimed only if the ordering rule
 // does not hold it (orderBlocked) as this statement reads the table; the
 // rows of one key in the same statement do not see each other, so
-// runInsert plans all but none of them claimed. A held row is written
-// unclaimed, due at its lease (Written.Blocked), and its first attempt's
-// claim decides again.
+// runInsert plans none of them claimed. A held row is written unclaimed,
+// due OrderRecheck later (Written.Blocked); the caller asks again once
+// it is committed (Store.Unblocked).
 var insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
 ins AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
 	SELECT id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
 		payload, status, CASE WHEN v.held OR v.blocked THEN 0 ELSE v.attempts END, max_retries,
-		CASE WHEN v.held THEN v.created_at ELSE v.next_retry END, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant, accepted_at, trace_context,
+		CASE WHEN v.held THEN v.created_at WHEN v.blocked THEN v.created_at + ` + orderRecheckSQL + ` ELSE v.next_retry END, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant, accepted_at, trace_context,
 		accept_seq
 	FROM (SELECT *, status = 'Failed' AND attempts > 0 AND NOT ` + tenantEnabled("u") + ` AS held,
 			status = 'Failed' AND attempts > 0 AND ` + orderBlocked("u") + ` AS blocked
@@ -174,7 +174,8 @@ UNION ALL SELECT NULL, NULL, NULL, NULL, tenant, event_id FROM rel`
 // key has another ordered row in the same statement: one statement's rows
 // do not see each other, so its ordering check could pass them all. Their
 // first attempts go through a task each, whose claim sees the committed
-// rows. Such a row keeps its lease as its due time.
+// rows. Such a row is due OrderRecheck after its creation, as one the
+// INSERT holds.
 func unclaimSameKey(sets []insertSet) {
 	count := make(map[OrderKey]int)
 	for i := range sets {
@@ -188,7 +189,8 @@ func unclaimSameKey(sets []insertSet) {
 		for j := range sets[i].rows {
 			r := &sets[i].rows[j]
 			if k := KeyOf(*r); k != nil && count[*k] > 1 && r.Status == models.StatusFailed && r.Attempts > 0 {
-				r.Attempts = 0
+				recheck := r.CreatedAt.Add(OrderRecheck)
+				r.Attempts, r.NextRetry = 0, &recheck
 			}
 		}
 	}

@@ -80,6 +80,12 @@ type Store interface {
 	// reports false, for the caller to claim it again. It does nothing if
 	// the row has moved on.
 	Hold(ctx context.Context, row models.Delivery, now time.Time) (bool, error)
+	// Unblocked answers, of ids (the rows a FanOut wrote held,
+	// Written.Blocked), those the ordering rule no longer holds now that
+	// they are committed: their first attempts are to be queued. The
+	// others wait for the wake of the delivery ahead of them (or the
+	// sweep's recheck).
+	Unblocked(ctx context.Context, ids []string) ([]string, error)
 	// NotSent writes why a Failed delivery could not be sent for a reason
 	// on Homing's side into its last_error, changing nothing else.
 	NotSent(ctx context.Context, id, reason string) error
@@ -151,8 +157,10 @@ type Written struct {
 	Held []string
 	// Blocked are the IDs of the rows this call created that were planned
 	// claimed at insert but were written unclaimed because the ordering
-	// rule holds them (order.go): their first attempt is queued like any
-	// other's, and its claim decides again.
+	// rule holds them (order.go), due OrderRecheck later: the caller asks
+	// Unblocked which of them to queue after all, once committed (the
+	// wake of the delivery ahead, committing meanwhile, could not see
+	// them); the others are woken in their turn.
 	Blocked []string
 }
 
