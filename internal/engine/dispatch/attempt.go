@@ -362,8 +362,19 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	if err != nil {
 		return out, err
 	}
-	if rec.Woken != "" {
-		d.wakeNext(ctx, rec.Woken, row, hook)
+	if key := storage.KeyOf(row); key != nil && rec.Applied && (out.Status == models.StatusDelivered || out.Status == models.StatusExhausted) {
+		woken := rec.Woken
+		if woken == "" {
+			// Read again after the commit: a later row fanned out while
+			// the outcome's statement ran is seen now (storage.Store.Wake).
+			var werr error
+			if woken, werr = d.store.Wake(context.WithoutCancel(ctx), *key, now); werr != nil {
+				d.log.Warn("next delivery of a document not woken; the sweep's recheck sends it", "after", row.ID, "error", werr.Error())
+			}
+		}
+		if woken != "" {
+			d.wakeNext(ctx, woken, row, hook)
+		}
 	}
 	// A failure may have made the webhook failing, and a success ended
 	// its episode: publish what changed (once: storage.Store.Announce). A

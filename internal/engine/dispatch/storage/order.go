@@ -179,3 +179,8 @@ func (s *GORM) Unblocked(ctx context.Context, ids []string) ([]string, error) {
 	}
 	return free, nil
 }
+
+// Wake implements Store: wake in a statement of its own.
+func (s *GORM) Wake(ctx context.Context, k OrderKey, now time.Time) (string, error) {
+	return wake(s.db.WithContext(ctx), k, now)
+}
