@@ -148,10 +148,10 @@ func WaitsFor(ctx context.Context, db *gorm.DB, row models.Delivery) (id string,
 	return "", false, nil
 }
 
-// Unblocked implements Store. The earlier deliveries that hold ids are
-// locked FOR SHARE: an outcome still committing on one (and its wake, which
-// could not see ids' rows before they were committed) is waited for, and
-// the row read again as committed. An earlier event not fanned out yet is
+// Unblocked implements Store. The nearest earlier delivery that holds each
+// id is locked FOR SHARE: an outcome still committing on it (and its
+// wake, which could not see the id's row before it was committed) is
+// waited for, and the row read again as committed. An earlier event not fanned out yet is
 // not asked about: an id released in spite of one is refused by its claim,
 // which checks the whole rule. Served by deliveries' primary key and
 // deliveries_order.
@@ -159,21 +159,19 @@ func (s *GORM) Unblocked(ctx context.Context, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	var held []string
-	err := s.db.WithContext(ctx).Raw(`SELECT d.id FROM deliveries d JOIN deliveries p ON p.tenant = d.tenant AND p.webhook_id = d.webhook_id
-		AND p.doc_type = d.doc_type AND p.doc_name = d.doc_name
-		WHERE d.id IN ? AND p.status = 'Failed' AND p.accept_seq IS NOT NULL AND p.accept_seq < d.accept_seq
-		FOR SHARE OF p`, ids).Scan(&held).Error
-	if err != nil {
-		return nil, fmt.Errorf("read the order of %d deliveries: %w", len(ids), err)
-	}
-	still := make(map[string]bool, len(held))
-	for _, id := range held {
-		still[id] = true
-	}
 	var free []string
 	for _, id := range ids {
-		if !still[id] {
+		// The nearest earlier one that is not final, locked: one row, and
+		// when it turns final while waited for, the next one before it.
+		var ahead []string
+		err := s.db.WithContext(ctx).Raw(`SELECT p.id FROM deliveries d JOIN deliveries p ON p.tenant = d.tenant AND p.webhook_id = d.webhook_id
+			AND p.doc_type = d.doc_type AND p.doc_name = d.doc_name
+			WHERE d.id = ? AND p.status = 'Failed' AND p.accept_seq IS NOT NULL AND p.accept_seq < d.accept_seq
+			ORDER BY p.accept_seq DESC LIMIT 1 FOR SHARE OF p`, id).Scan(&ahead).Error
+		if err != nil {
+			return nil, fmt.Errorf("read the order of delivery %s: %w", id, err)
+		}
+		if len(ahead) == 0 {
 			free = append(free, id)
 		}
 	}
