@@ -368,7 +368,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 			// Read again after the commit: a later row fanned out while
 			// the outcome's statement ran is seen now (storage.Store.Wake).
 			var werr error
-			if woken, werr = d.store.Wake(context.WithoutCancel(ctx), *key, now); werr != nil {
+			if woken, werr = d.store.Wake(context.WithoutCancel(ctx), *key, row.ID, now); werr != nil {
 				d.log.Warn("next delivery of a document not woken; the sweep's recheck sends it", "after", row.ID, "error", werr.Error())
 			}
 		}

@@ -397,7 +397,7 @@ func (s *GORM) Record(ctx context.Context, o Outcome) (Recorded, error) {
 		if err != nil || !rec.Applied || o.Order == nil || !final {
 			return err
 		}
-		rec.Woken, err = wake(tx, *o.Order, o.UpdatedAt)
+		rec.Woken, err = wake(tx, *o.Order, a.DeliveryID, o.UpdatedAt)
 		return err
 	})
 	if err != nil {
@@ -435,7 +435,7 @@ func (s *GORM) Abandon(ctx context.Context, row models.Delivery, reason string, 
 		}
 		if k != nil {
 			// Due now for the sweep: no task is queued from here.
-			if _, err := wake(tx, *k, now); err != nil {
+			if _, err := wake(tx, *k, row.ID, now); err != nil {
 				return err
 			}
 		}

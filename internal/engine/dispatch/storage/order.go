@@ -72,20 +72,24 @@ func orderBlocked(d string) string {
 		AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.event_id = o.event_id AND e.webhook_id = ` + d + `.webhook_id))))`
 }
 
-// wake makes the next delivery of key, now its head, due by now, in tx
-// (after the head's final update): the first Failed row of the key, if it
-// has no attempt counted. A row with an attempt counted may be in flight
+// wake makes the next delivery of key, due by now, in tx (after the final
+// update of delivery after): the first Failed row of the key after that
+// one, if it has no attempt counted. It looks forward from the
+// final row rather than from the key's start, which would walk every
+// delivered row's index entry of a hot document until vacuum; a Failed
+// row before it (a reopened one) still holds the woken row, whose claim
+// checks the whole rule, so a wake is only ever a hint. A row with an attempt counted may be in flight
 // under its claim's lease, and is never touched: only a row that was never
 // claimed is woken (a reopened one waits for the sweep's recheck). Its
 // updated_at always moves (the fence of Hold). It returns the woken row's
 // ID ("" when none). Served by deliveries_order.
-func wake(tx *gorm.DB, k OrderKey, now time.Time) (string, error) {
+func wake(tx *gorm.DB, k OrderKey, after string, now time.Time) (string, error) {
 	var ids []string
 	err := tx.Raw(`UPDATE deliveries SET next_retry = CASE WHEN next_retry > ? THEN ? ELSE next_retry END, queued_at = NULL, updated_at = ?
 		WHERE id = (SELECT id FROM deliveries WHERE tenant = ? AND webhook_id = ? AND doc_type = ? AND doc_name = ?
-			AND status = 'Failed' AND accept_seq IS NOT NULL ORDER BY accept_seq LIMIT 1)
+			AND status = 'Failed' AND accept_seq > (SELECT accept_seq FROM deliveries WHERE id = ?) ORDER BY accept_seq LIMIT 1)
 		AND attempts = 0 RETURNING id`,
-		now, now, now, k.Tenant, k.WebhookID, k.DocType, k.DocName).Scan(&ids).Error
+		now, now, now, k.Tenant, k.WebhookID, k.DocType, k.DocName, after).Scan(&ids).Error
 	if err != nil {
 		return "", fmt.Errorf("wake the next delivery of %s %q: %w", k.DocType, k.DocName, err)
 	}
@@ -179,6 +183,6 @@ func (s *GORM) Unblocked(ctx context.Context, ids []string) ([]string, error) {
 }
 
 // Wake implements Store: wake in a statement of its own.
-func (s *GORM) Wake(ctx context.Context, k OrderKey, now time.Time) (string, error) {
-	return wake(s.db.WithContext(ctx), k, now)
+func (s *GORM) Wake(ctx context.Context, k OrderKey, after string, now time.Time) (string, error) {
+	return wake(s.db.WithContext(ctx), k, after, now)
 }

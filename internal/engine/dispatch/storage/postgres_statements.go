@@ -363,9 +363,9 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 // batch is recorded again one attempt at a time.
 //
 // An ordered delivery made final (fin) wakes the next of its key (woken,
-// order.go's wake): the first Failed row of the key not made final by this
-// statement (whose own updates it cannot see), if it has no attempt
-// counted. An unordered batch's fin is empty. Served by deliveries_order.
+// order.go's wake): the first Failed row of the key after it not made
+// final by this statement (whose own updates it cannot see), if it has no
+// attempt counted. An unordered batch's fin is empty. Served by deliveries_order.
 const recordSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::bigint[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[], $17::text[], $18::integer[],
@@ -401,7 +401,7 @@ const recordSQL = `WITH v AS (
 	UPDATE deliveries n SET next_retry = LEAST(n.next_retry, f.updated_at), queued_at = NULL, updated_at = f.updated_at
 	FROM fin f
 	WHERE n.id = (SELECT p.id FROM deliveries p WHERE p.tenant = f.tenant AND p.webhook_id = f.webhook_id AND p.doc_type = f.doc_type
-			AND p.doc_name = f.doc_name AND p.status = 'Failed' AND p.accept_seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fin g WHERE g.id = p.id)
+			AND p.doc_name = f.doc_name AND p.status = 'Failed' AND p.accept_seq > f.accept_seq AND NOT EXISTS (SELECT 1 FROM fin g WHERE g.id = p.id)
 			ORDER BY p.accept_seq LIMIT 1)
 		AND n.attempts = 0
 	RETURNING n.id, f.id AS after

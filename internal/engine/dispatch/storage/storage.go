@@ -86,13 +86,13 @@ type Store interface {
 	// others wait for the wake of the delivery ahead of them (or the
 	// sweep's recheck).
 	Unblocked(ctx context.Context, ids []string) ([]string, error)
-	// Wake makes the next delivery of key due now, if it has no attempt
-	// counted, and answers its ID ("" when none). A final outcome's own
+	// Wake makes the next delivery of key after delivery after due now,
+	// if it has no attempt counted, and answers its ID ("" when none). A final outcome's own
 	// wake (Recorded.Woken) reads the key as its statement began: a row
 	// the fan-out committed meanwhile, which Unblocked found still held,
 	// is seen only by a wake after that commit, which the caller runs when
 	// the outcome's woke nothing.
-	Wake(ctx context.Context, k OrderKey, now time.Time) (string, error)
+	Wake(ctx context.Context, k OrderKey, after string, now time.Time) (string, error)
 	// NotSent writes why a Failed delivery could not be sent for a reason
 	// on Homing's side into its last_error, changing nothing else.
 	NotSent(ctx context.Context, id, reason string) error
