@@ -24,6 +24,9 @@ type docReceiver struct {
 	mu     sync.Mutex
 	got    []docRequest
 	answer func(doc string, version int) int
+	// hold, when it says so, keeps a request unanswered until its sender
+	// goes away; it is recorded with status 0.
+	hold func(doc string, version int) bool
 }
 
 type docRequest struct {
@@ -46,6 +49,12 @@ func newDocReceiver(t *testing.T, answer func(doc string, version int) int) *doc
 			return
 		}
 		r.mu.Lock()
+		if r.hold != nil && r.hold(doc.Name, doc.Version) {
+			r.got = append(r.got, docRequest{doc.Name, doc.Version, 0})
+			r.mu.Unlock()
+			<-req.Context().Done()
+			return
+		}
 		code := r.answer(doc.Name, doc.Version)
 		r.got = append(r.got, docRequest{doc.Name, doc.Version, code})
 		r.mu.Unlock()
@@ -238,5 +247,65 @@ func TestAFailingDocumentHoldsOnlyItself(t *testing.T) {
 	accepted := checkOrder(t, rc.requests())
 	if accepted["A"] != 2 || accepted["B"] != 3 {
 		t.Errorf("accepted %v, want A 1..2 and B 1..3", accepted)
+	}
+}
+
+// TestOrderedDeliveryWithTheWorkerKilledMidSend: the worker is SIGKILLed
+// while document K's first version is at the receiver, unanswered. K's
+// second version is never sent while the first is in that limbo; once the
+// first's lease ends, a new worker sends it again (the one duplicate the
+// README allows: the same version, before any later one), then the second.
+// Document L is not held by any of it.
+func TestOrderedDeliveryWithTheWorkerKilledMidSend(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("fault test: real processes")
+	}
+	s := newSystem(t)
+	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
+	rc := newDocReceiver(t, func(string, int) int { return http.StatusOK })
+	var held atomic.Bool
+	rc.hold = func(doc string, version int) bool { return doc == "K" && version == 1 && held.CompareAndSwap(false, true) }
+	s.ok(t, nil, "homing", "webhook", "create", "--name", "ordered", "--doctype", "Order", "--event", "on_update",
+		"--url", rc.URL, "--max-retries", "100", "--timeout", "5s", "--ordering", "document")
+	worker := s.spawn(t, "worker", "worker started")
+	s.start("scheduler", "scheduler started")
+	c := s.startAPI(t)
+	httpc := &http.Client{Timeout: waitTimeout}
+	postVersion(t, httpc, c, "K", 1)
+	postVersion(t, httpc, c, "K", 2)
+	eventually(t, "K's first version at the receiver", func() (bool, string) {
+		return held.Load(), fmt.Sprintf("%d requests", len(rc.requests()))
+	})
+	worker.kill(t)
+	for v := 1; v <= 3; v++ {
+		postVersion(t, httpc, c, "L", v)
+	}
+	s.spawn(t, "worker", "worker started")
+	k2 := s.deliveryOf(t, "K-v2")
+	// The first version's lease (its timeout and a minute) ends before it
+	// is sent again.
+	within(t, 3*time.Minute, "K's second version Delivered", func() (bool, string) {
+		var d delivery
+		s.ok(t, &d, "homing", "delivery", "show", k2, "--json")
+		return d.Status == models.StatusDelivered, d.Status
+	})
+	for v := 1; v <= 3; v++ {
+		s.waitStatus(t, s.deliveryOf(t, fmt.Sprintf("L-v%d", v)), models.StatusDelivered)
+	}
+	s.stop()
+	reqs := rc.requests()
+	accepted := checkOrder(t, reqs)
+	if accepted["K"] != 2 || accepted["L"] != 3 {
+		t.Errorf("accepted %v, want K 1..2 and L 1..3", accepted)
+	}
+	k1 := 0
+	for _, r := range reqs {
+		if r.doc == "K" && r.version == 1 {
+			k1++
+		}
+	}
+	if k1 != 2 {
+		t.Errorf("K's first version was received %d times, want twice (unanswered, then again after the kill)", k1)
 	}
 }
