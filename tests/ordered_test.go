@@ -265,9 +265,11 @@ func TestOrderedDeliveryWithTheWorkerKilledMidSend(t *testing.T) {
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
 	rc := newDocReceiver(t, func(string, int) int { return http.StatusOK })
 	var held atomic.Bool
+	rc.mu.Lock()
 	rc.hold = func(doc string, version int) bool {
 		return doc == "K" && version == 1 && held.CompareAndSwap(false, true)
 	}
+	rc.mu.Unlock()
 	s.ok(t, nil, "homing", "webhook", "create", "--name", "ordered", "--doctype", "Order", "--event", "on_update",
 		"--url", rc.URL, "--max-retries", "100", "--timeout", "5s", "--ordering", "document")
 	worker := s.spawn(t, "worker", "worker started")
