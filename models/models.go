@@ -109,12 +109,26 @@ type Webhook struct {
 	Compat string `gorm:"column:compat"`
 	// ConditionLanguage is ConditionExpr or ConditionPython.
 	ConditionLanguage string `gorm:"column:condition_language"`
+	// Ordering is OrderingNone or OrderingDocument: with OrderingDocument
+	// the deliveries of one document (tenant, webhook, doc_type, doc_name)
+	// are sent in the order their events were accepted, each only once the
+	// one before it is final.
+	Ordering string `gorm:"column:ordering;default:none"`
 	// Description is the webhook in its owner's words; nothing reads it
 	// to deliver.
 	Description string    `gorm:"column:description"`
 	CreatedAt   time.Time `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt   time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
+
+// Webhook orderings (Webhook.Ordering).
+const (
+	OrderingNone     = "none"
+	OrderingDocument = "document"
+)
+
+// Ordered reports whether w sends each document's deliveries in order.
+func (w Webhook) Ordered() bool { return w.Ordering == OrderingDocument }
 
 // Webhook compatibility modes and condition languages.
 const (
@@ -243,6 +257,11 @@ type Delivery struct {
 	// attempt, retries hours later included, is a span of that trace. Nil
 	// when the event came with none.
 	TraceContext *string `gorm:"column:trace_context"`
+	// AcceptSeq is the delivery's place among its document's deliveries
+	// to an ordered webhook (Webhook.Ordering): its event's outbox_events
+	// id, or a value of the same sequence drawn at fan-out. Nil for an
+	// unordered webhook's delivery.
+	AcceptSeq *int64 `gorm:"column:accept_seq"`
 }
 
 // TableName pins the table name the migrations create.
@@ -354,6 +373,12 @@ type OutboxEvent struct {
 	// TraceContext is the W3C trace context the event was published in
 	// (package tracing's Context); nil when it came with none.
 	TraceContext *string `gorm:"column:trace_context"`
+	// DocType, DocName and DocEvent name the event's document: until it is
+	// fanned out, the row holds the ordered deliveries of that document
+	// accepted after it. Nil on rows written before migration 0031.
+	DocType  *string `gorm:"column:doc_type"`
+	DocName  *string `gorm:"column:doc_name"`
+	DocEvent *string `gorm:"column:doc_event"`
 }
 
 // TableName pins the table name the migrations create.

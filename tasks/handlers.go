@@ -37,8 +37,13 @@ type Handlers struct {
 	Intake Intake
 }
 
-// Register adds every handler to mux.
+// Register adds every handler to mux, and has the dispatcher queue the
+// next delivery of an ordered document as a first attempt once the one
+// before it is final (dispatch.Dispatcher.SetWake).
 func (h *Handlers) Register(mux *asynq.ServeMux) {
+	if h.Client != nil {
+		h.Dispatcher.SetWake(h.enqueueFirst)
+	}
 	mux.HandleFunc(TypeEvent, h.HandleEvent)
 	mux.HandleFunc(TypeDeliver, h.HandleDeliver)
 	mux.HandleFunc(TypeRetry, h.HandleRetry)
@@ -67,6 +72,7 @@ func (h *Handlers) HandleEvent(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	ev.AcceptedAt = event.AcceptedAt(t.Headers())
+	ev.AcceptSeq = event.AcceptSeq(t.Headers())
 	ev.TraceContext = tracing.FromHeaders(t.Headers())
 	if h.Published != nil {
 		if err := h.Published.Record(ctx, ev.Tenant, ev.DocType, ev.Event); err != nil {

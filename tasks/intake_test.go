@@ -44,7 +44,7 @@ func TestFannedOutEventsLeaveTheOutbox(t *testing.T) {
 				// The relay's part, done here: queue the row's task.
 				c := asynq.NewClient(h.redis)
 				defer c.Close()
-				if _, err := c.Enqueue(event.OutboxTask("", ev.ID, []byte(payload), time.Now(), "")); err != nil {
+				if _, err := c.Enqueue(event.OutboxTask("", ev.ID, []byte(payload), time.Now(), 0, "")); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -127,13 +127,19 @@ func (d *Dispatcher) Deliveries(tenant, webhook, status, reason string, n int) {
 // the database failed, or when ctx was cancelled mid-request (the claim is
 // then released so the task can run again).
 func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome, error) {
+	return d.attempt(ctx, id, mode, true)
+}
+
+// attempt is Attempt; again lets a claim the ordering rule refused claim
+// once more when the row turns out no longer held (hold).
+func (d *Dispatcher) attempt(ctx context.Context, id string, mode Mode, again bool) (Outcome, error) {
 	now := d.now()
 	c, err := d.store.Claim(ctx, storage.ClaimIn{ID: id, Mode: mode, Now: now})
 	if err != nil {
 		return Outcome{}, err
 	}
 	if !c.Claimed {
-		return d.refused(ctx, c, id, mode, now)
+		return d.refused(ctx, c, id, mode, now, again)
 	}
 	// A secret that cannot be opened is this worker's configuration
 	// problem (a wrong secrets.key), not the receiver's: fail the task, and
@@ -351,9 +357,24 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 		WebhookID:    hook.ID,
 		Health:       signal(res),
 		Disable:      disableReason,
+		Order:        storage.KeyOf(row),
 	})
 	if err != nil {
 		return out, err
+	}
+	if key := storage.KeyOf(row); key != nil && rec.Applied && (out.Status == models.StatusDelivered || out.Status == models.StatusExhausted) {
+		woken := rec.Woken
+		if woken == "" {
+			// Read again after the commit: a later row fanned out while
+			// the outcome's statement ran is seen now (storage.Store.Wake).
+			var werr error
+			if woken, werr = d.store.Wake(context.WithoutCancel(ctx), *key, row.ID, now); werr != nil {
+				d.log.Warn("next delivery of a document not woken; the sweep's recheck sends it", "after", row.ID, "error", werr.Error())
+			}
+		}
+		if woken != "" {
+			d.wakeNext(ctx, woken, row, hook)
+		}
 	}
 	// A failure may have made the webhook failing, and a success ended
 	// its episode: publish what changed (once: storage.Store.Announce). A
@@ -391,6 +412,21 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	d.Deliveries(row.Tenant, row.WebhookName, models.StatusExhausted, reason, int(rec.Exhausted))
 	d.logAttempt(ctx, row, out, res, now)
 	return out, nil
+}
+
+// wakeNext queues the first attempt of id, the delivery of row's document
+// that row's final outcome released (storage.Recorded.Woken): it is due now
+// in the database already, so a lost enqueue costs a sweep's interval, not
+// the delivery.
+func (d *Dispatcher) wakeNext(ctx context.Context, id string, row models.Delivery, hook *models.Webhook) {
+	if d.wake == nil {
+		return
+	}
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	if err := d.wake(ctx, Pending{ID: id, WebhookName: row.WebhookName, Queue: hook.Queue}); err != nil {
+		d.log.Warn("next delivery of a document not queued; the sweep sends it", "delivery", id, "after", row.ID, "error", err.Error())
+	}
 }
 
 // logAttempt writes the busiest log line, one per attempt.

@@ -43,8 +43,9 @@ func (d *Dispatcher) claimAtInsert(row *models.Delivery, w models.Webhook, now t
 // refused answers an attempt whose claim took nothing, by what the claim
 // saw (refusal): not claimable, made final without a request because its
 // webhook is disabled or deleted, held back while its webhook is failing,
-// or held while its tenant is disabled.
-func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mode Mode, now time.Time) (Outcome, error) {
+// held while its tenant is disabled, or held behind an earlier delivery of
+// its document (again: it may claim once more if that one just ended).
+func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mode Mode, now time.Time, again bool) (Outcome, error) {
 	switch r := refusal(c, mode, now); r {
 	case refusedMissing:
 		return Outcome{}, fmt.Errorf("delivery %s does not exist: %w", id, ErrNotClaimed)
@@ -72,6 +73,8 @@ func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mo
 		}
 		return Outcome{}, fmt.Errorf("delivery %s of webhook %q (failing since %s, %d failures): %w",
 			id, c.Hook.Name, formatTime(c.Health.FailingSince), c.Health.Failures, ErrHeld)
+	case refusedOrdered:
+		return d.hold(ctx, c, id, mode, now, again)
 	case refusedTenantDisabled:
 		if mode == Sync {
 			// workflow_transition is never deferred: its publisher is
@@ -93,6 +96,27 @@ func (d *Dispatcher) refused(ctx context.Context, c storage.Claim, id string, mo
 		return Outcome{}, fmt.Errorf("delivery %s was taken by another attempt (as read: %s, %d attempts, next_retry %s): %w",
 			id, c.Row.Status, c.Row.Attempts, preciseTime(c.Row.NextRetry), ErrNotClaimed)
 	}
+}
+
+// hold answers a claim the ordering rule refused: the row goes back to the
+// sweep due storage.OrderRecheck later (the head of its key wakes it
+// before that once it is final). When the store finds, under the key's
+// lock, that the row is no longer held (the head became final after the
+// claim read it, and its wake may have read the row before the refusal's
+// hand-back), the row is due now and this attempt claims it again, once:
+// a wake racing with a refusal is never lost.
+func (d *Dispatcher) hold(ctx context.Context, c storage.Claim, id string, mode Mode, now time.Time, again bool) (Outcome, error) {
+	held, err := d.store.Hold(ctx, c.Row, now)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !held && again {
+		return d.attempt(ctx, id, mode, false)
+	}
+	if d.observer != nil {
+		d.observer.Postponed("ordered")
+	}
+	return Outcome{}, fmt.Errorf("delivery %s of %s %q (webhook %q): %w", id, c.Row.DocType, c.Row.DocName, c.Row.WebhookName, ErrOrdered)
 }
 
 // abandon makes a claimable delivery Exhausted without a request.

@@ -84,13 +84,16 @@ const (
 	refusedWebhookDisabled                    // claimable, but its webhook is disabled: abandon
 	refusedHeld                               // a retry held back while its webhook is failing
 	refusedTenantDisabled                     // claimable, but its tenant is disabled: held until enabled
+	refusedOrdered                            // claimable, but held behind an earlier delivery of its document (ordering)
 )
 
 // refusal tells why a claim of mode at now took nothing, from what it saw.
 // The order matters: a delivery not claimable is never abandoned, a
 // disabled webhook's delivery is abandoned rather than held (its tenant
 // being disabled too changes nothing: no request is made either way), and
-// a disabled tenant's is held whatever its webhook's health.
+// a disabled tenant's is held whatever its webhook's health. A retry held
+// while its webhook is failing is that before it is held by the ordering
+// rule (the store reads the order last): either way it waits.
 func refusal(c storage.Claim, mode Mode, now time.Time) refusalKind {
 	switch {
 	case !c.Found:
@@ -105,6 +108,8 @@ func refusal(c storage.Claim, mode Mode, now time.Time) refusalKind {
 		return refusedTenantDisabled
 	case storage.Held(c.Health, c.Row.ID, mode):
 		return refusedHeld
+	case c.Blocked && mode != Sync:
+		return refusedOrdered
 	}
 	return refusedTaken
 }

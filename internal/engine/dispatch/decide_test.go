@@ -115,6 +115,13 @@ func TestRefusalRules(t *testing.T) {
 		{"a disabled tenant beats held", storage.Claim{Found: true, Row: retry, Hook: on, Health: failing, TenantDisabled: true}, Retry, refusedTenantDisabled},
 		{"not claimable beats a disabled tenant", storage.Claim{Found: true, Row: notDue, Hook: on, TenantDisabled: true}, Retry, refusedState},
 		{"a disabled webhook beats a disabled tenant", storage.Claim{Found: true, Row: retry, Hook: off, TenantDisabled: true}, Retry, refusedWebhookDisabled},
+		{"first attempt behind an earlier one of its document", storage.Claim{Found: true, Row: fresh, Hook: on, Blocked: true}, First, refusedOrdered},
+		{"retry behind an earlier one of its document", storage.Claim{Found: true, Row: retry, Hook: on, Blocked: true}, Retry, refusedOrdered},
+		{"not claimable beats ordered", storage.Claim{Found: true, Row: notDue, Hook: on, Blocked: true}, Retry, refusedState},
+		{"a disabled webhook beats ordered: abandoned, which wakes the next", storage.Claim{Found: true, Row: retry, Hook: off, Blocked: true}, Retry, refusedWebhookDisabled},
+		{"a disabled tenant beats ordered", storage.Claim{Found: true, Row: fresh, Hook: on, TenantDisabled: true, Blocked: true}, First, refusedTenantDisabled},
+		{"held while failing beats ordered", storage.Claim{Found: true, Row: retry, Hook: on, Health: failing, Blocked: true}, Retry, refusedHeld},
+		{"sync is never ordered", storage.Claim{Found: true, Row: sync, Hook: on, Blocked: true}, Sync, refusedTaken},
 	}
 	for _, tt := range tests {
 		if got := refusal(tt.c, tt.mode, now); got != tt.want {

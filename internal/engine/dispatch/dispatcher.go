@@ -8,6 +8,7 @@ package dispatch
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -97,7 +98,17 @@ type Dispatcher struct {
 	slots slots
 	// share bounds each tenant's requests in flight (Config.TenantRequests).
 	share *tenantShare
+	// wake queues the attempt of an ordered delivery its predecessor's
+	// outcome released (SetWake); nil leaves it to the sweep.
+	wake func(context.Context, Pending) error
 }
+
+// SetWake sets how the next delivery of an ordered document is queued
+// once the one before it is final: the worker queues its first-attempt
+// task (a woken delivery has no attempt counted, so a first attempt's
+// claim takes it). Without it, the woken delivery is due now and the sweep
+// queues it. Call it before the dispatcher is in use.
+func (d *Dispatcher) SetWake(wake func(context.Context, Pending) error) { d.wake = wake }
 
 // New builds a Dispatcher on db, through the Store made for its database
 // (storage.For). The sender is shared by every attempt so that connections

@@ -144,7 +144,13 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) (pending [
 		d.logStopped(ev, p.stopped, in.Retries)
 		return nil, nil, false, fmt.Errorf("event %s: %w", ev.ID, p.stopped)
 	}
-	pending, inline = p.pending(written)
+	// The rows the ordering rule held at insert: those it no longer holds
+	// now that they are committed are queued; the others are woken in turn.
+	free, err := d.store.Unblocked(ctx, written.Blocked)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	pending, inline = p.pending(written, free)
 	p.countUnbuilt(written)
 	return pending, inline, written.Released, nil
 }
@@ -215,6 +221,12 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 			continue
 		}
 		row.CreatedAt, row.UpdatedAt, row.Tenant, row.TraceContext, row.AcceptedAt = now, now, w.Tenant, p.trace, p.accepted
+		if w.Ordered() && row.Status == models.StatusFailed {
+			// Its event's place in the acceptance order; 0 has the store
+			// draw one (an event queued straight into Redis).
+			seq := p.ev.AcceptSeq
+			row.AcceptSeq = &seq
+		}
 		if row.Status == models.StatusFailed {
 			// The first attempt's task normally runs long before this; if
 			// that task is lost, the sweeper picks the row up here.
@@ -234,7 +246,10 @@ func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 
 // pending is what the written rows leave to do: the deliveries that still
 // need their first attempt, and the inline claims whose rows are ours.
-func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
+// free are the rows the ordering rule held at insert (written.Blocked)
+// that it no longer holds: queued like the others; the rest of
+// written.Blocked wait for their wake.
+func (p *eventPlan) pending(written storage.Written, free []string) ([]Pending, []*claimed) {
 	if len(written.Rows) == 0 {
 		return nil, nil
 	}
@@ -249,15 +264,28 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	// A claim the store held (its tenant is disabled) is not ours to send,
 	// nor a first attempt to queue: the row is due at once, for the sweep
 	// once the tenant is enabled again.
-	held := make(map[string]bool, len(written.Held))
+	held := make(map[string]bool, len(written.Held)+len(written.Blocked))
 	for _, id := range written.Held {
 		held[id] = true
+	}
+	// A claim the ordering rule held is not ours to send either; its
+	// first attempt is queued only if the rule no longer holds it.
+	blocked := make(map[string]bool, len(free))
+	for _, id := range written.Blocked {
+		held[id] = true
+	}
+	for _, id := range free {
+		blocked[id] = true
+	}
+	waiting := make(map[string]bool, len(written.Blocked))
+	for _, id := range written.Blocked {
+		waiting[id] = !blocked[id]
 	}
 	if written.Created {
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(written.Rows))
 		for _, r := range written.Rows {
-			if claimedIDs[r.ID] {
+			if (claimedIDs[r.ID] && !blocked[r.ID]) || waiting[r.ID] {
 				continue
 			}
 			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
@@ -278,6 +306,13 @@ func (p *eventPlan) pending(written storage.Written) ([]Pending, []*claimed) {
 	ours := make(map[string]bool, len(p.inline))
 	pending := make([]Pending, 0, len(written.Existing))
 	for _, r := range written.Existing {
+		if waiting[r.ID] {
+			continue
+		}
+		if blocked[r.ID] {
+			pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
+			continue
+		}
 		if claimedIDs[r.ID] {
 			ours[r.ID] = true
 			continue

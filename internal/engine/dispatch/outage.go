@@ -15,6 +15,12 @@ import (
 // the probe succeeds. It is an ErrNotClaimed: the task is dropped.
 var ErrHeld = fmt.Errorf("%w: held back while its webhook is failing", ErrNotClaimed)
 
+// ErrOrdered means an attempt was not made because an earlier delivery of
+// its document to its ordered webhook is not final yet (storage.Hold): the
+// delivery waits, handed back to the sweep, until that one's outcome wakes
+// it. The caller drops its task; nothing was sent.
+var ErrOrdered = fmt.Errorf("%w: held behind an earlier delivery of its document", ErrNotClaimed)
+
 // ErrTenantDisabled means an attempt was not made because the delivery's
 // tenant is disabled: the row stays Failed, due by the time of the refusal,
 // with no attempt counted, and the sweep takes it once the tenant is

@@ -42,6 +42,9 @@ type View struct {
 	ConditionLanguage string `json:"condition_language"`
 	// Description is the webhook in its owner's words.
 	Description string `json:"description"`
+	// Ordering is "none" or "document" (each document's deliveries in
+	// acceptance order).
+	Ordering string `json:"ordering"`
 	// Health is set by the views that read it (show, the API's GET).
 	Health    *Health   `json:"health,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
@@ -65,7 +68,7 @@ func ViewOf(w models.Webhook) View {
 		Template: w.BodyTemplate, Fields: fields, Headers: headers,
 		HasSecret: w.Secret != "", Signature: scheme, Enabled: w.Enabled,
 		DisabledReason: w.DisabledReason, MaxRetries: w.MaxRetries, Queue: w.Queue,
-		Timeout: w.Timeout().String(), RateLimit: w.RateLimit, FollowRedirects: w.FollowRedirects, URLTemplate: w.URLTemplate, Compat: w.Compat, ConditionLanguage: conditionLanguage(w.ConditionLanguage), Description: w.Description, CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
+		Timeout: w.Timeout().String(), RateLimit: w.RateLimit, FollowRedirects: w.FollowRedirects, URLTemplate: w.URLTemplate, Compat: w.Compat, ConditionLanguage: conditionLanguage(w.ConditionLanguage), Description: w.Description, Ordering: orderingOf(w.Ordering), CreatedAt: w.CreatedAt, UpdatedAt: w.UpdatedAt,
 	}
 }
 
@@ -140,4 +143,13 @@ func conditionLanguage(l string) string {
 		return models.ConditionExpr
 	}
 	return l
+}
+
+// orderingOf is how a view names w's ordering: "none" for a webhook built
+// in memory without one.
+func orderingOf(o string) string {
+	if o == "" {
+		return models.OrderingNone
+	}
+	return o
 }

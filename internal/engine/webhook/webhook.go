@@ -129,6 +129,11 @@ type Input struct {
 	// Description is the webhook in its owner's words (at most
 	// MaxDescriptionLength bytes); nothing reads it to deliver.
 	Description *string
+	// Ordering is "none" (the default: deliveries race as they always
+	// have) or "document": the deliveries of one document are sent in the
+	// order their events were accepted, each once the one before it is
+	// final. "document" needs PostgreSQL.
+	Ordering *string
 }
 
 // MaxDescriptionLength bounds a webhook's description.
@@ -202,6 +207,7 @@ func (s *Service) Create(ctx context.Context, tenant string, in Input) (models.W
 		PreviousSecrets:   models.SecretList{},
 		SignatureScheme:   signing.SchemeBoth,
 		ConditionLanguage: models.ConditionExpr,
+		Ordering:          models.OrderingNone,
 		Enabled:           true,
 		MaxRetries:        s.defaults.MaxRetries,
 		Queue:             models.DefaultQueue,
@@ -675,6 +681,19 @@ func (s *Service) apply(w *models.Webhook, in Input) error {
 	}
 	if err := s.applyHeaders(w, in); err != nil {
 		return err
+	}
+	if in.Ordering != nil {
+		o := strings.ToLower(strings.TrimSpace(*in.Ordering))
+		switch {
+		case o != models.OrderingNone && o != models.OrderingDocument:
+			return invalid("ordering", "%q is not %q or %q", *in.Ordering, models.OrderingNone, models.OrderingDocument)
+		case o == models.OrderingDocument && s.db.Dialector.Name() != "postgres":
+			// The ordering rule lives in PostgreSQL's statements (the
+			// outbox's sequence, the batched claim and outcome).
+			return invalid("ordering", "%q needs PostgreSQL (this server's database is %s); keep %q, or move Homing to PostgreSQL",
+				o, s.db.Dialector.Name(), models.OrderingNone)
+		}
+		w.Ordering = o
 	}
 	if in.ConditionLanguage != nil {
 		l := strings.ToLower(strings.TrimSpace(*in.ConditionLanguage))

@@ -67,6 +67,11 @@ type Event struct {
 	// kept on its deliveries for the latency users feel; zero when not
 	// known (a task queued by an older version).
 	AcceptedAt time.Time `json:"-"`
+	// AcceptSeq is the event's place in the acceptance order (its outbox
+	// row's id, carried by its task's AcceptSeqHeader); 0 when it came
+	// straight into Redis, and an ordered webhook's delivery draws its
+	// place at fan-out.
+	AcceptSeq int64 `json:"-"`
 	// TraceContext is the W3C trace context the event was published in
 	// (package tracing's Context), carried beside the payload: in the
 	// outbox row's trace_context and the task's headers, never in the

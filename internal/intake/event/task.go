@@ -46,6 +46,21 @@ const OutboxHeader = "homing-outbox"
 // same however often it is published.
 const AcceptedHeader = "homing-accepted-at"
 
+// AcceptSeqHeader carries the event's place in Homing's acceptance order:
+// its outbox_events id, for an event accepted through the durable intake.
+// An ordered webhook's deliveries keep it (deliveries.accept_seq); an event
+// without it (client.Publish) draws one from the same sequence at fan-out.
+const AcceptSeqHeader = "homing-accept-seq"
+
+// AcceptSeq reads a task's AcceptSeqHeader; 0 when it has none.
+func AcceptSeq(headers map[string]string) int64 {
+	v, err := strconv.ParseInt(headers[AcceptSeqHeader], 10, 64)
+	if err != nil || v <= 0 {
+		return 0
+	}
+	return v
+}
+
 // acceptedHeader is the header value of at.
 func acceptedHeader(at time.Time) string { return strconv.FormatInt(at.UnixMicro(), 10) }
 
@@ -125,10 +140,14 @@ func NewTaskJSON(ev Event, doc json.RawMessage) (*asynq.Task, error) {
 
 // OutboxTask is the fan-out task of an event the outbox holds, whose payload
 // the outbox stored (Encode), accepted at acceptedAt (its outbox row's
-// created_at) and carrying the trace context trace in its headers (""
-// adds none).
-func OutboxTask(tenant, eventID string, payload []byte, acceptedAt time.Time, trace tracing.Context) *asynq.Task {
-	return asynq.NewTaskWithHeaders(TaskType, payload, tracing.AddHeaders(map[string]string{OutboxHeader: "1", AcceptedHeader: acceptedHeader(acceptedAt)}, trace),
+// created_at) as the seq-th (its outbox row's id, AcceptSeqHeader) and
+// carrying the trace context trace in its headers ("" adds none).
+func OutboxTask(tenant, eventID string, payload []byte, acceptedAt time.Time, seq int64, trace tracing.Context) *asynq.Task {
+	headers := map[string]string{OutboxHeader: "1", AcceptedHeader: acceptedHeader(acceptedAt)}
+	if seq > 0 {
+		headers[AcceptSeqHeader] = strconv.FormatInt(seq, 10)
+	}
+	return asynq.NewTaskWithHeaders(TaskType, payload, tracing.AddHeaders(headers, trace),
 		asynq.TaskID(TaskID(tenant, eventID)), asynq.Queue(Queue), asynq.MaxRetry(MaxRetry), asynq.Timeout(TaskTimeout))
 }
 

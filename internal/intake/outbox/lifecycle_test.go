@@ -219,7 +219,7 @@ func TestRelayKilledAfterTheEventRan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queue.Enqueue(event.OutboxTask("", "so-2", payload, time.Now(), "")); err != nil {
+	if _, err := queue.Enqueue(event.OutboxTask("", "so-2", payload, time.Now(), 0, "")); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, "the second run of the event task", func() bool { return s.processed(t) > before && s.idle(t) })

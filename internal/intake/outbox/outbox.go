@@ -121,7 +121,8 @@ func Add(ctx context.Context, tx *gorm.DB, ev event.Event, now time.Time) (Outco
 		}
 		return Repeated, nil
 	}
-	row := &models.OutboxEvent{Tenant: tenant, EventID: ev.ID, Payload: string(payload), CreatedAt: now, TraceContext: stored(ev.TraceContext)}
+	row := &models.OutboxEvent{Tenant: tenant, EventID: ev.ID, Payload: string(payload), CreatedAt: now, TraceContext: stored(ev.TraceContext),
+		DocType: &ev.DocType, DocName: &ev.DocName, DocEvent: &ev.Event}
 	q := tx.WithContext(ctx)
 	if row.TraceContext == nil {
 		// A producer built with this version still publishes into a

@@ -412,7 +412,7 @@ func relay(ctx context.Context, client *asynq.Client, row models.OutboxEvent) er
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("homing.event_id", row.EventID), attribute.String("homing.tenant", row.Tenant))
 	}
-	_, err := client.EnqueueContext(ctx, event.OutboxTask(row.Tenant, row.EventID, []byte(row.Payload), row.CreatedAt, tracing.Current(ctx, stored)))
+	_, err := client.EnqueueContext(ctx, event.OutboxTask(row.Tenant, row.EventID, []byte(row.Payload), row.CreatedAt, row.ID, tracing.Current(ctx, stored)))
 	return err
 }
 

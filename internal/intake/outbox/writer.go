@@ -73,6 +73,13 @@ type writeIn struct {
 	// how a write run again after an ambiguous commit knows its own record.
 	accept string
 	now    time.Time
+	// docType, docName and docEvent name the event's document
+	// (outbox_events.doc_type …: the row holds the document's later
+	// ordered deliveries until it is fanned out).
+	docType, docName, docEvent string
+	// seq is the outbox row's id once written (writeBatch), which the
+	// event's task carries (event.AcceptSeqHeader).
+	seq *int64
 }
 
 func (in writeIn) key() eventKey { return eventKey{in.tenant, in.id} }
@@ -114,7 +121,7 @@ func (w *Writer) AddJSON(ctx context.Context, ev event.Event, doc json.RawMessag
 	}
 	sum := sha256.Sum256(payload)
 	in := writeIn{tenant: models.TenantOr(ev.Tenant), id: ev.ID, payload: payload, hash: hex.EncodeToString(sum[:]), now: now.UTC().Truncate(time.Microsecond),
-		accept: rand.Text(), trace: stored(ev.TraceContext)}
+		accept: rand.Text(), trace: stored(ev.TraceContext), docType: ev.DocType, docName: ev.DocName, docEvent: ev.Event, seq: new(int64)}
 	outcome, err := w.g.Do(ctx, in)
 	if err == nil && outcome == Added && w.queue != nil {
 		w.enqueue(ctx, in)
@@ -128,7 +135,7 @@ func (w *Writer) AddJSON(ctx context.Context, ev event.Event, doc json.RawMessag
 func (w *Writer) enqueue(ctx context.Context, in writeIn) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), queueTimeout)
 	defer cancel()
-	err := relay(ctx, w.queue, models.OutboxEvent{Tenant: in.tenant, EventID: in.id, Payload: string(in.payload), TraceContext: in.trace, CreatedAt: in.now})
+	err := relay(ctx, w.queue, models.OutboxEvent{ID: *in.seq, Tenant: in.tenant, EventID: in.id, Payload: string(in.payload), TraceContext: in.trace, CreatedAt: in.now})
 	if err == nil || errors.Is(err, asynq.ErrTaskIDConflict) {
 		// A conflict: the event's task is in Redis already (a republish
 		// queued it meanwhile).
@@ -181,7 +188,8 @@ func writeBatch(tx *gorm.DB, ins []writeIn, queued bool) ([]Outcome, error) {
 	)
 	sql.Reset()
 	args = args[:0]
-	sql.WriteString("INSERT INTO outbox_events (tenant, event_id, payload, created_at, queued_at, trace_context) VALUES ")
+	sql.WriteString("INSERT INTO outbox_events (tenant, event_id, payload, created_at, queued_at, trace_context, doc_type, doc_name, doc_event) VALUES ")
+	written := make(map[eventKey]*int64, len(ins))
 	for i, in := range ins {
 		k := in.key()
 		if !isNew[k] {
@@ -191,18 +199,28 @@ func writeBatch(tx *gorm.DB, ins []writeIn, queued bool) ([]Outcome, error) {
 		if len(args) > 0 {
 			sql.WriteString(", ")
 		}
-		sql.WriteString("(?, ?, ?, ?, ?, ?)")
+		sql.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		var queuedAt *time.Time
 		if queued {
 			queuedAt = &in.now
 		}
-		args = append(args, in.tenant, in.id, string(in.payload), in.now, queuedAt, in.trace)
+		args = append(args, in.tenant, in.id, string(in.payload), in.now, queuedAt, in.trace, in.docType, in.docName, in.docEvent)
+		written[k] = in.seq
 		outs[i] = Added
 		delete(isNew, k) // a repeat later in the batch is queued again
 	}
 	if len(args) > 0 {
-		if err := tx.Exec(sql.String(), args...).Error; err != nil {
-			return nil, fmt.Errorf("write %d events to the outbox: %w", len(args)/6, err)
+		// Each row's id is its event's place in the acceptance order,
+		// which its task carries.
+		sql.WriteString(" RETURNING tenant, event_id, id")
+		var ids []models.OutboxEvent
+		if err := tx.Raw(sql.String(), args...).Scan(&ids).Error; err != nil {
+			return nil, fmt.Errorf("write %d events to the outbox: %w", len(args)/9, err)
+		}
+		for _, r := range ids {
+			if seq := written[eventKey{r.Tenant, r.EventID}]; seq != nil {
+				*seq = r.ID
+			}
 		}
 	}
 

@@ -128,6 +128,15 @@ func TestWriterQueuesWhatItAdds(t *testing.T) {
 				if ev, err := event.Decode(info.Payload); err != nil || ev.ID != id {
 					t.Errorf("task %s carries %+v, %v", info.ID, ev, err)
 				}
+				// Its place in the acceptance order is its outbox row's id,
+				// and the row names its document (ordered delivery).
+				var row models.OutboxEvent
+				if err := db.Where("event_id = ?", id).Take(&row).Error; err != nil {
+					t.Fatal(err)
+				}
+				if seq := event.AcceptSeq(info.Headers); seq != row.ID || row.DocName == nil || *row.DocName != sampleEvent(id).DocName {
+					t.Errorf("task %s carries place %d, its outbox row has id %d and document %v", info.ID, seq, row.ID, row.DocName)
+				}
 			}
 			if len(got) != 2 {
 				t.Errorf("%d tasks queued, want 2", len(got))

@@ -53,6 +53,9 @@ type webhookRequest struct {
 	ConditionLanguage *string `json:"condition_language"`
 	// Description is the webhook in its owner's words.
 	Description *string `json:"description"`
+	// Ordering is "none" (the default) or "document": each document's
+	// deliveries in the order their events were accepted (PostgreSQL).
+	Ordering *string `json:"ordering"`
 	// Secret sets the signing secret ("" removes it); GenerateSecret makes
 	// a new one, returned once in the response.
 	Secret         *string `json:"secret"`
@@ -90,7 +93,7 @@ func (req webhookRequest) input() (webhook.Input, bool, error) {
 		Signature: req.Signature, MaxRetries: req.MaxRetries, Queue: req.Queue, Enabled: req.Enabled,
 		Secret: req.Secret, SampleDoc: sample, RateLimit: req.RateLimit,
 		FollowRedirects: req.FollowRedirects, URLTemplate: req.URLTemplate, Compat: req.Compat, ConditionLanguage: req.ConditionLanguage,
-		Description: req.Description,
+		Description: req.Description, Ordering: req.Ordering,
 	}
 	if req.Headers != nil {
 		headers := make([]string, 0, len(*req.Headers))

@@ -11,7 +11,7 @@ import (
 
 // webhookKeys are the fields of a webhook, exactly those of `homing webhook
 // show --json`.
-var webhookKeys = []string{"follow_redirects", "url_template", "compat", "condition_language", "description",
+var webhookKeys = []string{"follow_redirects", "url_template", "compat", "condition_language", "description", "ordering",
 	"name", "doctype", "event", "condition", "url", "method", "structure", "template",
 	"fields", "headers", "has_secret", "signature", "enabled", "max_retries", "queue",
 	"timeout", "rate_limit", "created_at", "updated_at",

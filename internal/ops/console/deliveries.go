@@ -211,6 +211,9 @@ func (c *Console) delivery(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	v := deliveryView{Detail: d, Words: rows[0].Words, AsynqmonLink: c.asynqmonLink(r, s, d)}
+	if d.WaitsFor != "" || d.WaitsForEvent != "" {
+		v.Words = inspect.Words(inspect.StandingOf(d.Delivery, inspect.HeldOrder), c.now())
+	}
 	c.render(w, r, http.StatusOK, "delivery", view{Title: "Delivery " + id, CSRF: s.csrf, Token: s.token.Name, Now: c.now(),
 		Notice: notices[r.URL.Query().Get("notice")], Data: v})
 }

@@ -35,6 +35,11 @@ type webhookForm struct {
 	// input, so that a bad one is refused in the form with what was typed.
 	MaxRetries, Timeout, RateLimit, FollowRedirects string
 	Queue, Signature, Compat                        string
+	// Ordering is "none" or "document"; "" (a form without it) changes
+	// nothing. The portal's simple form shows it too: like the rate
+	// limit, it is what the customer's receiver needs, not how Homing
+	// runs.
+	Ordering string
 	// HeadersShown is the headers text the edit form showed (secrets as
 	// ****): unchanged, the headers are left as they are.
 	HeadersShown   string
@@ -75,7 +80,7 @@ func formOf(r *http.Request) webhookForm {
 		Fields: v("fields"), Headers: v("headers"), HeadersShown: v("headers_shown"),
 		MaxRetries: strings.TrimSpace(v("max_retries")), Timeout: strings.TrimSpace(v("timeout")),
 		RateLimit: strings.TrimSpace(v("rate_limit")), FollowRedirects: strings.TrimSpace(v("follow_redirects")),
-		Queue: strings.TrimSpace(v("queue")), Signature: v("signature"), Compat: v("compat"),
+		Queue: strings.TrimSpace(v("queue")), Signature: v("signature"), Compat: v("compat"), Ordering: v("ordering"),
 		Description: v("description"), EventType: v("event_type"),
 		Enabled: r.PostFormValue("enabled") != "", GenerateSecret: r.PostFormValue("generate_secret") != "",
 	}
@@ -94,7 +99,7 @@ func formFrom(v webhook.View) webhookForm {
 		Template: v.Template, Fields: strings.Join(v.Fields, "\n"), Headers: headers, HeadersShown: headers, Enabled: v.Enabled,
 		MaxRetries: strconv.Itoa(v.MaxRetries), Timeout: v.Timeout, RateLimit: strconv.Itoa(v.RateLimit),
 		FollowRedirects: strconv.Itoa(v.FollowRedirects), Queue: v.Queue, Signature: v.Signature, Compat: cmp.Or(v.Compat, compatHoming),
-		Description: v.Description, EventType: tenant.EventType{DocType: v.DocType, Event: v.Event}.String(),
+		Description: v.Description, EventType: tenant.EventType{DocType: v.DocType, Event: v.Event}.String(), Ordering: v.Ordering,
 	}
 }
 
@@ -143,6 +148,10 @@ func (f webhookForm) input(was *webhook.View, secret string) (webhook.Input, err
 	str(f.Description, old.Description, &in.Description, true)
 	if err := number(was != nil, "rate_limit", f.RateLimit, old.RateLimit, &in.RateLimit); err != nil {
 		return in, err
+	}
+	if f.Ordering != "" && (was == nil || f.Ordering != old.Ordering) {
+		ordering := f.Ordering
+		in.Ordering = &ordering
 	}
 	// The simple form shows none of the rest: whatever was posted for it,
 	// an edit leaves it as it is and a create takes the defaults.

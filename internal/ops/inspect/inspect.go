@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/homingdev/homing/internal/engine/dispatch/storage"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -80,7 +81,14 @@ type Detail struct {
 	Payload      string            `json:"payload"`
 	LastResponse string            `json:"last_response"`
 	ResentFrom   *string           `json:"resent_from,omitempty"`
-	History      []Attempt         `json:"history"`
+	// WaitsFor is the delivery this one is held behind: the one before it
+	// of its document that is not final yet, its webhook being ordered
+	// (ordering "document"). WaitsForEvent is set instead when what it
+	// waits for is an event of its document accepted before it and not
+	// fanned out yet. Both are read when shown, never stored.
+	WaitsFor      string    `json:"waits_for,omitempty"`
+	WaitsForEvent string    `json:"waits_for_event,omitempty"`
+	History       []Attempt `json:"history"`
 	// SentSignature is the signature headers of the last attempt as sent,
 	// with the signatures themselves masked (webhook-signature: v1,****):
 	// enough to see which scheme and secrets a receiver was shown, never
@@ -282,11 +290,21 @@ func Show(ctx context.Context, db *gorm.DB, tenant, id string) (Detail, error) {
 	if n := len(attempts); n > 0 {
 		sent = signatureHeaders(attempts[n-1].RequestHeaders)
 	}
-	return Detail{
+	d := Detail{
 		Delivery: summary(row), Headers: headers, Payload: string(row.Payload),
 		LastResponse: row.LastResponse, ResentFrom: row.ResentFrom, History: history,
 		SentSignature: sent,
-	}, nil
+	}
+	waits, event, err := storage.WaitsFor(ctx, db, row)
+	if err != nil {
+		return Detail{}, err
+	}
+	if event {
+		d.WaitsForEvent = waits
+	} else {
+		d.WaitsFor = waits
+	}
+	return d, nil
 }
 
 // signatureHeaders picks the signing headers out of the headers an attempt

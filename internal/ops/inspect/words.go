@@ -17,6 +17,9 @@ const (
 	// HeldProbe: its webhook is failing, and its retries wait behind one
 	// probe at a time; the first success releases them.
 	HeldProbe = "probe"
+	// HeldOrder: its webhook is ordered by document, and an earlier
+	// delivery of its document is not final yet (Detail.WaitsFor).
+	HeldOrder = "order"
 )
 
 // Standing is what the words of a delivery's state are made of: its row,
@@ -29,7 +32,8 @@ type Standing struct {
 	NextRetry            *time.Time
 	LastStatusCode       *int
 	LastError            string
-	// Held is HeldTenant, HeldProbe or "" (nothing holds it back).
+	// Held is HeldTenant, HeldProbe, HeldOrder or "" (nothing holds it
+	// back).
 	Held string
 }
 
@@ -81,6 +85,12 @@ func failedWords(s Standing, now time.Time) string {
 	switch {
 	case s.Held == HeldTenant:
 		return "Paused: " + next + " waits until sending is resumed for this account"
+	case s.Held == HeldOrder:
+		verb := "Waiting: attempt " + fmt.Sprint(s.Attempts+1)
+		if s.Attempts == 0 {
+			verb = "Waiting: the first attempt"
+		}
+		return verb + " goes out once the delivery before it of this document is delivered or given up"
 	case s.Held == HeldProbe && due:
 		return "Waiting: the endpoint keeps failing; " + next + " goes out once a test request to it succeeds"
 	}

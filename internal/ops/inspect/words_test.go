@@ -35,6 +35,8 @@ func TestWords(t *testing.T) {
 		{"recovered past its budget", inspect.Standing{Status: models.StatusFailed, Attempts: 4, MaxRetries: 2, NextRetry: at(0)}, "Retrying: attempt 5 of 5 now"},
 		{"held by a disabled tenant", inspect.Standing{Status: models.StatusFailed, Attempts: 1, MaxRetries: 3, NextRetry: at(-time.Hour), Held: inspect.HeldTenant}, "Paused: attempt 2 of 4 waits until sending is resumed for this account"},
 		{"held behind the probe", inspect.Standing{Status: models.StatusFailed, Attempts: 2, MaxRetries: 3, NextRetry: at(-time.Minute), Held: inspect.HeldProbe}, "Waiting: the endpoint keeps failing; attempt 3 of 4 goes out once a test request to it succeeds"},
+		{"held behind its document's earlier delivery", inspect.Standing{Status: models.StatusFailed, Attempts: 0, MaxRetries: 3, NextRetry: at(time.Minute), Held: inspect.HeldOrder}, "Waiting: the first attempt goes out once the delivery before it of this document is delivered or given up"},
+		{"a retry held behind its document's earlier delivery", inspect.Standing{Status: models.StatusFailed, Attempts: 2, MaxRetries: 3, NextRetry: at(-time.Minute), Held: inspect.HeldOrder}, "Waiting: attempt 3 goes out once the delivery before it of this document is delivered or given up"},
 		{"failing but not yet due", inspect.Standing{Status: models.StatusFailed, Attempts: 2, MaxRetries: 3, NextRetry: at(time.Hour), Held: inspect.HeldProbe}, "Retrying: attempt 3 of 4 in 1 h"},
 		{"gave up", inspect.Standing{Status: models.StatusExhausted, Attempts: 4, MaxRetries: 3, LastStatusCode: code(503)}, "Gave up after 4 attempts"},
 		{"gave up after one", inspect.Standing{Status: models.StatusExhausted, Attempts: 1, MaxRetries: 0, LastError: "connection refused"}, "Gave up after 1 attempt"},

@@ -389,6 +389,17 @@ func (s *Service) resend(ctx context.Context, tenant, id, key string) (string, b
 		Status: models.StatusFailed, NextRetry: &now, MaxRetries: maxRetries,
 		ResentFrom: &from, CreatedAt: now, UpdatedAt: now,
 	}
+	if orig.AcceptSeq != nil {
+		// A resend of an ordered delivery is a new version of its
+		// document: it takes a fresh place, at the back of its key, and
+		// waits for the deliveries of the document accepted before it.
+		// (Only PostgreSQL holds ordered rows.)
+		var seq int64
+		if err := s.db.WithContext(ctx).Raw("SELECT nextval('outbox_events_id_seq')").Scan(&seq).Error; err != nil {
+			return "", false, fmt.Errorf("resend delivery %s: draw its place in its document's order: %w", id, err)
+		}
+		row.AcceptSeq = &seq
+	}
 	res := s.db.WithContext(ctx).
 		Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "event_id"}, {Name: "webhook_id"}}, DoNothing: true}).
 		Create(&row)

@@ -139,3 +139,52 @@ func TestRecoverTakesFailedAndExhaustedByDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestResendOfAnOrderedDeliveryGoesToTheBackOfItsKey: the resend of an
+// ordered delivery takes a fresh place, after every delivery of its
+// document accepted before it; an unordered delivery's resend stays
+// unordered.
+func TestResendOfAnOrderedDeliveryGoesToTheBackOfItsKey(t *testing.T) {
+	t.Parallel()
+	db := testenv.Postgres(t)
+	ctx := context.Background()
+	// Places are drawn from the outbox's sequence, as the fan-out draws
+	// them.
+	var one, two int64
+	if err := db.Raw("SELECT nextval('outbox_events_id_seq')").Scan(&one).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Raw("SELECT nextval('outbox_events_id_seq')").Scan(&two).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []models.Delivery{
+		{ID: "d-1", AcceptSeq: &one, EventID: "ev-1", Status: models.StatusDelivered},
+		{ID: "d-2", AcceptSeq: &two, EventID: "ev-2", Status: models.StatusFailed, NextRetry: &t0},
+		{ID: "u-1", EventID: "ev-u", Status: models.StatusDelivered},
+	} {
+		d.WebhookID, d.WebhookName, d.DocType, d.DocName, d.DocEvent = "w-1", "orders", "Note", "N-1", "on_update"
+		d.Method, d.URL, d.Payload, d.Attempts, d.CreatedAt, d.UpdatedAt = "POST", "https://example.com", []byte(`{"a":1}`), 1, t0, t0
+		if err := db.Create(&d).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := recovery.New(db, clock.NewStub(t0.Add(time.Hour)), 0)
+	id, err := svc.Resend(ctx, "", "d-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row models.Delivery
+	if err := db.Where("id = ?", id).Take(&row).Error; err != nil {
+		t.Fatal(err)
+	}
+	if row.AcceptSeq == nil || *row.AcceptSeq <= two {
+		t.Fatalf("the resend of d-1 has place %d, want one after d-2's (%d)", *row.AcceptSeq, two)
+	}
+	if id, err = svc.Resend(ctx, "", "u-1"); err != nil {
+		t.Fatal(err)
+	}
+	var plain models.Delivery
+	if err := db.Where("id = ?", id).Take(&plain).Error; err != nil || plain.AcceptSeq != nil {
+		t.Fatalf("the resend of an unordered delivery has place %v (%v), want none", plain.AcceptSeq, err)
+	}
+}

@@ -34,6 +34,12 @@
 //     webhooks each (all 3 match), beside the same events in one tenant
 //     with 3 webhooks; the fleet's CPU per delivery (worker + database) as
 //     a ratio of one tenant's (target: ≤ 1.1 ×; tenants.go).
+//   - ordered: -ordered-events events over -ordered-docs documents to one
+//     webhook, unordered then ordered by document (ordering "document"),
+//     receiver healthy: the ordered rate as a ratio of the unordered
+//     (target: ≥ 0.7 ×); and the same events as versions of one document,
+//     ordered (target: ≥ 100/s). Published with client.Publish, so each
+//     version's place is drawn at its fan-out.
 //   - growth (only when named: -scenarios growth): -growth-rows deliveries
 //     (10,000,000 by default) seeded with COPY over 60 days, then the
 //     claim, a sweep tick, the console's pages, a retention pass, and
@@ -83,9 +89,11 @@ type options struct {
 	growthRows  int
 	growthRate  int
 	growthFor   time.Duration
+	orderedEvts int
+	orderedDocs int
 }
 
-var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "retries", "http", "tenants", "growth"}
+var allScenarios = []string{"baseline", "throughput", "fanout", "failing", "latency", "sweep", "publish", "outage", "retries", "http", "tenants", "ordered", "growth"}
 
 // defaultScenarios are what make bench runs: all but growth, which seeds
 // millions of rows and runs only when named.
@@ -118,6 +126,8 @@ func main() {
 	flag.IntVar(&o.tenants, "tenants", 10000, "tenants (of 3 webhooks each) in the tenants scenario")
 	flag.IntVar(&o.tenantEvts, "tenant-events", 20000, "events in each case of the tenants scenario (3 deliveries each)")
 	flag.StringVar(&outages, "outages", "5s,15s,30s,50s", "outage lengths at which the outage scenario measures receiver back → first 200, the scheduler running throughout (none: no such part)")
+	flag.IntVar(&o.orderedEvts, "ordered-events", 2000, "events in each case of the ordered scenario")
+	flag.IntVar(&o.orderedDocs, "ordered-docs", 200, "documents the ordered scenario's events are versions of (its hot case has one)")
 	flag.IntVar(&o.growthRows, "growth-rows", 10000000, "deliveries the growth scenario seeds")
 	flag.IntVar(&o.growthRate, "growth-rate", 500, "events/s of the growth scenario's latency runs")
 	flag.DurationVar(&o.growthFor, "growth-duration", 20*time.Second, "how long each of the growth scenario's latency runs publishes")
@@ -253,6 +263,9 @@ func run(ctx context.Context, o options) error {
 		{"failing", "", throughputCase{name: "receiver failing 20%", events: o.n, hooks: 1, failEvery: 5}},
 		{"tenants", "tenants", throughputCase{name: fmt.Sprintf("%d tenants × 3 webhooks", o.tenants), events: o.tenantEvts, hooks: 3, tenants: o.tenants}},
 		{"tenants_one", "tenants", throughputCase{name: "1 tenant × 3 webhooks", events: o.tenantEvts, hooks: 3}},
+		{"ordered_none", "ordered", throughputCase{name: fmt.Sprintf("%d documents, unordered", o.orderedDocs), events: o.orderedEvts, hooks: 1, docs: o.orderedDocs}},
+		{"ordered", "ordered", throughputCase{name: fmt.Sprintf("%d documents, ordered", o.orderedDocs), events: o.orderedEvts, hooks: 1, docs: o.orderedDocs, ordered: true}},
+		{"ordered_hot", "ordered", throughputCase{name: "1 document, ordered", events: o.orderedEvts, hooks: 1, docs: 1, ordered: true}},
 	}
 	for i := range o.runs {
 		if o.scenarios["baseline"] {
@@ -397,7 +410,7 @@ func summarize(r *results, o options) {
 		return median(xs)
 	}
 	base := med("baseline")
-	for _, key := range []string{"baseline", "throughput", "fanout", "failing", "tenants", "tenants_one"} {
+	for _, key := range []string{"baseline", "throughput", "fanout", "failing", "tenants", "tenants_one", "ordered_none", "ordered", "ordered_hot"} {
 		if len(r.Throughput[key]) == 0 {
 			continue
 		}
@@ -422,6 +435,9 @@ func summarize(r *results, o options) {
 		r.Summary["tenants_cpu_vs_one_tenant"] = fleet / one
 		r.Summary["tenants_worker_cpu_vs_one_tenant"] = r.Summary["tenants_worker_cpu_ms"] / r.Summary["tenants_one_worker_cpu_ms"]
 		r.Summary["tenants_per_second_vs_one_tenant"] = r.Summary["tenants_per_second"] / r.Summary["tenants_one_per_second"]
+	}
+	if ordered, none := r.Summary["ordered_per_second"], r.Summary["ordered_none_per_second"]; ordered > 0 && none > 0 {
+		r.Summary["ordered_vs_unordered"] = ordered / none
 	}
 	if len(r.Latency) > 0 {
 		var p50, p95, p99 []float64

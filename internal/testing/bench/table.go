@@ -72,6 +72,9 @@ func printTable(w io.Writer, r results, o options) {
 	row("failing", "Homing, receiver failing 20%", "")
 	row("tenants", fmt.Sprintf("Homing, %d tenants × 3 webhooks (all match)", o.tenants), "")
 	row("tenants_one", "Homing, 1 tenant × 3 webhooks, same events", "")
+	row("ordered_none", fmt.Sprintf("Homing, %d events over %d documents, unordered", o.orderedEvts, o.orderedDocs), "")
+	row("ordered", fmt.Sprintf("Homing, %d events over %d documents, ordered", o.orderedEvts, o.orderedDocs), fmt.Sprintf("≥ 0.70 × unordered: %.2f ×", s["ordered_vs_unordered"]))
+	row("ordered_hot", fmt.Sprintf("Homing, 1 document × %d versions, ordered", o.orderedEvts), "≥ 100/s")
 	if v, ok := s["tenants_cpu_vs_one_tenant"]; ok {
 		fmt.Fprintf(tw, "%d tenants vs 1 tenant	%.2f × the rate			%.2f × the CPU (worker alone %.2f ×)	≤ 1.10 × the CPU\n",
 			o.tenants, s["tenants_per_second_vs_one_tenant"], v, s["tenants_worker_cpu_vs_one_tenant"])

@@ -24,7 +24,11 @@ func tenantName(i int) string { return fmt.Sprintf("t%05d", i) }
 // event is the case's i-th event: Sales Order on_submit, in its tenant (the
 // default one when the case has no tenants of its own).
 func (tc throughputCase) event(i int) client.Event {
-	ev := client.Event{DocType: "Sales Order", DocName: fmt.Sprintf("SO-%07d", i), Event: "on_submit", Doc: benchDoc(i)}
+	doc := i
+	if tc.docs > 0 {
+		doc = i % tc.docs
+	}
+	ev := client.Event{DocType: "Sales Order", DocName: fmt.Sprintf("SO-%07d", doc), Event: "on_submit", Doc: benchDoc(i)}
 	if tc.tenants > 1 {
 		ev.Tenant = tenantName(i % tc.tenants)
 	}

@@ -31,6 +31,13 @@ type throughputCase struct {
 	// spreads the events over them (tenants.go); otherwise every webhook
 	// and event is the default tenant's.
 	tenants int
+	// docs, when set, spreads the events over that many documents (event
+	// i is a version of document i % docs); otherwise each event is a
+	// document of its own.
+	docs int
+	// ordered makes every webhook ordered by document (ordering
+	// "document"), with a scheduler running for the sweep's safety net.
+	ordered bool
 }
 
 // runResult is one run of a throughput scenario.
@@ -143,6 +150,11 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 	if err != nil {
 		return runResult{}, err
 	}
+	if tc.ordered {
+		if err := e.db.WithContext(ctx).Exec("UPDATE webhooks SET ordering = ?", models.OrderingDocument).Error; err != nil {
+			return runResult{}, fmt.Errorf("order webhooks: %w", err)
+		}
+	}
 	insp := asynq.NewInspector(e.redis)
 	defer insp.Close()
 	pub, err := client.New(client.Config{RedisURL: e.redisURL})
@@ -180,7 +192,7 @@ func (e *env) runHoming(ctx context.Context, tc throughputCase, concurrency int)
 		}
 		defer func() { _ = worker.stop() }()
 	}
-	if tc.failEvery > 0 {
+	if tc.failEvery > 0 || tc.ordered {
 		sched, err := startProcess("scheduler", e.binDir, filepath.Join(e.binDir, "scheduler"), nil, environ, "scheduler started")
 		if err != nil {
 			return runResult{}, err

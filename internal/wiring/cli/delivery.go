@@ -205,6 +205,12 @@ func printDelivery(w io.Writer, d inspect.Detail, now time.Time) error {
 	}
 	row("status", status)
 	row("attempts", d.AttemptsText())
+	switch {
+	case d.WaitsFor != "":
+		row("held", "behind delivery "+d.WaitsFor+", the one before it of this document (the webhook is ordered by document)")
+	case d.WaitsForEvent != "":
+		row("held", "behind event "+d.WaitsForEvent+" of this document, accepted before it and not fanned out yet")
+	}
 	row("request", d.Method+" "+d.URL)
 	for _, k := range sortedKeys(d.Headers) {
 		row("header", k+": "+d.Headers[k])

@@ -66,6 +66,7 @@ type webhookFlags struct {
 	urlTemplate           string
 	compat                string
 	conditionLanguage     string
+	ordering              string
 	description           string
 	timeout               time.Duration
 	disabled, json        bool
@@ -95,6 +96,7 @@ func (f *webhookFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.urlTemplate, "url-template", "", "a Jinja URL rendered with the document per event, e.g. 'https://x/api/{{ doc.name }}' (Frappe's dynamic URL); the host is checked by the SSRF guard when sent")
 	fs.StringVar(&f.compat, "compat", "", `"frappe" sends what Frappe sends: json.dumps of the fields or the rendered template ({} when neither), the Content-Type only from --header, templates read as Frappe's Jinja; "" (the default) is Homing's own`)
 	fs.StringVar(&f.conditionLanguage, "condition-language", "expr", `how --condition is read: "expr" (the default) or "python" (Frappe's conditions: True/False/None, and/or/not, in, x if c else y, doc.get(k, d), startswith/endswith/lower/upper/strip, len/int/float/str, nowdate/now/getdate/add_days/date_diff, with Python's semantics; anything else is refused)`)
+	fs.StringVar(&f.ordering, "ordering", "none", `"document" sends each document's deliveries in the order their events were accepted, each once the one before it is Delivered or Exhausted (a failing delivery holds its own document's later ones only; needs PostgreSQL); "none" (the default) sends them as they come`)
 	fs.StringVar(&f.description, "description", "", "the webhook in its owner's words (at most 500 characters), shown in the console and the portal")
 	fs.IntVar(&f.followRedirects, "follow-redirects", 0, "how many redirects an attempt follows, every hop checked by the SSRF guard (303 turns into GET); 0, the default, makes a 3xx a failure")
 	fs.IntVar(&f.rateLimit, "rate-limit", 0, "most requests a second to this webhook, across every worker; 0 is unlimited (the default)")
@@ -120,6 +122,7 @@ func (f *webhookFlags) input(fs *pflag.FlagSet) (webhook.Input, error) {
 	in.Compat = str("compat", &f.compat)
 	in.ConditionLanguage = str("condition-language", &f.conditionLanguage)
 	in.Description = str("description", &f.description)
+	in.Ordering = str("ordering", &f.ordering)
 	in.Method = str("method", &f.method)
 	in.Structure = str("structure", &f.structure)
 	in.Condition = str("condition", &f.condition)
@@ -654,6 +657,9 @@ func printWebhookDetail(p *printer, v webhook.View) {
 	row("queue", v.Queue)
 	if v.ConditionLanguage == "python" {
 		row("condition language", v.ConditionLanguage)
+	}
+	if v.Ordering == models.OrderingDocument {
+		row("ordering", "by document: each document's deliveries in acceptance order")
 	}
 	if v.Compat != "" {
 		row("compat", v.Compat)

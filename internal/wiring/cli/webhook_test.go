@@ -21,7 +21,7 @@ import (
 var webhookKeys = []string{
 	"name", "doctype", "event", "condition", "url", "method", "structure", "template",
 	"fields", "headers", "has_secret", "signature", "enabled", "max_retries", "queue",
-	"timeout", "rate_limit", "follow_redirects", "url_template", "compat", "condition_language", "description", "created_at", "updated_at",
+	"timeout", "rate_limit", "follow_redirects", "url_template", "compat", "condition_language", "description", "ordering", "created_at", "updated_at",
 }
 
 // create is the smallest valid create command line.

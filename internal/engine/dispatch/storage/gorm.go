@@ -33,7 +33,7 @@ func NewGORM(db *gorm.DB) *GORM { return &GORM{db: db, ops: opsevent.Default} }
 // the order scanWebhook reads them.
 const webhookColumns = `id, tenant, name, doc_type, doc_event, condition, request_url, request_method, request_structure,
 	body_template, fields, headers, secret, previous_secrets, signature_scheme, enabled, disabled_reason,
-	rate_limit, max_retries, queue, timeout_ms, follow_redirects, url_template, compat, condition_language`
+	rate_limit, max_retries, queue, timeout_ms, follow_redirects, url_template, compat, condition_language, ordering`
 
 // scanWebhook reads one row of webhookColumns, after the columns of first.
 // Fan-out scans by hand: it runs once per event, and GORM's reflection was
@@ -42,7 +42,7 @@ func scanWebhook(rows *sql.Rows, w *models.Webhook, first ...any) error {
 	return rows.Scan(append(first, &w.ID, &w.Tenant, &w.Name, &w.DocType, &w.DocEvent, &w.Condition, &w.RequestURL, &w.RequestMethod,
 		&w.RequestStructure, &w.BodyTemplate, &w.Fields, &w.Headers, &w.Secret, &w.PreviousSecrets, &w.SignatureScheme,
 		&w.Enabled, &w.DisabledReason, &w.RateLimit, &w.MaxRetries, &w.Queue, &w.TimeoutMS,
-		&w.FollowRedirects, &w.URLTemplate, &w.Compat, &w.ConditionLanguage)...)
+		&w.FollowRedirects, &w.URLTemplate, &w.Compat, &w.ConditionLanguage, &w.Ordering)...)
 }
 
 // FanOut implements Store. It leaves the event's outbox row to the caller
@@ -62,20 +62,27 @@ func (s *GORM) FanOut(ctx context.Context, ev EventKey, plan Plan) (Written, err
 	var (
 		created int
 		held    []string
+		blocked []string
 	)
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
+		if err = drawSeqs(tx, rows); err != nil {
+			return err
+		}
 		if created, err = insert(tx, rows); err != nil {
 			return err
 		}
-		held, err = holdClaims(tx, rows)
+		if held, err = holdClaims(tx, rows); err != nil {
+			return err
+		}
+		blocked, err = blockClaims(tx, rows)
 		return err
 	})
 	if err != nil {
 		return Written{}, fmt.Errorf("create deliveries: %w", err)
 	}
 	w, err := s.written(ctx, rows, created)
-	w.Held = held
+	w.Held, w.Blocked = held, blocked
 	return w, err
 }
 
@@ -111,11 +118,15 @@ func tenantEnabled(d string) string {
 	return `EXISTS (SELECT 1 FROM tenants t WHERE t.name = ` + d + `.tenant AND t.enabled)`
 }
 
-// deliveryColumns are the columns fan-out writes, in insert's order.
-const deliveryColumns = `id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
+// deliveryColumnsBase are the columns fan-out writes, in insert's order,
+// but accept_seq, which the Postgres INSERT computes (drawn for a 0).
+const deliveryColumnsBase = `id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
 	payload, status, attempts, max_retries, next_retry, last_error, created_at, updated_at, url_doc, tenant, accepted_at, trace_context`
 
-// insertBatch keeps one INSERT's parameters (22 per row) well under
+// deliveryColumns are the columns fan-out writes, in insert's order.
+const deliveryColumns = deliveryColumnsBase + `, accept_seq`
+
+// insertBatch keeps one INSERT's parameters (23 per row) well under
 // PostgreSQL's 65,535.
 const insertBatch = 200
 
@@ -127,18 +138,18 @@ func insert(db *gorm.DB, rows []models.Delivery) (int, error) {
 		batch := rows[start:min(start+insertBatch, len(rows))]
 		var q strings.Builder
 		q.WriteString("INSERT INTO deliveries (" + deliveryColumns + ") VALUES ")
-		args := make([]any, 0, 22*len(batch))
+		args := make([]any, 0, 23*len(batch))
 		for i, r := range batch {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			headers, err := r.Headers.Value()
 			if err != nil {
 				return inserted, err
 			}
 			args = append(args, r.ID, r.WebhookID, r.WebhookName, r.EventID, r.DocType, r.DocName, r.DocEvent, r.Method, r.URL,
-				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt, r.URLDoc, models.TenantOr(r.Tenant), r.AcceptedAt, r.TraceContext)
+				headers, r.Payload, r.Status, r.Attempts, r.MaxRetries, r.NextRetry, r.LastError, r.CreatedAt, r.UpdatedAt, r.URLDoc, models.TenantOr(r.Tenant), r.AcceptedAt, r.TraceContext, r.AcceptSeq)
 		}
 		q.WriteString(" ON CONFLICT (event_id, webhook_id) DO NOTHING")
 		res := db.Exec(q.String(), args...)
@@ -183,6 +194,52 @@ func holdClaims(tx *gorm.DB, rows []models.Delivery) ([]string, error) {
 	}
 	slices.Sort(held)
 	return held, res.Err()
+}
+
+// drawSeqs gives each ordered row planned without a place (AcceptSeq 0:
+// its event came straight into Redis) one from the outbox's sequence, so
+// that such events are ordered by their fan-out among those the outbox
+// numbered. Only ordered rows have an AcceptSeq, and those exist on
+// PostgreSQL alone.
+func drawSeqs(tx *gorm.DB, rows []models.Delivery) error {
+	for i := range rows {
+		if rows[i].AcceptSeq == nil || *rows[i].AcceptSeq != 0 {
+			continue
+		}
+		var seq int64
+		if err := tx.Raw("SELECT nextval('outbox_events_id_seq')").Scan(&seq).Error; err != nil {
+			return fmt.Errorf("draw a place in the order of delivery %s: %w", rows[i].ID, err)
+		}
+		rows[i].AcceptSeq = &seq
+	}
+	return nil
+}
+
+// blockClaims is the ordering rule's check of the rows insert wrote
+// claimed, run after holdClaims in the same transaction: an ordered row
+// held behind an earlier one of its key (orderBlocked, which sees this
+// transaction's other rows too) is written unclaimed instead, attempts 0,
+// due OrderRecheck after its creation, and its ID returned
+// (Written.Blocked). Served by deliveries' primary key
+// and deliveries_order.
+func blockClaims(tx *gorm.DB, rows []models.Delivery) ([]string, error) {
+	var claimed []string
+	for _, r := range rows {
+		if r.Status == models.StatusFailed && r.Attempts > 0 && r.AcceptSeq != nil {
+			claimed = append(claimed, r.ID)
+		}
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	var blocked []string
+	if err := tx.Raw(`UPDATE deliveries SET attempts = 0, next_retry = created_at + `+orderRecheckSQL+`
+		WHERE id IN ? AND status = ? AND attempts > 0 AND `+orderBlocked("deliveries")+` RETURNING id`,
+		claimed, models.StatusFailed).Scan(&blocked).Error; err != nil {
+		return nil, fmt.Errorf("hold claims behind earlier deliveries: %w", err)
+	}
+	slices.Sort(blocked)
+	return blocked, nil
 }
 
 // written answers FanOut once rows are inserted, created of them by this
@@ -257,6 +314,11 @@ func (s *GORM) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 	if !Claimable(c.Row, in.Mode, in.Now) || !hook.Enabled || c.TenantDisabled || Held(c.Health, c.Row.ID, in.Mode) {
 		return c, nil
 	}
+	if c.Row.AcceptSeq != nil && in.Mode != Sync {
+		if c.Blocked, err = s.blocked(ctx, c.Row.ID); err != nil || c.Blocked {
+			return c, err
+		}
+	}
 	updates := map[string]any{"attempts": gorm.Expr("attempts + 1"), "updated_at": in.Now, "queued_at": nil}
 	lease := Lease(in.Now, hook)
 	if in.Mode != Sync {
@@ -266,6 +328,9 @@ func (s *GORM) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 		Where("id = ? AND status = ? AND attempts = ?", c.Row.ID, c.Row.Status, c.Row.Attempts).
 		Where("EXISTS (SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.enabled)").
 		Where(tenantEnabled("deliveries"))
+	if in.Mode != Sync {
+		q = q.Where("NOT " + orderBlocked("deliveries"))
+	}
 	if in.Mode == Retry {
 		q = q.Where("next_retry <= ? AND "+notHeld("deliveries"), in.Now)
 	}
@@ -285,11 +350,23 @@ func (s *GORM) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 	return c, nil
 }
 
+// blocked reports whether the ordering rule holds delivery id now. Served
+// by deliveries' primary key and deliveries_order.
+func (s *GORM) blocked(ctx context.Context, id string) (bool, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM deliveries WHERE id = ? AND `+orderBlocked("deliveries"), id).Scan(&n).Error; err != nil {
+		return false, fmt.Errorf("read the order of delivery %s: %w", id, err)
+	}
+	return n > 0, nil
+}
+
 // Record implements Store in one transaction: the history row, the
-// delivery's fenced update, then the health rule.
+// delivery's fenced update, then the health rule. A final outcome of an
+// ordered delivery (o.Order) wakes the next delivery of its key last.
 func (s *GORM) Record(ctx context.Context, o Outcome) (Recorded, error) {
 	a := o.Attempt
 	var rec Recorded
+	final := o.Status == models.StatusDelivered || o.Status == models.StatusExhausted
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&a).Error; err != nil {
 			return fmt.Errorf("record attempt %d of delivery %s: %w", a.Attempt, a.DeliveryID, err)
@@ -317,6 +394,10 @@ func (s *GORM) Record(ctx context.Context, o Outcome) (Recorded, error) {
 		}
 		var err error
 		rec.Exhausted, err = recordHealth(ctx, tx, s.ops, o.WebhookID, a.DeliveryID, o.Health, o.UpdatedAt, o.Disable)
+		if err != nil || !rec.Applied || o.Order == nil || !final {
+			return err
+		}
+		rec.Woken, err = wake(tx, *o.Order, a.DeliveryID, o.UpdatedAt)
 		return err
 	})
 	if err != nil {
@@ -342,6 +423,7 @@ func (s *GORM) Release(ctx context.Context, claimed models.Delivery, due *time.T
 func (s *GORM) Abandon(ctx context.Context, row models.Delivery, reason string, now time.Time) (bool, error) {
 	ok := false
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		k := KeyOf(row)
 		res := tx.Model(&models.Delivery{}).
 			Where("id = ? AND status = ? AND attempts = ?", row.ID, row.Status, row.Attempts).
 			Updates(map[string]any{"status": models.StatusExhausted, "next_retry": nil, "last_error": reason, "updated_at": now})
@@ -350,6 +432,12 @@ func (s *GORM) Abandon(ctx context.Context, row models.Delivery, reason string, 
 		}
 		if ok = res.RowsAffected == 1; !ok {
 			return nil
+		}
+		if k != nil {
+			// Due now for the sweep: no task is queued from here.
+			if _, err := wake(tx, *k, row.ID, now); err != nil {
+				return err
+			}
 		}
 		return s.ops.DeliveryExhausted(ctx, tx, row.ID, now)
 	})

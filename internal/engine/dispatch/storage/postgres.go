@@ -32,7 +32,7 @@ type Postgres struct {
 	hooks  *hookCache
 	match  *groupcommit.Group[matchKey, matchResult]
 	insert *groupcommit.Group[insertSet, insertResult]
-	record *groupcommit.Group[Outcome, bool]
+	record *groupcommit.Group[Outcome, recordOut]
 	claim  *groupcommit.Group[ClaimIn, claimOut]
 }
 
@@ -145,8 +145,9 @@ func (s *Postgres) write(ctx context.Context, rows []models.Delivery, version in
 	if err != nil {
 		return Written{}, err
 	}
-	w.Released, w.Held = r.released, r.held
+	w.Released, w.Held, w.Blocked = r.released, r.held, r.blocked
 	slices.Sort(w.Held)
+	slices.Sort(w.Blocked)
 	return w, nil
 }
 
@@ -171,14 +172,15 @@ func (s *Postgres) Claim(ctx context.Context, in ClaimIn) (Claim, error) {
 // commit (runRecord), which moves each webhook's health by what the
 // database holds. An outcome that disables its webhook (once per webhook),
 // or makes its delivery Exhausted, is the reference's transaction, which
-// publishes its operational event in the same commit.
+// publishes its operational event in the same commit. Either way a final
+// outcome of an ordered delivery wakes the next of its key in its commit.
 func (s *Postgres) Record(ctx context.Context, o Outcome) (Recorded, error) {
 	if o.Disable != "" || (o.Status == models.StatusExhausted && s.ops != nil) {
 		return s.GORM.Record(ctx, o)
 	}
-	applied, err := s.record.Do(ctx, o)
+	r, err := s.record.Do(ctx, o)
 	if err != nil {
 		return Recorded{}, fmt.Errorf("record attempt %d of delivery %s: %w", o.Attempt.Attempt, o.Attempt.DeliveryID, err)
 	}
-	return Recorded{Applied: applied}, nil
+	return Recorded{Applied: r.applied, Woken: r.woken}, nil
 }

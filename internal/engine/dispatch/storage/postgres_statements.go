@@ -101,7 +101,10 @@ type insertResult struct {
 	created int
 	// held are the created rows planned claimed that the INSERT wrote
 	// unclaimed, their tenant being disabled (Written.Held).
-	held    []string
+	held []string
+	// blocked are the created ordered rows planned claimed that the
+	// INSERT wrote unclaimed (Written.Blocked).
+	blocked []string
 	version int64
 	// released: the set's outbox row was deleted by the statement.
 	released bool
@@ -131,21 +134,30 @@ type insertResult struct {
 // statement reads it, the claim's check (tenantEnabled); otherwise it is
 // written unclaimed, attempts 0 and due at its created_at (Written.Held:
 // returned with no attempt though planned with one). Served by tenants'
-// primary key.
+// primary key. An ordered row ($28, accept_seq; 0 draws one from the
+// outbox's sequence) planned claimed is claimed only if the ordering rule
+// does not hold it (orderBlocked) as this statement reads the table; the
+// rows of one key in the same statement do not see each other, so
+// runInsert plans none of them claimed. A held row is written unclaimed,
+// due OrderRecheck later (Written.Blocked); the caller asks again once
+// it is committed (Store.Unblocked).
 var insertSQL = `WITH cur AS (SELECT n FROM webhooks_version),
 ins AS (
 	INSERT INTO deliveries (` + deliveryColumns + `)
 	SELECT id, webhook_id, webhook_name, event_id, doc_type, doc_name, doc_event, method, url, headers,
-		payload, status, CASE WHEN v.held THEN 0 ELSE v.attempts END, max_retries,
-		CASE WHEN v.held THEN v.created_at ELSE v.next_retry END, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant, accepted_at, trace_context
-	FROM (SELECT *, status = 'Failed' AND attempts > 0 AND NOT ` + tenantEnabled("u") + ` AS held
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
-		$17::timestamptz[], $18::timestamptz[], $19::integer[], $20::text[], $26::timestamptz[], $27::text[], $21::bigint[])
-		AS u(` + deliveryColumns + `, version)) v
+		payload, status, CASE WHEN v.held OR v.blocked THEN 0 ELSE v.attempts END, max_retries,
+		CASE WHEN v.held THEN v.created_at WHEN v.blocked THEN v.created_at + ` + orderRecheckSQL + ` ELSE v.next_retry END, last_error, created_at, updated_at, ($22::text[])[v.url_doc], tenant, accepted_at, trace_context,
+		accept_seq
+	FROM (SELECT *, status = 'Failed' AND attempts > 0 AND NOT ` + tenantEnabled("u") + ` AS held,
+			status = 'Failed' AND attempts > 0 AND ` + orderBlocked("u") + ` AS blocked
+		FROM (SELECT ` + deliveryColumnsBase + `, CASE WHEN s.accept_seq = 0 THEN nextval('outbox_events_id_seq') ELSE s.accept_seq END AS accept_seq, version
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::integer[], $14::integer[], $15::timestamptz[], $16::text[],
+			$17::timestamptz[], $18::timestamptz[], $19::integer[], $20::text[], $26::timestamptz[], $27::text[], $28::bigint[], $21::bigint[])
+			AS s(` + deliveryColumns + `, version)) u) v
 	WHERE v.version IS NULL OR v.version = (SELECT n FROM cur)
 	ON CONFLICT (event_id, webhook_id) DO NOTHING
-	RETURNING id, attempts
+	RETURNING id, attempts, accept_seq IS NOT NULL AS ordered
 ), rel AS (
 	DELETE FROM outbox_events WHERE id IN (
 		SELECT o.id FROM outbox_events o
@@ -155,8 +167,34 @@ ins AS (
 		FOR UPDATE SKIP LOCKED)
 	RETURNING tenant, event_id
 )
-SELECT id, attempts, NULL, NULL, NULL FROM ins UNION ALL SELECT NULL, NULL, n, NULL, NULL FROM cur
-UNION ALL SELECT NULL, NULL, NULL, tenant, event_id FROM rel`
+SELECT id, attempts, ordered, NULL, NULL, NULL FROM ins UNION ALL SELECT NULL, NULL, NULL, n, NULL, NULL FROM cur
+UNION ALL SELECT NULL, NULL, NULL, NULL, tenant, event_id FROM rel`
+
+// unclaimSameKey plans unclaimed every ordered row planned claimed whose
+// key has another ordered row in the same statement: one statement's rows
+// do not see each other, so its ordering check could pass them all. Their
+// first attempts go through a task each, whose claim sees the committed
+// rows. Such a row is due OrderRecheck after its creation, as one the
+// INSERT holds.
+func unclaimSameKey(sets []insertSet) {
+	count := make(map[OrderKey]int)
+	for i := range sets {
+		for _, r := range sets[i].rows {
+			if k := KeyOf(r); k != nil {
+				count[*k]++
+			}
+		}
+	}
+	for i := range sets {
+		for j := range sets[i].rows {
+			r := &sets[i].rows[j]
+			if k := KeyOf(*r); k != nil && count[*k] > 1 && r.Status == models.StatusFailed && r.Attempts > 0 {
+				recheck := r.CreatedAt.Add(OrderRecheck)
+				r.Attempts, r.NextRetry = 0, &recheck
+			}
+		}
+	}
+}
 
 // runInsert inserts every caller's rows in one statement and answers each
 // with how many of its rows it created. The rows go in (event, webhook)
@@ -186,6 +224,8 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 			}
 		}
 	}
+	// After claimed is read: a row unclaimed here is reported blocked.
+	unclaimSameKey(sets)
 	slices.SortFunc(all, func(a, b planned) int {
 		return cmp.Or(cmp.Compare(a.row.EventID, b.row.EventID), cmp.Compare(a.row.WebhookID, b.row.WebhookID))
 	})
@@ -205,6 +245,7 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 		tenants                                 = make([]string, n)
 		versions                                = make([]*int64, n)
 		acceptedAts                             = make([]*time.Time, n)
+		seqs                                    = make([]*int64, n)
 		// traces stays nil (NULL, which unnest pads with NULLs) unless a
 		// row keeps a trace context: untraced fan-outs send nothing more.
 		traces []*string
@@ -230,7 +271,7 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 			}
 			urlDocs[i] = &at
 		}
-		tenants[i], versions[i], acceptedAts[i] = models.TenantOr(r.Tenant), p.version, r.AcceptedAt
+		tenants[i], versions[i], acceptedAts[i], seqs[i] = models.TenantOr(r.Tenant), p.version, r.AcceptedAt, r.AcceptSeq
 		if r.TraceContext != nil {
 			if traces == nil {
 				traces = make([]*string, n)
@@ -258,7 +299,7 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 	}
 	rows, err := b.db.QueryContext(ctx, insertSQL, ids, webhookIDs, webhookNames, eventIDs, docTypes, docNames, docEvents,
 		methods, urls, headers, payloads, statuses, attempts, maxRetries, nextRetries, lastErrors, createdAts, updatedAts, urlDocs, tenants, versions, docs,
-		relTenants, relIDs, relVersions, acceptedAts, traces)
+		relTenants, relIDs, relVersions, acceptedAts, traces, seqs)
 	if err != nil {
 		return nil, err
 	}
@@ -269,17 +310,22 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 		var (
 			id              sql.NullString
 			attempts        sql.NullInt32
+			ordered         sql.NullBool
 			version         sql.NullInt64
 			tenant, eventID sql.NullString
 		)
-		if err := rows.Scan(&id, &attempts, &version, &tenant, &eventID); err != nil {
+		if err := rows.Scan(&id, &attempts, &ordered, &version, &tenant, &eventID); err != nil {
 			return nil, err
 		}
 		switch {
 		case id.Valid:
 			o := &out[owner[id.String]]
 			o.created++
-			if attempts.Int32 == 0 && claimed[id.String] {
+			switch {
+			case attempts.Int32 != 0 || !claimed[id.String]:
+			case ordered.Bool:
+				o.blocked = append(o.blocked, id.String)
+			default:
 				o.held = append(o.held, id.String)
 			}
 		case eventID.Valid:
@@ -315,6 +361,11 @@ func (b *batch) runInsert(ctx context.Context, sets []insertSet) ([]insertResult
 // moves two webhooks' health while another process moves the same two in
 // the other order can deadlock; PostgreSQL then fails one statement, and its
 // batch is recorded again one attempt at a time.
+//
+// An ordered delivery made final (fin) wakes the next of its key (woken,
+// order.go's wake): the first Failed row of the key after it not made
+// final by this statement (whose own updates it cannot see), if it has no
+// attempt counted. An unordered batch's fin is empty. Served by deliveries_order.
 const recordSQL = `WITH v AS (
 	SELECT * FROM unnest($1::text[], $2::integer[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::bigint[],
 		$9::text[], $10::text[], $11::text[], $12::text[], $13::timestamptz[], $14::text[], $15::text[], $16::timestamptz[], $17::text[], $18::integer[],
@@ -339,16 +390,36 @@ const recordSQL = `WITH v AS (
 		probe_at = CASE WHEN c.last_ok IS NOT NULL THEN NULL ELSE h.probe_at END
 	FROM clock c
 	WHERE h.webhook_id = c.webhook_id AND (c.failures > 0 OR h.failures > 0 OR h.failing_since IS NOT NULL OR h.probe_id IS NOT NULL)
+), upd AS (
+	UPDATE deliveries d SET status = v.status, next_retry = v.next_retry, last_status_code = v.status_code, last_error = v.last_error,
+		last_response = v.last_response, method = v.method, url = v.url, updated_at = v.updated_at
+	FROM v WHERE d.id = v.delivery_id AND d.status = v.from_status AND d.attempts = v.from_attempts
+	RETURNING d.id, d.status, d.tenant, d.webhook_id, d.doc_type, d.doc_name, d.accept_seq, v.updated_at
+), fin AS (
+	SELECT * FROM upd WHERE accept_seq IS NOT NULL AND status IN ('Delivered', 'Exhausted')
+), woken AS (
+	UPDATE deliveries n SET next_retry = LEAST(n.next_retry, f.updated_at), queued_at = NULL, updated_at = f.updated_at
+	FROM fin f
+	WHERE n.id = (SELECT p.id FROM deliveries p WHERE p.tenant = f.tenant AND p.webhook_id = f.webhook_id AND p.doc_type = f.doc_type
+			AND p.doc_name = f.doc_name AND p.status = 'Failed' AND p.accept_seq > f.accept_seq AND NOT EXISTS (SELECT 1 FROM fin g WHERE g.id = p.id)
+			ORDER BY p.accept_seq LIMIT 1)
+		AND n.attempts = 0
+	RETURNING n.id, f.id AS after
 )
-UPDATE deliveries d SET status = v.status, next_retry = v.next_retry, last_status_code = v.status_code, last_error = v.last_error,
-	last_response = v.last_response, method = v.method, url = v.url, updated_at = v.updated_at
-FROM v WHERE d.id = v.delivery_id AND d.status = v.from_status AND d.attempts = v.from_attempts
-RETURNING d.id`
+SELECT id, NULL FROM upd UNION ALL SELECT after, id FROM woken`
+
+// recordOut is what runRecord did for one outcome.
+type recordOut struct {
+	applied bool
+	// woken is the delivery the outcome woke (Recorded.Woken).
+	woken string
+}
 
 // runRecord records every caller's outcome in one statement and answers
-// each with whether its delivery row took the outcome. The rows are updated
-// in ID order, so two statements never deadlock on each other's rows.
-func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]bool, error) {
+// each with whether its delivery row took the outcome, and the delivery it
+// woke. The rows are updated in ID order, so two statements never deadlock
+// on each other's rows.
+func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]recordOut, error) {
 	order := make([]int, len(ins))
 	for i := range order {
 		order[i] = i
@@ -392,19 +463,25 @@ func (b *batch) runRecord(ctx context.Context, ins []Outcome) ([]bool, error) {
 	}
 	defer rows.Close()
 	applied := make(map[string]bool, n)
+	woken := make(map[string]string)
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
+		var next sql.NullString
+		if err := rows.Scan(&id, &next); err != nil {
 			return nil, err
 		}
-		applied[id] = true
+		if next.Valid {
+			woken[id] = next.String
+		} else {
+			applied[id] = true
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := make([]bool, n)
+	out := make([]recordOut, n)
 	for i, o := range ins {
-		out[i] = applied[o.Attempt.DeliveryID]
+		out[i] = recordOut{applied: applied[o.Attempt.DeliveryID], woken: woken[o.Attempt.DeliveryID]}
 	}
 	return out, nil
 }
@@ -421,7 +498,7 @@ const claimColumns = `d.id, d.tenant, d.webhook_id, d.webhook_name, d.event_id, 
 	d.attempts, d.max_retries, d.next_retry, d.created_at, d.accepted_at, d.url, d.url_doc, d.trace_context,
 	w.id, w.tenant, w.name, w.request_url, w.request_method, w.secret, w.previous_secrets, w.signature_scheme,
 	w.enabled, w.disabled_reason, (SELECT failing_since FROM webhook_health WHERE webhook_id = w.id), w.rate_limit, w.headers,
-	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, w.compat, old.next_retry`
+	w.timeout_ms, w.queue, w.follow_redirects, w.url_template, w.compat, old.next_retry, d.doc_type, d.doc_name, d.doc_event, d.accept_seq`
 
 func scanClaim(rows *sql.Rows, c *Claim) error {
 	row, hook := &c.Row, &models.Webhook{}
@@ -429,7 +506,7 @@ func scanClaim(rows *sql.Rows, c *Claim) error {
 		&row.Attempts, &row.MaxRetries, &row.NextRetry, &row.CreatedAt, &row.AcceptedAt, &row.URL, &row.URLDoc, &row.TraceContext,
 		&hook.ID, &hook.Tenant, &hook.Name, &hook.RequestURL, &hook.RequestMethod, &hook.Secret, &hook.PreviousSecrets, &hook.SignatureScheme,
 		&hook.Enabled, &hook.DisabledReason, &hook.FailingSince, &hook.RateLimit, &hook.Headers, &hook.TimeoutMS, &hook.Queue,
-		&hook.FollowRedirects, &hook.URLTemplate, &hook.Compat, &c.PrevNext)
+		&hook.FollowRedirects, &hook.URLTemplate, &hook.Compat, &c.PrevNext, &row.DocType, &row.DocName, &row.DocEvent, &row.AcceptSeq)
 	if err != nil {
 		return err
 	}
@@ -447,7 +524,10 @@ func scanClaim(rows *sql.Rows, c *Claim) error {
 // Claim would, under its own mode's condition and time and only while its
 // tenant is enabled, and read back with its webhook and the due time the
 // claim replaced (old reads the row as it was before this statement).
-// Served by the primary keys of deliveries, webhooks and tenants.
+// Served by the primary keys of deliveries, webhooks and tenants. An
+// ordered row is claimed only while the ordering rule does not hold it
+// (orderBlocked: deliveries_order, outbox_events_doc); an unordered row's
+// claim pays one column test for it.
 var claimSQL = `UPDATE deliveries AS d
 SET attempts = d.attempts + 1, updated_at = v.now, queued_at = NULL,
 	next_retry = v.now + (w.timeout_ms + $4) * interval '1 millisecond'
@@ -455,6 +535,7 @@ FROM unnest($1::text[], $2::boolean[], $3::timestamptz[]) AS v(id, retry, now), 
 WHERE old.id = v.id AND d.id = v.id AND w.id = d.webhook_id AND w.enabled AND d.status = 'Failed'
 	AND ` + tenantEnabled("d") + `
 	AND CASE WHEN v.retry THEN d.next_retry <= v.now AND ` + notHeld("d") + ` ELSE d.attempts = 0 END
+	AND NOT ` + orderBlocked("d") + `
 RETURNING ` + claimColumns
 
 // runClaim claims every caller's delivery in one statement. Of several

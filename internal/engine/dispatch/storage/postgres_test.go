@@ -122,11 +122,11 @@ func TestRunRecordFencesEachDelivery(t *testing.T) {
 			FromStatus: models.StatusFailed, Status: models.StatusDelivered, LastResponse: "ok", UpdatedAt: now,
 		}
 	}
-	applied, err := b.runRecord(ctx, []Outcome{in("d2", 1), in("d1", 7)})
+	out, err := b.runRecord(ctx, []Outcome{in("d2", 1), in("d1", 7)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(applied, []bool{true, false}) {
+	if applied := []bool{out[0].applied, out[1].applied}; !slices.Equal(applied, []bool{true, false}) {
 		t.Fatalf("applied %v, want d2 true and d1 (fenced out) false", applied)
 	}
 	var d1, d2 models.Delivery

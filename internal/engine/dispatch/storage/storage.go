@@ -73,6 +73,26 @@ type Store interface {
 	// nothing if the row has moved on (another status or attempt count):
 	// a claim taken since keeps its lease.
 	HandBack(ctx context.Context, row models.Delivery, now time.Time) error
+	// Hold gives an ordered delivery a claim refused because it is held
+	// behind an earlier one of its key (Claim.Blocked), as read, back to
+	// the sweep due OrderRecheck later, deciding again under its key's
+	// lock (order.go): when it is no longer held, it is due now and Hold
+	// reports false, for the caller to claim it again. It does nothing if
+	// the row has moved on.
+	Hold(ctx context.Context, row models.Delivery, now time.Time) (bool, error)
+	// Unblocked answers, of ids (the rows a FanOut wrote held,
+	// Written.Blocked), those the ordering rule no longer holds now that
+	// they are committed: their first attempts are to be queued. The
+	// others wait for the wake of the delivery ahead of them (or the
+	// sweep's recheck).
+	Unblocked(ctx context.Context, ids []string) ([]string, error)
+	// Wake makes the next delivery of key after delivery after due now,
+	// if it has no attempt counted, and answers its ID ("" when none). A final outcome's own
+	// wake (Recorded.Woken) reads the key as its statement began: a row
+	// the fan-out committed meanwhile, which Unblocked found still held,
+	// is seen only by a wake after that commit, which the caller runs when
+	// the outcome's woke nothing.
+	Wake(ctx context.Context, k OrderKey, after string, now time.Time) (string, error)
 	// NotSent writes why a Failed delivery could not be sent for a reason
 	// on Homing's side into its last_error, changing nothing else.
 	NotSent(ctx context.Context, id, reason string) error
@@ -142,6 +162,13 @@ type Written struct {
 	// created_at, for the sweep once the tenant is enabled again. The
 	// caller sends none of them.
 	Held []string
+	// Blocked are the IDs of the rows this call created that were planned
+	// claimed at insert but were written unclaimed because the ordering
+	// rule holds them (order.go), due OrderRecheck later: the caller asks
+	// Unblocked which of them to queue after all, once committed (the
+	// wake of the delivery ahead, committing meanwhile, could not see
+	// them); the others are woken in their turn.
+	Blocked []string
 }
 
 // Mode says which state an attempt may claim a delivery from.
@@ -224,6 +251,9 @@ type Claim struct {
 	// is disabled (or gone): nothing of it may be sent until it is
 	// enabled again.
 	TenantDisabled bool
+	// Blocked is set, when not claimed, if the delivery is held behind an
+	// earlier one of its key (the ordering rule, order.go).
+	Blocked bool
 	// PrevNext is next_retry before the claim, for Release.
 	PrevNext *time.Time
 }
@@ -236,6 +266,9 @@ type Recorded struct {
 	// Exhausted is how many other pending deliveries of the webhook
 	// Outcome.Disable made Exhausted.
 	Exhausted int64
+	// Woken is the delivery the outcome released, due now, when it made
+	// the head of an ordered key final (order.go); "" when none.
+	Woken string
 }
 
 // Outcome is what Record writes: an attempt's history row and its delivery's
@@ -260,4 +293,7 @@ type Outcome struct {
 	// Disable, when set, disables the webhook with this reason and
 	// exhausts its other Failed deliveries, in the same transaction.
 	Disable string
+	// Order is the delivery's key when it is ordered (KeyOf): a final
+	// outcome wakes the next delivery of the key in its transaction.
+	Order *OrderKey
 }
