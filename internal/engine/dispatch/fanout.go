@@ -269,23 +269,22 @@ func (p *eventPlan) pending(written storage.Written, free []string) ([]Pending, 
 		held[id] = true
 	}
 	// A claim the ordering rule held is not ours to send either; its
-	// first attempt is queued only if the rule no longer holds it.
-	blocked := make(map[string]bool, len(free))
-	for _, id := range written.Blocked {
-		held[id] = true
-	}
+	// first attempt is queued only if the rule no longer holds it (freed),
+	// else it waits for its wake (waiting).
+	freed := make(map[string]bool, len(free))
 	for _, id := range free {
-		blocked[id] = true
+		freed[id] = true
 	}
 	waiting := make(map[string]bool, len(written.Blocked))
 	for _, id := range written.Blocked {
-		waiting[id] = !blocked[id]
+		held[id] = true
+		waiting[id] = !freed[id]
 	}
 	if written.Created {
 		// Every row is ours, as planned: no need to read them back.
 		pending := make([]Pending, 0, len(written.Rows))
 		for _, r := range written.Rows {
-			if (claimedIDs[r.ID] && !blocked[r.ID]) || waiting[r.ID] {
+			if (claimedIDs[r.ID] && !freed[r.ID]) || waiting[r.ID] {
 				continue
 			}
 			if r.Status == wantStatus && (wantStatus == models.StatusFailed || r.LastError == syncPending) {
@@ -309,7 +308,7 @@ func (p *eventPlan) pending(written storage.Written, free []string) ([]Pending, 
 		if waiting[r.ID] {
 			continue
 		}
-		if blocked[r.ID] {
+		if freed[r.ID] {
 			pending = append(pending, Pending{ID: r.ID, WebhookName: r.WebhookName, Queue: p.queues[r.WebhookID]})
 			continue
 		}
