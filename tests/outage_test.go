@@ -152,6 +152,14 @@ func TestOneBacklogDoesNotStarveAnother(t *testing.T) {
 // retries over 40 webhooks and tenant B 50 on one: B's are all delivered
 // before A is a tenth drained. Shared webhook by webhook alone, B's one
 // webhook would get a 41st of each step and wait for about 2,500 of A's.
+//
+// The receivers take 300 ms to answer, longer than an attempt past its
+// tenant's share waits for a request to end (200 ms), whatever the
+// machine's speed: B's burst of retries past its share (5 of the worker's
+// 20) is refused, and must keep its place. Given back to the sweep, each
+// refused retry went round a queue of A's backlog again (CI saw 6 of B's
+// 50 still waiting after 3,343 of A's, on a loaded machine whose
+// receivers answered in a second); parked, it is sent as B's requests end.
 func TestOneTenantsBacklogDoesNotStarveAnother(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -160,6 +168,7 @@ func TestOneTenantsBacklogDoesNotStarveAnother(t *testing.T) {
 	s := newSystem(t)
 	s.env = append(s.env, "HOMING_SWEEPER_INTERVAL=1s", "HOMING_WORKER_CONCURRENCY=20")
 	rc := testreceiver.Answers(t, func(int) int { return http.StatusOK })
+	rc.SetDelay(300 * time.Millisecond)
 	for _, ten := range []string{"tenant-a", "tenant-b"} {
 		s.ok(t, nil, "homing", "tenant", "create", ten)
 	}

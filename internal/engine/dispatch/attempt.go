@@ -56,6 +56,10 @@ type Outcome struct {
 	// flight: the delivery is due again at NextRetry, with no attempt
 	// counted.
 	Postponed bool
+	// freed is the tenant whose share of requests this attempt's request
+	// held and gave back ("" for none, or the default tenant): its
+	// parked deliveries may take the place (resume).
+	freed string
 }
 
 // Observer is told of each outcome the dispatcher has committed, so that
@@ -126,8 +130,13 @@ func (d *Dispatcher) Deliveries(tenant, webhook, status, reason string, n int) {
 // non-nil only when the attempt could not be claimed (ErrNotClaimed), when
 // the database failed, or when ctx was cancelled mid-request (the claim is
 // then released so the task can run again).
+//
+// Once its request has ended, the goroutine sends the deliveries of the
+// same tenant that its share parked, while its place lasts (resume).
 func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome, error) {
-	return d.attempt(ctx, id, mode, true)
+	out, err := d.attempt(ctx, id, mode, true)
+	d.resume(ctx, out.freed)
+	return out, err
 }
 
 // attempt is Attempt; again lets a claim the ordering rule refused claim
@@ -170,7 +179,12 @@ func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (out Outcom
 		if !d.share.take(ctx, c.row.Tenant, shareTakeWait) {
 			return d.overShare(ctx, c)
 		}
-		defer d.share.give(c.row.Tenant)
+		defer func() {
+			d.share.give(c.row.Tenant)
+			if d.share.bounded(c.row.Tenant) {
+				out.freed = c.row.Tenant
+			}
+		}()
 	}
 	if mode != Sync && hook.RateLimit > 0 && d.limiter != nil {
 		if out, done, err := d.limit(ctx, c.row, hook, c.at); done {
@@ -186,6 +200,9 @@ func (d *Dispatcher) send(ctx context.Context, c claimed, mode Mode) (out Outcom
 	}
 	if mode != Sync {
 		if err := d.checkLease(ctx, c, cmp.Or(req.Timeout, send.DefaultTimeout)); err != nil {
+			return Outcome{}, err
+		}
+		if err := d.checkResumeDeadline(ctx, c, cmp.Or(req.Timeout, send.DefaultTimeout)); err != nil {
 			return Outcome{}, err
 		}
 	}

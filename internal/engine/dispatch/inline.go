@@ -93,7 +93,10 @@ func (d *Dispatcher) sendClaimed(ctx context.Context, c *claimed, queue string, 
 		return errors.Join(err, d.release(ctx, c.row, &now))
 	}
 	defer d.slots.give()
-	_, err := d.send(ctx, *c, First)
+	out, err := d.send(ctx, *c, First)
+	// In its inline slot still: the tenant's parked deliveries take the
+	// place its request left (resume).
+	defer d.resume(ctx, out.freed)
 	if errors.Is(err, ErrLeaseEnded) {
 		// Given back unsent, due now: queued as a first attempt of its
 		// own, whose claim is fenced like any other (the sweeper's retry

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -25,9 +26,18 @@ import (
 // install without tenants runs as it did. Its requests count in the
 // process's total.
 //
-// An attempt refused makes no request: its claim is given back with the
-// row due shareWait later (no attempt counted, no slot held while it
-// waits; a sweep queues it again), as the rate limit does.
+// An attempt refused makes no request and holds no slot while it waits:
+// its claim is given back with no attempt counted and the delivery parked
+// (park): due now but marked queued, so that no sweep takes it, and sent
+// by this process on the goroutine of the next of its tenant's requests
+// to end (Dispatcher.resume). A tenant's extra attempts thus keep their
+// place, sent as fast as its share of requests ends, instead of going back
+// behind every task queued since (a tenant's burst past its share on a
+// worker whose receivers answered in a second went round a queue of
+// another tenant's backlog again and again). What is parked is bounded
+// (parkPerShare, parkPerSlot); past it, or if the process stops, the
+// delivery is due shareWait later, or after the queued mark's lease, and
+// a sweep queues it again, as the rate limit does.
 type tenantShare struct {
 	max   int // a tenant's share; 0 is no bound
 	slots int // the process's slots (worker.concurrency)
@@ -44,7 +54,23 @@ type tenantShare struct {
 	// a minute per tenant; every one is counted in
 	// homing_postponed_total{reason="tenant_share"}).
 	logged map[string]time.Time
+	// parked are, per tenant, the deliveries its share refused that this
+	// process sends as the tenant's requests end, oldest first; held
+	// counts them per tenant with those being parked (reserved), and
+	// heldAll over every tenant, within parkPerShare and parkPerSlot.
+	parked  map[string][]string
+	held    map[string]int
+	heldAll int
 }
+
+// parkPerShare bounds the deliveries one tenant may have parked, in
+// shares of requests: a burst of sixteen times what it may have in
+// flight waits in the process; past that, for the sweep.
+const parkPerShare = 16
+
+// parkPerSlot bounds the deliveries parked in one process, in its slots
+// (worker.concurrency): 50 slots park at most 3,200 ids, about 300 KB.
+const parkPerSlot = 64
 
 // shareWait is how long an attempt refused by its tenant's share waits
 // before a sweep queues it again.
@@ -57,7 +83,8 @@ const shareWait = time.Second
 const shareTakeWait = 200 * time.Millisecond
 
 func newTenantShare(max, slots int) *tenantShare {
-	return &tenantShare{max: max, slots: slots, inflight: map[string]int{}, logged: map[string]time.Time{}}
+	return &tenantShare{max: max, slots: slots, inflight: map[string]int{}, logged: map[string]time.Time{},
+		parked: map[string][]string{}, held: map[string]int{}}
 }
 
 // bounded says whether tenant's requests are counted against a share.
@@ -173,20 +200,161 @@ func (s *tenantShare) shouldLog(tenant string, now time.Time) bool {
 	return true
 }
 
+// reservePark keeps a place for one delivery of tenant to be parked,
+// within parkPerShare and parkPerSlot; false when none is left.
+func (s *tenantShare) reservePark(tenant string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held[tenant] >= parkPerShare*s.max || s.heldAll >= parkPerSlot*s.slots {
+		return false
+	}
+	s.held[tenant]++
+	s.heldAll++
+	return true
+}
+
+// park puts id, whose place reservePark kept, at the end of tenant's
+// parked deliveries.
+func (s *tenantShare) park(tenant, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parked[tenant] = append(s.parked[tenant], id)
+}
+
+// unreserve gives back a place reservePark kept for a delivery that was
+// not parked.
+func (s *tenantShare) unreserve(tenant string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropLocked(tenant)
+}
+
+// unpark takes tenant's oldest parked delivery; "" when it has none.
+func (s *tenantShare) unpark(tenant string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.parked[tenant]
+	if len(q) == 0 {
+		return ""
+	}
+	id := q[0]
+	if len(q) == 1 {
+		delete(s.parked, tenant) // and its array with it
+	} else {
+		s.parked[tenant] = q[1:]
+	}
+	s.dropLocked(tenant)
+	return id
+}
+
+func (s *tenantShare) dropLocked(tenant string) {
+	s.heldAll--
+	if s.held[tenant]--; s.held[tenant] <= 0 {
+		delete(s.held, tenant)
+	}
+}
+
 // overShare gives back the claim of an attempt its tenant's share refused:
-// the row is due shareWait later, no attempt counted.
+// parked, due now and marked queued, for resume to send as one of the
+// tenant's requests ends; or, with nothing more to be parked, due
+// shareWait later for a sweep. No attempt is counted either way.
 func (d *Dispatcher) overShare(ctx context.Context, c claimed) (Outcome, error) {
 	now := d.now()
-	at := now.Add(shareWait)
-	if err := d.release(ctx, c.row, &at); err != nil {
-		return Outcome{}, err
+	at := now
+	if tenant := c.row.Tenant; d.share.reservePark(tenant) {
+		if err := d.park(ctx, c.row, now); err != nil {
+			d.share.unreserve(tenant)
+			return Outcome{}, err
+		}
+		d.share.park(tenant, c.row.ID)
+	} else {
+		at = now.Add(shareWait)
+		if err := d.release(ctx, c.row, &at); err != nil {
+			return Outcome{}, err
+		}
 	}
 	if d.observer != nil {
 		d.observer.Postponed("tenant_share")
 	}
 	if d.share.shouldLog(c.row.Tenant, now) {
-		d.log.Info(fmt.Sprintf("tenant is past its share of this worker's requests (%d, worker.tenant_share of worker.concurrency) while the worker has no more than that free for other tenants: its further attempts wait, and are sent as requests end", d.share.max),
+		d.log.Info(fmt.Sprintf("tenant is past its share of this worker's requests (%d, worker.tenant_share of worker.concurrency) while the worker has no more than that free for other tenants: its further attempts wait, and are sent as its requests end", d.share.max),
 			"tenant", c.row.Tenant, "delivery", c.row.ID, "webhook", c.row.WebhookName)
 	}
 	return Outcome{Status: models.StatusFailed, Postponed: true, Attempt: c.row.Attempts - 1, NextRetry: &at}, nil
+}
+
+// park is release for a delivery parked by its tenant's share
+// (Store.Park), on a context a shutdown does not cut.
+func (d *Dispatcher) park(ctx context.Context, row models.Delivery, now time.Time) error {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	return d.store.Park(ctx, row, now)
+}
+
+// resume sends, on the goroutine of an attempt that just ended a request
+// of tenant, the deliveries its share parked (overShare), oldest first:
+// each takes the place the last request left, so a tenant past its share
+// has its next attempt sent as soon as one of its requests ends, not
+// after every task queued since. It stops when tenant has none left
+// parked, when one is refused again or postponed (its place was taken,
+// or the webhook's rate limit or health holds it: parked again or due
+// later, as any attempt), when the task's own deadline could no longer
+// cover a request (errResumeEnded: that delivery is due now for the
+// sweep), or when ctx ends (a shutdown: what is still parked is marked
+// queued, and swept after the mark's lease).
+//
+// What can happen twice? A parked delivery is claimed like any other: a
+// sweep's retry that finds it once its mark's lease has passed and this
+// resume are fenced by the claim, and a parked id resumed after its row
+// moved on is not claimed (ErrNotClaimed).
+func (d *Dispatcher) resume(ctx context.Context, tenant string) {
+	if tenant == "" {
+		return
+	}
+	ctx = context.WithValue(ctx, resumedKey{}, true)
+	for ctx.Err() == nil {
+		id := d.share.unpark(tenant)
+		if id == "" {
+			return
+		}
+		out, err := d.attempt(ctx, id, Retry, true)
+		switch {
+		case errors.Is(err, ErrNotClaimed):
+			d.log.Debug("parked delivery moved on before it was resumed", "delivery", id, "reason", err.Error())
+			continue
+		case err != nil:
+			if !errors.Is(err, errResumeEnded) && !errors.Is(err, ErrLeaseEnded) && ctx.Err() == nil {
+				d.log.Warn("parked delivery not resumed; a sweep sends it", "delivery", id, "error", err.Error())
+			}
+			return
+		case out.Postponed:
+			return
+		}
+	}
+}
+
+// resumedKey marks the context of an attempt resume makes.
+type resumedKey struct{}
+
+// errResumeEnded is a resumed attempt given back unsent because the
+// deadline of the task it runs in could not cover its request.
+var errResumeEnded = errors.New("parked delivery given back to the sweep: the task resuming it has too little time left")
+
+// checkResumeDeadline lets a resumed attempt (resume) send only while the
+// deadline of the task it runs in covers its request's timeout and
+// RecordMargin; otherwise it gives the claim back, due now for the sweep.
+// The deadline is a context's, on the wall clock.
+func (d *Dispatcher) checkResumeDeadline(ctx context.Context, c claimed, timeout time.Duration) error {
+	if resumed, _ := ctx.Value(resumedKey{}).(bool); !resumed {
+		return nil
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok || time.Until(deadline) >= timeout+RecordMargin {
+		return nil
+	}
+	now := d.now()
+	if err := d.release(ctx, c.row, &now); err != nil {
+		return errors.Join(errResumeEnded, err)
+	}
+	return errResumeEnded
 }

@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -142,8 +144,8 @@ func TestAnAttemptOverItsTenantsShareWaits(t *testing.T) {
 				t.Fatalf("acme's second attempt with its share in flight: %+v, %v; want it postponed, Failed", out, err)
 			}
 			r := loadRow(t, db, "a2")
-			if r.Status != models.StatusFailed || r.Attempts != 0 || r.NextRetry == nil || !r.NextRetry.Equal(now.Add(shareWait)) {
-				t.Fatalf("acme's postponed delivery: %s, %d attempts, due %v; want Failed, unattempted, due %v", r.Status, r.Attempts, r.NextRetry, now.Add(shareWait))
+			if r.Status != models.StatusFailed || r.Attempts != 0 || r.NextRetry == nil || !r.NextRetry.Equal(now) || r.QueuedAt == nil || !r.QueuedAt.Equal(now) {
+				t.Fatalf("acme's postponed delivery: %s, %d attempts, due %v, queued %v; want Failed, unattempted, parked: due and marked queued at %v", r.Status, r.Attempts, r.NextRetry, r.QueuedAt, now)
 			}
 			if n := rc.Count(); n != 1 {
 				t.Fatalf("the receiver got %d requests, want only acme's first: its second waits", n)
@@ -158,16 +160,21 @@ func TestAnAttemptOverItsTenantsShareWaits(t *testing.T) {
 			}()
 			testenv.Eventually(t, "initech's request to reach the receiver", func() bool { return rc.Count() == 2 })
 
+			// acme's first request ends: its goroutine sends the parked
+			// second before its Attempt returns, with no sweep and no
+			// time passing.
 			release()
 			if out := <-first; out.Status != models.StatusDelivered {
 				t.Fatalf("acme's first attempt: %+v, want Delivered", out)
 			}
+			if r := loadRow(t, db, "a2"); r.Status != models.StatusDelivered || r.Attempts != 1 {
+				t.Fatalf("acme's parked delivery once its first request ended: %s after %d attempts; want Delivered after 1", r.Status, r.Attempts)
+			}
 			if err := <-other; err != nil {
 				t.Fatal(err)
 			}
-			clk.Advance(shareWait)
-			if out, err := d.Attempt(ctx, "a2", Retry); err != nil || out.Status != models.StatusDelivered {
-				t.Fatalf("acme's second delivery once its first request ended: %+v, %v; want Delivered", out, err)
+			if _, err := d.Attempt(ctx, "a2", Retry); !errors.Is(err, ErrNotClaimed) {
+				t.Fatalf("a retry of the delivery resume sent: %v, want ErrNotClaimed", err)
 			}
 			for id, n := range rc.CountBy("webhook-id") {
 				if n != 1 {
@@ -175,5 +182,124 @@ func TestAnAttemptOverItsTenantsShareWaits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What a process parks is bounded per tenant (parkPerShare of its share)
+// and in all (parkPerSlot of its slots), and comes back oldest first; a
+// place kept and not used is given back.
+func TestTenantShareParksWithinItsBounds(t *testing.T) {
+	t.Parallel()
+	s := newTenantShare(1, 2) // a tenant parks 16, the process 128
+	for i := range parkPerShare {
+		if !s.reservePark("acme") {
+			t.Fatalf("acme's park %d refused, want room for %d", i, parkPerShare)
+		}
+		s.park("acme", fmt.Sprint("a", i))
+	}
+	if s.reservePark("acme") {
+		t.Fatalf("acme's park %d kept, want refused past %d × its share", parkPerShare+1, parkPerShare)
+	}
+	if !s.reservePark("initech") {
+		t.Fatal("initech's first park refused while acme is full")
+	}
+	s.unreserve("initech")
+	for i := range parkPerShare {
+		if got, want := s.unpark("acme"), fmt.Sprint("a", i); got != want {
+			t.Fatalf("unpark %d = %q, want %q (oldest first)", i, got, want)
+		}
+	}
+	if got := s.unpark("acme"); got != "" {
+		t.Fatalf("unpark of an empty tenant = %q, want none", got)
+	}
+	if s.heldAll != 0 || len(s.held) != 0 || len(s.parked) != 0 {
+		t.Fatalf("after every park ended: %d held, %v, %v; want nothing", s.heldAll, s.held, s.parked)
+	}
+
+	all := newTenantShare(parkPerSlot, 1) // the process parks 64, a tenant 1,024
+	for i := range parkPerSlot {
+		if !all.reservePark(fmt.Sprint("t", i%3)) {
+			t.Fatalf("park %d refused, want room for %d", i, parkPerSlot)
+		}
+	}
+	if all.reservePark("t9") {
+		t.Fatalf("park %d kept, want refused past %d × the process's slots", parkPerSlot+1, parkPerSlot)
+	}
+}
+
+// With nothing more to be parked, an attempt over its tenant's share is
+// given back as before parking: due shareWait later for a sweep, not
+// marked queued.
+func TestAnAttemptOverItsShareWithNoRoomToParkIsDueLater(t *testing.T) {
+	t.Parallel()
+	db := testenv.SQLite(t)
+	rc := testreceiver.New(t)
+	d, clk := tenantBed(t, db, rc)
+	sender := send.NewSender(send.SenderConfig{UserAgent: "test"})
+	t.Cleanup(sender.Close)
+	d = New(db, sender, nil, Config{Clock: clk, TenantRequests: 1, InlineRequests: 2})
+	now := clk.Now()
+	for i := range parkPerShare {
+		if !d.share.reservePark("acme") {
+			t.Fatalf("park %d refused", i)
+		}
+	}
+	r := testenv.PlannedDelivery("a1", "ev-a1", "queued", now)
+	r.Tenant, r.URL = "acme", rc.URL+"/queued"
+	if err := db.Create(&r).Error; err != nil {
+		t.Fatal(err)
+	}
+	d.share.take(context.Background(), "acme", 0) // acme's share in flight
+	out, err := d.Attempt(context.Background(), "a1", First)
+	if err != nil || !out.Postponed {
+		t.Fatalf("attempt over acme's share: %+v, %v; want postponed", out, err)
+	}
+	got := loadRow(t, db, "a1")
+	if got.Status != models.StatusFailed || got.Attempts != 0 || got.NextRetry == nil || !got.NextRetry.Equal(now.Add(shareWait)) || got.QueuedAt != nil {
+		t.Fatalf("delivery not parked: %s, %d attempts, due %v, queued %v; want Failed, unattempted, due %v, unmarked", got.Status, got.Attempts, got.NextRetry, got.QueuedAt, now.Add(shareWait))
+	}
+	if rc.Count() != 0 {
+		t.Fatalf("the receiver got %d requests, want none", rc.Count())
+	}
+}
+
+// A resumed attempt runs inside another task's deadline: when that can
+// no longer cover its request's timeout and RecordMargin, the claim is
+// given back unsent, due now for the sweep, and resume stops.
+func TestAResumedAttemptPastItsTasksDeadlineIsGivenBack(t *testing.T) {
+	t.Parallel()
+	db := testenv.SQLite(t)
+	rc := testreceiver.New(t)
+	d, clk := tenantBed(t, db, rc)
+	sender := send.NewSender(send.SenderConfig{UserAgent: "test"})
+	t.Cleanup(sender.Close)
+	d = New(db, sender, nil, Config{Clock: clk, TenantRequests: 1, InlineRequests: 2})
+	now := clk.Now()
+	for _, id := range []string{"a1", "a2"} {
+		r := testenv.PlannedDelivery(id, "ev-"+id, "queued", now)
+		r.Tenant, r.URL = "acme", rc.URL+"/queued"
+		r.NextRetry, r.QueuedAt = &now, &now // as Park leaves it
+		if err := db.Create(&r).Error; err != nil {
+			t.Fatal(err)
+		}
+		if !d.share.reservePark("acme") {
+			t.Fatal("park refused")
+		}
+		d.share.park("acme", id)
+	}
+	// The webhook's timeout is 5 s: a task with a second left cannot
+	// cover it and RecordMargin.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	d.resume(ctx, "acme")
+	if rc.Count() != 0 {
+		t.Fatalf("the receiver got %d requests, want none", rc.Count())
+	}
+	got := loadRow(t, db, "a1")
+	if got.Status != models.StatusFailed || got.Attempts != 0 || got.NextRetry == nil || !got.NextRetry.Equal(now) || got.QueuedAt != nil {
+		t.Fatalf("a1 given back: %s, %d attempts, due %v, queued %v; want Failed, unattempted, due now, unmarked for the sweep", got.Status, got.Attempts, got.NextRetry, got.QueuedAt)
+	}
+	if id := d.share.unpark("acme"); id != "a2" {
+		t.Fatalf("still parked: %q, want a2 (resume stopped at a1)", id)
 	}
 }

@@ -36,6 +36,7 @@ type Receiver struct {
 	answer func(n int) int
 	header http.Header   // added to every response
 	block  chan struct{} // when non-nil, requests wait for it to close
+	delay  time.Duration // how long each request waits before its answer
 }
 
 // New starts a receiver that answers 200 to every request.
@@ -83,7 +84,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	n := len(r.reqs) + 1
-	code, block := r.answer(n), r.block
+	code, block, delay := r.answer(n), r.block, r.delay
 	r.reqs = append(r.reqs, Request{At: time.Now(), Method: req.Method, Path: req.URL.Path, URI: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body, Status: code})
 	for k, v := range r.header {
 		w.Header()[k] = v
@@ -96,8 +97,25 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			return
+		}
+	}
 	w.WriteHeader(code)
 	_, _ = fmt.Fprintf(w, `{"receipt":%d}`, n)
+}
+
+// SetDelay makes every later request wait d before it is answered, as a
+// receiver that takes that long to answer.
+func (r *Receiver) SetDelay(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delay = d
 }
 
 // SetStatus answers every later request with code.

@@ -331,6 +331,39 @@ func TestReleaseGivesTheClaimBack(t *testing.T) {
 	})
 }
 
+// Park gives a claim back due now with its attempt uncounted and the row
+// marked queued now, so that no sweep takes it while the process that
+// parked it resumes it; a park of a row that has moved on changes nothing.
+func TestParkGivesTheClaimBackMarkedQueued(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, s Store, db *gorm.DB) {
+		insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
+		now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+		row := planned("d1", "ev-1", "wa", now)
+		row.Attempts, row.NextRetry = 1, ptrTime(now.Add(-time.Minute))
+		insertRows(t, db, row)
+		ctx := context.Background()
+		c, err := s.Claim(ctx, ClaimIn{ID: "d1", Mode: Retry, Now: now})
+		if err != nil || !c.Claimed {
+			t.Fatalf("claim: %+v, %v", c, err)
+		}
+		at := now.Add(time.Second)
+		if err := s.Park(ctx, c.Row, at); err != nil {
+			t.Fatal(err)
+		}
+		got := loadRow(t, db, "d1")
+		if got.Status != models.StatusFailed || got.Attempts != 1 || !sameTime(got.NextRetry, &at) || !sameTime(got.QueuedAt, &at) || !got.UpdatedAt.Equal(at) {
+			t.Fatalf("parked row: %s, attempts %d, next %v, queued %v, updated %v; want Failed, 1, all %v", got.Status, got.Attempts, got.NextRetry, got.QueuedAt, got.UpdatedAt, at)
+		}
+		if err := s.Park(ctx, c.Row, at.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if again := loadRow(t, db, "d1"); again.Attempts != 1 || !sameTime(again.NextRetry, &at) {
+			t.Fatalf("a second park moved the row: attempts %d next %v", again.Attempts, again.NextRetry)
+		}
+	})
+}
+
 // Record writes the history row whatever happens, and the delivery's new
 // state only while its fence (status and attempt count) holds.
 func TestRecordFencesTheDelivery(t *testing.T) {

@@ -417,6 +417,17 @@ func (s *GORM) Release(ctx context.Context, claimed models.Delivery, due *time.T
 	return nil
 }
 
+// Park implements Store. Served by deliveries' primary key.
+func (s *GORM) Park(ctx context.Context, claimed models.Delivery, now time.Time) error {
+	err := s.db.WithContext(ctx).Model(&models.Delivery{}).
+		Where("id = ? AND status = ? AND attempts = ?", claimed.ID, claimed.Status, claimed.Attempts).
+		Updates(map[string]any{"attempts": gorm.Expr("attempts - 1"), "next_retry": now, "queued_at": now, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("park delivery %s: %w", claimed.ID, err)
+	}
+	return nil
+}
+
 // Abandon implements Store. Served by deliveries' primary key.
 // The delivery's operational event (opsevent.Exhausted) is published in the
 // same transaction.

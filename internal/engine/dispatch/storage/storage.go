@@ -63,6 +63,13 @@ type Store interface {
 	// claimed, gets its attempt uncounted and next_retry set to due. It
 	// does nothing if the row has moved on.
 	Release(ctx context.Context, claimed models.Delivery, due *time.Time, now time.Time) error
+	// Park gives back a claim whose request its tenant's share refused,
+	// to be resumed by this process as the tenant's requests end: the
+	// row, as claimed, gets its attempt uncounted, is due at now, and is
+	// marked queued at now, so that no sweep takes it before the mark's
+	// lease (the sweep's queued lease, a minute) unless the process does
+	// not resume it. It does nothing if the row has moved on.
+	Park(ctx context.Context, claimed models.Delivery, now time.Time) error
 	// Abandon makes a delivery, still as read, Exhausted with reason and no
 	// request made; false when it had moved on.
 	Abandon(ctx context.Context, row models.Delivery, reason string, now time.Time) (bool, error)
