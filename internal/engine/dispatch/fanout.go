@@ -38,7 +38,7 @@ type Pending struct {
 // no re-runs to count (its callers publish synchronously and answer the
 // error), so the stop fails the call like the heap ceiling does.
 func (d *Dispatcher) FanOut(ctx context.Context, ev Event) ([]Pending, error) {
-	pending, _, _, err := d.fanOut(ctx, ev, Inline{})
+	pending, _, _, _, err := d.fanOut(ctx, ev, Inline{})
 	return pending, err
 }
 
@@ -105,13 +105,14 @@ type Inline struct {
 func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error {
 	ctx, span := startFanOut(ctx, ev)
 	defer span.End()
-	pending, inline, released, err := d.fanOut(ctx, ev, in)
+	pending, inline, skipped, released, err := d.fanOut(ctx, ev, in)
 	if err != nil {
 		return fmt.Errorf("fan out event %s: %w", ev.ID, err)
 	}
 	if in.Committed != nil && !released {
 		in.Committed(ctx)
 	}
+	d.wakeSkipped(ctx, ev, skipped, in.Enqueue)
 	for _, p := range pending {
 		if err := in.Enqueue(ctx, p); err != nil {
 			err = fmt.Errorf("enqueue first attempt of delivery %s: %w", p.ID, err)
@@ -125,9 +126,9 @@ func (d *Dispatcher) HandleEvent(ctx context.Context, ev Event, in Inline) error
 // fanOut is FanOut, claiming at insert the deliveries on in.Queue that
 // HandleEvent sends itself when in.Queue is not empty, and releasing the
 // event's outbox row with them when in.Outbox is set (released says it was).
-func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) (pending []Pending, inline []*claimed, released bool, err error) {
+func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) (pending []Pending, inline []*claimed, skipped []models.Webhook, released bool, err error) {
 	if err := ev.Validate(); err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	p := &eventPlan{d: d, ev: ev, queue: in.Queue, retries: in.Retries, trace: keptTrace(ctx, ev), accepted: acceptedOf(ev)}
 	key := storage.EventKey{Tenant: ev.Tenant, DocType: ev.DocType, Event: ev.Event}
@@ -136,23 +137,50 @@ func (d *Dispatcher) fanOut(ctx context.Context, ev Event, in Inline) (pending [
 	}
 	written, err := d.store.FanOut(ctx, key, p.rows)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	if p.stopped != nil {
 		// No verdict on the webhook: nothing was written, and the
 		// event's task fails to run again.
 		d.logStopped(ev, p.stopped, in.Retries)
-		return nil, nil, false, fmt.Errorf("event %s: %w", ev.ID, p.stopped)
+		return nil, nil, nil, false, fmt.Errorf("event %s: %w", ev.ID, p.stopped)
 	}
 	// The rows the ordering rule held at insert: those it no longer holds
 	// now that they are committed are queued; the others are woken in turn.
 	free, err := d.store.Unblocked(ctx, written.Blocked)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
 	pending, inline = p.pending(written, free)
 	p.countUnbuilt(written)
-	return pending, inline, written.Released, nil
+	return pending, inline, p.skipped, written.Released, nil
+}
+
+// wakeSkipped wakes, for each ordered webhook the event made no ordered
+// delivery of (eventPlan.skipped), the next delivery of the event's
+// document after the event's place (Store.WakeAfterEvent), and queues its
+// first attempt: while the event waited in the outbox it held them, and
+// its outbox row is released by now (HandleEvent calls it after
+// Committed). A wake is a hint, as every wake: the woken row's claim
+// checks the whole rule, and a wake not made leaves the row to the sweep's
+// recheck (storage.OrderRecheck), so a failure is logged, not returned.
+// Only an event with a place of its own (through the outbox) can have
+// held anything.
+func (d *Dispatcher) wakeSkipped(ctx context.Context, ev Event, skipped []models.Webhook, enqueue func(context.Context, Pending) error) {
+	if ev.AcceptSeq <= 0 {
+		return
+	}
+	for _, w := range skipped {
+		k := storage.OrderKey{Tenant: models.TenantOr(w.Tenant), WebhookID: w.ID, DocType: ev.DocType, DocName: ev.DocName}
+		id, err := d.store.WakeAfterEvent(ctx, k, ev.AcceptSeq, d.now())
+		if err == nil && id != "" && enqueue != nil {
+			err = enqueue(ctx, Pending{ID: id, WebhookName: w.Name, Queue: w.Queue})
+		}
+		if err != nil {
+			d.log.Warn("the next delivery of a document an event made none for was not woken; the sweep's recheck sends it",
+				"webhook", w.Name, "doc_type", ev.DocType, "doc_name", ev.DocName, "event_id", ev.ID, "error", err.Error())
+		}
+	}
 }
 
 // eventPlan plans one event's rows for the store's FanOut, which may ask
@@ -182,6 +210,10 @@ type eventPlan struct {
 	// accepted is when the event was accepted, as every row keeps it (nil:
 	// not known), one value for all of them.
 	accepted *time.Time
+	// skipped are the ordered webhooks the event makes no ordered
+	// delivery of: its condition is false for them, or their row is
+	// Exhausted at fan-out (wakeSkipped).
+	skipped []models.Webhook
 }
 
 // acceptedOf is ev's acceptance time as a row keeps it: nil when the task
@@ -210,12 +242,15 @@ func (p *eventPlan) freeze() (*string, error) {
 func (p *eventPlan) rows(hooks []models.Webhook) []models.Delivery {
 	now := p.d.now()
 	rows := make([]models.Delivery, 0, len(hooks))
-	p.queues, p.inline, p.stopped = make(map[string]string, len(hooks)), p.inline[:0], nil
+	p.queues, p.inline, p.stopped, p.skipped = make(map[string]string, len(hooks)), p.inline[:0], nil, p.skipped[:0]
 	for _, w := range hooks {
 		row, ok, err := p.d.plan(w, p.ev, now, p.retries, p.freeze)
 		if err != nil {
 			p.stopped = err
 			return nil
+		}
+		if w.Ordered() && (!ok || row.Status != models.StatusFailed) {
+			p.skipped = append(p.skipped, w)
 		}
 		if !ok {
 			continue

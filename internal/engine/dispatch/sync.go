@@ -30,7 +30,7 @@ func (d *Dispatcher) DeliverNowOnRetry(ctx context.Context, ev Event, retries in
 	if ev.Event != models.EventWorkflowTransition {
 		return nil, fmt.Errorf("%w: only %s events are delivered synchronously, got %q", event.ErrInvalidEvent, models.EventWorkflowTransition, ev.Event)
 	}
-	pending, _, _, err := d.fanOut(ctx, ev, Inline{Retries: retries})
+	pending, _, _, _, err := d.fanOut(ctx, ev, Inline{Retries: retries})
 	if err != nil {
 		return nil, err
 	}

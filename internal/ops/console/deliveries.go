@@ -159,9 +159,10 @@ type deliveryRow struct {
 }
 
 // rows says the state of each of ds in words (inspect.Words), reading once
-// what holds the session tenant's deliveries back.
+// what holds the session tenant's deliveries back, and which of ds wait
+// for an earlier delivery of their document.
 func (c *Console) rows(r *http.Request, ds []inspect.Delivery) ([]deliveryRow, error) {
-	holds, err := inspect.ReadHolds(r.Context(), c.cfg.DB, tenantOf(r))
+	holds, err := inspect.ReadHolds(r.Context(), c.cfg.DB, tenantOf(r), ds)
 	if err != nil {
 		return nil, err
 	}

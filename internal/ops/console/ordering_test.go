@@ -60,6 +60,11 @@ func TestOrderingIsSetInTheFormsAndAHeldDeliverySaysWhatItWaitsFor(t *testing.T)
 	if _, body := s.do("GET", "/console/deliveries/d-1", nil, c, nil); strings.Contains(body, "Held behind") {
 		t.Fatalf("the head of its document is shown held:\n%s", body)
 	}
+	// The list says it too, of d-2 alone (d-1, at the head, is retrying).
+	const waiting = "Waiting: the first attempt goes out once the delivery before it of this document is delivered or given up"
+	if _, body := s.do("GET", "/console/deliveries?webhook=orders", nil, c, nil); strings.Count(body, waiting) != 1 || !strings.Contains(body, "d-1") {
+		t.Fatalf("the deliveries list does not say, of d-2 alone, that it waits (%d times):\n%s", strings.Count(body, waiting), body)
+	}
 
 	// The portal's simple form shows the order, and its edit sets it.
 	ck := s.acmePortal()
@@ -85,5 +90,8 @@ func TestOrderingIsSetInTheFormsAndAHeldDeliverySaysWhatItWaitsFor(t *testing.T)
 	}
 	if _, body := s.do("GET", "/portal/deliveries/a-2", nil, ck, nil); !strings.Contains(body, `Held behind delivery <a href="/portal/deliveries/a-1">a-1</a>`) {
 		t.Fatalf("the portal's held delivery does not say what it waits for:\n%s", body)
+	}
+	if _, body := s.do("GET", "/portal/deliveries", nil, ck, nil); strings.Count(body, waiting) != 1 {
+		t.Fatalf("the portal's deliveries list does not say, of a-2 alone, that it waits (%d times):\n%s", strings.Count(body, waiting), body)
 	}
 }

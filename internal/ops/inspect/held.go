@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/homingdev/homing/internal/engine/dispatch/storage"
 	"github.com/homingdev/homing/models"
 )
 
@@ -17,6 +18,9 @@ type Holds struct {
 	// Failing are the names of the tenant's webhooks that are failing,
 	// whose due retries wait behind one probe.
 	Failing map[string]bool
+	// Ordered are the IDs of the page's deliveries that wait for an
+	// earlier one of their document (storage.HeldByOrder).
+	Ordered map[string]bool
 }
 
 // Of is what holds d back: HeldTenant, HeldProbe or "".
@@ -26,17 +30,32 @@ func (h Holds) Of(d Delivery) string {
 		return ""
 	case h.Paused:
 		return HeldTenant
+	case h.Ordered[d.ID]:
+		return HeldOrder
 	case h.Failing[d.Webhook]:
 		return HeldProbe
 	}
 	return ""
 }
 
-// ReadHolds reads tenant's Holds: its row by tenants' primary key, and its
-// failing webhooks from webhook_health (a row per webhook, by its primary
-// key) joined to webhooks_tenant_name: bounded by the tenant's webhooks.
-func ReadHolds(ctx context.Context, db *gorm.DB, tenant string) (Holds, error) {
+// ReadHolds reads tenant's Holds of the page of deliveries ds: its row by
+// tenants' primary key, its failing webhooks from webhook_health (a row
+// per webhook, by its primary key) joined to webhooks_tenant_name, bounded
+// by the tenant's webhooks, and which of ds's Failed rows the ordering rule
+// holds (storage.HeldByOrder). For every tenant's page (AllTenants), only
+// the last.
+func ReadHolds(ctx context.Context, db *gorm.DB, tenant string, ds []Delivery) (Holds, error) {
 	h := Holds{Failing: map[string]bool{}}
+	var failed []string
+	for _, d := range ds {
+		if d.Status == models.StatusFailed {
+			failed = append(failed, d.ID)
+		}
+	}
+	var err error
+	if h.Ordered, err = storage.HeldByOrder(ctx, db, failed); err != nil {
+		return h, err
+	}
 	if tenant == AllTenants {
 		return h, nil
 	}

@@ -84,12 +84,18 @@ func orderBlocked(d string) string {
 // updated_at always moves (the fence of Hold). It returns the woken row's
 // ID ("" when none). Served by deliveries_order.
 func wake(tx *gorm.DB, k OrderKey, after string, now time.Time) (string, error) {
+	return wakeAfter(tx, k, `(SELECT accept_seq FROM deliveries WHERE id = ?)`, after, now)
+}
+
+// wakeAfter is wake of the first Failed row of key whose place is after
+// the place afterSQL makes of arg.
+func wakeAfter(tx *gorm.DB, k OrderKey, afterSQL string, arg any, now time.Time) (string, error) {
 	var ids []string
 	err := tx.Raw(`UPDATE deliveries SET next_retry = CASE WHEN next_retry > ? THEN ? ELSE next_retry END, queued_at = NULL, updated_at = ?
 		WHERE id = (SELECT id FROM deliveries WHERE tenant = ? AND webhook_id = ? AND doc_type = ? AND doc_name = ?
-			AND status = 'Failed' AND accept_seq > (SELECT accept_seq FROM deliveries WHERE id = ?) ORDER BY accept_seq LIMIT 1)
+			AND status = 'Failed' AND accept_seq > `+afterSQL+` ORDER BY accept_seq LIMIT 1)
 		AND attempts = 0 RETURNING id`,
-		now, now, now, k.Tenant, k.WebhookID, k.DocType, k.DocName, after).Scan(&ids).Error
+		now, now, now, k.Tenant, k.WebhookID, k.DocType, k.DocName, arg).Scan(&ids).Error
 	if err != nil {
 		return "", fmt.Errorf("wake the next delivery of %s %q: %w", k.DocType, k.DocName, err)
 	}
@@ -152,6 +158,25 @@ func WaitsFor(ctx context.Context, db *gorm.DB, row models.Delivery) (id string,
 	return "", false, nil
 }
 
+// HeldByOrder is which of ids the ordering rule holds now (orderBlocked),
+// for the words of a page of deliveries: one statement, by deliveries'
+// primary key and then the rule's indexes for the ordered rows alone.
+func HeldByOrder(ctx context.Context, db *gorm.DB, ids []string) (map[string]bool, error) {
+	held := map[string]bool{}
+	if len(ids) == 0 {
+		return held, nil
+	}
+	var out []string
+	if err := db.WithContext(ctx).Raw(`SELECT d.id FROM deliveries d WHERE d.id IN ? AND d.status = 'Failed' AND `+orderBlocked("d"), ids).
+		Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("read which deliveries wait for an earlier one of their document: %w", err)
+	}
+	for _, id := range out {
+		held[id] = true
+	}
+	return held, nil
+}
+
 // Unblocked implements Store. The nearest earlier delivery that holds each
 // id is locked FOR SHARE: an outcome still committing on it (and its
 // wake, which could not see the id's row before it was committed) is
@@ -185,4 +210,9 @@ func (s *GORM) Unblocked(ctx context.Context, ids []string) ([]string, error) {
 // Wake implements Store: wake in a statement of its own.
 func (s *GORM) Wake(ctx context.Context, k OrderKey, after string, now time.Time) (string, error) {
 	return wake(s.db.WithContext(ctx), k, after, now)
+}
+
+// WakeAfterEvent implements Store. Served by deliveries_order.
+func (s *GORM) WakeAfterEvent(ctx context.Context, k OrderKey, seq int64, now time.Time) (string, error) {
+	return wakeAfter(s.db.WithContext(ctx), k, `?`, seq, now)
 }

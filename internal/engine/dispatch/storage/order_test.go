@@ -271,3 +271,58 @@ func TestFanOutClaimsOnlyTheHeadOfAKey(t *testing.T) {
 		}
 	})
 }
+
+// An event of a document that made no delivery of an ordered webhook (its
+// condition was false) held the key's later deliveries while it waited in
+// the outbox; once its outbox row is gone, WakeAfterEvent makes the first
+// of them after its place due now, and only one never attempted.
+func TestWakeAfterAnEventThatMadeNoDelivery(t *testing.T) {
+	t.Parallel()
+	eachOrderedStore(t, func(t *testing.T, s Store, db *gorm.DB) {
+		insertWebhook(t, db, "wa", "Sales Order", "on_submit", true)
+		ctx := context.Background()
+		now := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+		dt, dn, de := "Sales Order", "SO-1", "on_submit"
+		early := models.OutboxEvent{Tenant: models.DefaultTenant, EventID: "ev-early", Payload: "{}", CreatedAt: now, DocType: &dt, DocName: &dn, DocEvent: &de}
+		if err := db.Create(&early).Error; err != nil {
+			t.Fatal(err)
+		}
+		recheck := now.Add(OrderRecheck)
+		v2 := orderedRow("v2", "wa", "SO-1", early.ID+1, now)
+		v3 := orderedRow("v3", "wa", "SO-1", early.ID+2, now)
+		other := orderedRow("o2", "wa", "SO-2", early.ID+1, now)
+		for _, r := range []*models.Delivery{&v2, &v3, &other} {
+			r.NextRetry = &recheck // as the fan-out writes a held row
+		}
+		insertRows(t, db, v2, v3, other)
+		if c, err := s.Claim(ctx, ClaimIn{ID: "v2", Mode: First, Now: now}); err != nil || c.Claimed || !c.Blocked {
+			t.Fatalf("claim of v2 while the early event waits: claimed %v blocked %v (%v)", c.Claimed, c.Blocked, err)
+		}
+		// Fanned out with no delivery of wa: its outbox row is released.
+		if err := db.Delete(&models.OutboxEvent{}, early.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		k := OrderKey{Tenant: models.DefaultTenant, WebhookID: "wa", DocType: "Sales Order", DocName: "SO-1"}
+		at := now.Add(time.Second)
+		id, err := s.WakeAfterEvent(ctx, k, early.ID, at)
+		if err != nil || id != "v2" {
+			t.Fatalf("WakeAfterEvent = %q, %v; want v2", id, err)
+		}
+		if got := loadRow(t, db, "v2"); !sameTime(got.NextRetry, &at) {
+			t.Fatalf("v2 due %v, want now %v", got.NextRetry, at)
+		}
+		for _, id := range []string{"v3", "o2"} {
+			if got := loadRow(t, db, id); !sameTime(got.NextRetry, &recheck) {
+				t.Fatalf("%s due %v, want left at its recheck %v", id, got.NextRetry, recheck)
+			}
+		}
+		if c, err := s.Claim(ctx, ClaimIn{ID: "v2", Mode: First, Now: at}); err != nil || !c.Claimed {
+			t.Fatalf("claim of the woken v2: claimed %v (%v)", c.Claimed, err)
+		}
+		// v2 is in flight (an attempt counted): a wake after the same
+		// place touches nothing.
+		if id, err := s.WakeAfterEvent(ctx, k, early.ID, at); err != nil || id != "" {
+			t.Fatalf("WakeAfterEvent with the next row in flight = %q, %v; want none", id, err)
+		}
+	})
+}

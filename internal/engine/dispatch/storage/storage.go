@@ -100,6 +100,13 @@ type Store interface {
 	// is seen only by a wake after that commit, which the caller runs when
 	// the outcome's woke nothing.
 	Wake(ctx context.Context, k OrderKey, after string, now time.Time) (string, error)
+	// WakeAfterEvent is Wake after the place seq of an event of key's
+	// document that made no ordered delivery of key's webhook (its
+	// condition was false, or its request could not be built): while
+	// that event waited in the outbox it held the key's later deliveries,
+	// and once its fan-out has released its outbox row nothing else
+	// would wake them before the sweep's recheck (OrderRecheck).
+	WakeAfterEvent(ctx context.Context, k OrderKey, seq int64, now time.Time) (string, error)
 	// NotSent writes why a Failed delivery could not be sent for a reason
 	// on Homing's side into its last_error, changing nothing else.
 	NotSent(ctx context.Context, id, reason string) error
