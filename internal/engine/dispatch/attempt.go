@@ -58,8 +58,12 @@ type Outcome struct {
 	Postponed bool
 	// freed is the tenant whose share of requests this attempt's request
 	// held and gave back ("" for none, or the default tenant): its
-	// parked deliveries may take the place (resume).
+	// parked deliveries may take the place (follow).
 	freed string
+	// next is the delivery of the same document this attempt's final
+	// outcome woke (ordered delivery: storage.Recorded.Woken), due now,
+	// for the goroutine to send next (follow); nil when none.
+	next *Pending
 }
 
 // Observer is told of each outcome the dispatcher has committed, so that
@@ -131,11 +135,13 @@ func (d *Dispatcher) Deliveries(tenant, webhook, status, reason string, n int) {
 // the database failed, or when ctx was cancelled mid-request (the claim is
 // then released so the task can run again).
 //
-// Once its request has ended, the goroutine sends the deliveries of the
-// same tenant that its share parked, while its place lasts (resume).
+// Once its request has ended, the goroutine goes on with what the attempt
+// left for it (follow): the next version of an ordered document its
+// outcome woke, and the deliveries of the same tenant that its share
+// parked.
 func (d *Dispatcher) Attempt(ctx context.Context, id string, mode Mode) (Outcome, error) {
 	out, err := d.attempt(ctx, id, mode, true)
-	d.resume(ctx, out.freed)
+	d.follow(ctx, out)
 	return out, err
 }
 
@@ -390,7 +396,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 			}
 		}
 		if woken != "" {
-			d.wakeNext(ctx, woken, row, hook)
+			out.next = &Pending{ID: woken, WebhookName: row.WebhookName, Queue: hook.Queue}
 		}
 	}
 	// A failure may have made the webhook failing, and a success ended
@@ -431,18 +437,19 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 	return out, nil
 }
 
-// wakeNext queues the first attempt of id, the delivery of row's document
-// that row's final outcome released (storage.Recorded.Woken): it is due now
-// in the database already, so a lost enqueue costs a sweep's interval, not
-// the delivery.
-func (d *Dispatcher) wakeNext(ctx context.Context, id string, row models.Delivery, hook *models.Webhook) {
+// wakeNext queues the first attempt of p, the delivery of a document that
+// the final outcome of the delivery after released (storage.Recorded.Woken),
+// when the goroutine that recorded it does not send it itself (follow): it
+// is due now in the database already, so a lost enqueue costs a sweep's
+// interval, not the delivery.
+func (d *Dispatcher) wakeNext(ctx context.Context, p Pending, after string) {
 	if d.wake == nil {
 		return
 	}
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	if err := d.wake(ctx, Pending{ID: id, WebhookName: row.WebhookName, Queue: hook.Queue}); err != nil {
-		d.log.Warn("next delivery of a document not queued; the sweep sends it", "delivery", id, "after", row.ID, "error", err.Error())
+	if err := d.wake(ctx, p); err != nil {
+		d.log.Warn("next delivery of a document not queued; the sweep sends it", "delivery", p.ID, "after", after, "error", err.Error())
 	}
 }
 

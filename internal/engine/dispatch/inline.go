@@ -94,9 +94,9 @@ func (d *Dispatcher) sendClaimed(ctx context.Context, c *claimed, queue string, 
 	}
 	defer d.slots.give()
 	out, err := d.send(ctx, *c, First)
-	// In its inline slot still: the tenant's parked deliveries take the
-	// place its request left (resume).
-	defer d.resume(ctx, out.freed)
+	// In its inline slot still: the next version its outcome woke, and
+	// the tenant's parked deliveries, take the place its request left.
+	defer d.follow(ctx, out)
 	if errors.Is(err, ErrLeaseEnded) {
 		// Given back unsent, due now: queued as a first attempt of its
 		// own, whose claim is fenced like any other (the sweeper's retry

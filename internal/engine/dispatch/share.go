@@ -30,7 +30,7 @@ import (
 // its claim is given back with no attempt counted and the delivery parked
 // (park): due now but marked queued, so that no sweep takes it, and sent
 // by this process on the goroutine of the next of its tenant's requests
-// to end (Dispatcher.resume). A tenant's extra attempts thus keep their
+// to end (Dispatcher.follow). A tenant's extra attempts thus keep their
 // place, sent as fast as its share of requests ends, instead of going back
 // behind every task queued since (a tenant's burst past its share on a
 // worker whose receivers answered in a second went round a queue of
@@ -255,7 +255,7 @@ func (s *tenantShare) dropLocked(tenant string) {
 }
 
 // overShare gives back the claim of an attempt its tenant's share refused:
-// parked, due now and marked queued, for resume to send as one of the
+// parked, due now and marked queued, for follow to send as one of the
 // tenant's requests ends; or, with nothing more to be parked, due
 // shareWait later for a sweep. No attempt is counted either way.
 func (d *Dispatcher) overShare(ctx context.Context, c claimed) (Outcome, error) {
@@ -291,56 +291,83 @@ func (d *Dispatcher) park(ctx context.Context, row models.Delivery, now time.Tim
 	return d.store.Park(ctx, row, now)
 }
 
-// resume sends, on the goroutine of an attempt that just ended a request
-// of tenant, the deliveries its share parked (overShare), oldest first:
-// each takes the place the last request left, so a tenant past its share
-// has its next attempt sent as soon as one of its requests ends, not
-// after every task queued since. It stops when tenant has none left
-// parked, when one is refused again or postponed (its place was taken,
-// or the webhook's rate limit or health holds it: parked again or due
-// later, as any attempt), when the task's own deadline could no longer
-// cover a request (errResumeEnded: that delivery is due now for the
-// sweep), or when ctx ends (a shutdown: what is still parked is marked
-// queued, and swept after the mark's lease).
+// follow sends, on the goroutine of an attempt that has ended, what the
+// attempt left for it, one after the other, each in the place the last
+// request left:
 //
-// What can happen twice? A parked delivery is claimed like any other: a
-// sweep's retry that finds it once its mark's lease has passed and this
-// resume are fenced by the claim, and a parked id resumed after its row
+//   - the next version of an ordered document that its final outcome woke
+//     (Outcome.next): sent at once rather than through a task of its own,
+//     so that one document's versions follow each other at the pace of
+//     its receiver, not of a round trip through the queue;
+//   - otherwise, the deliveries of the tenant whose request just ended that
+//     its share parked (overShare), oldest first: a tenant past its share
+//     has its next attempt sent as soon as one of its requests ends, not
+//     after every task queued since.
+//
+// It stops when nothing is left; when a parked delivery is refused again
+// or postponed (its place was taken, or the webhook's rate limit or health
+// holds it: parked again or due later, as any attempt); when the woken
+// version is not this goroutine's to send (another claim took it, or the
+// rule holds it still: ErrNotClaimed); when the task's own deadline could
+// no longer cover a request (errResumeEnded: that delivery is given back,
+// due now, and a woken version queued as a task); or when ctx ends (a
+// shutdown: a woken version is queued, and what is still parked is marked
+// queued, swept after the mark's lease).
+//
+// What can happen twice? Nothing more than before: each delivery it sends
+// is claimed like any other, so a sweep's retry or a task that finds it at
+// the same time is fenced by the claim, and an ID followed after its row
 // moved on is not claimed (ErrNotClaimed).
-func (d *Dispatcher) resume(ctx context.Context, tenant string) {
-	if tenant == "" {
-		return
-	}
-	ctx = context.WithValue(ctx, resumedKey{}, true)
-	for ctx.Err() == nil {
-		id := d.share.unpark(tenant)
+func (d *Dispatcher) follow(ctx context.Context, out Outcome) {
+	rctx := context.WithValue(ctx, resumedKey{}, true)
+	for {
+		id, mode, next := "", Retry, out.next
+		switch {
+		case next != nil && ctx.Err() != nil:
+			d.wakeNext(ctx, *next, "")
+			return
+		case ctx.Err() != nil:
+			return
+		case next != nil:
+			id, mode = next.ID, First
+		case out.freed != "":
+			id = d.share.unpark(out.freed)
+		}
 		if id == "" {
 			return
 		}
-		out, err := d.attempt(ctx, id, Retry, true)
+		tenant := out.freed
+		var err error
+		out, err = d.attempt(rctx, id, mode, true)
 		switch {
 		case errors.Is(err, ErrNotClaimed):
-			d.log.Debug("parked delivery moved on before it was resumed", "delivery", id, "reason", err.Error())
+			// A stale parked ID, or a woken version another claim took or
+			// the rule still holds: the place is still free.
+			d.log.Debug("delivery moved on before this goroutine sent it", "delivery", id, "reason", err.Error())
+			out = Outcome{freed: tenant}
 			continue
 		case err != nil:
+			if next != nil && errors.Is(err, errResumeEnded) {
+				d.wakeNext(ctx, *next, "")
+			}
 			if !errors.Is(err, errResumeEnded) && !errors.Is(err, ErrLeaseEnded) && ctx.Err() == nil {
-				d.log.Warn("parked delivery not resumed; a sweep sends it", "delivery", id, "error", err.Error())
+				d.log.Warn("delivery not sent after the one before it; a sweep sends it", "delivery", id, "error", err.Error())
 			}
 			return
-		case out.Postponed:
+		case out.Postponed && out.next == nil:
 			return
 		}
 	}
 }
 
-// resumedKey marks the context of an attempt resume makes.
+// resumedKey marks the context of an attempt follow makes.
 type resumedKey struct{}
 
-// errResumeEnded is a resumed attempt given back unsent because the
+// errResumeEnded is an attempt follow made given back unsent because the
 // deadline of the task it runs in could not cover its request.
 var errResumeEnded = errors.New("parked delivery given back to the sweep: the task resuming it has too little time left")
 
-// checkResumeDeadline lets a resumed attempt (resume) send only while the
+// checkResumeDeadline lets an attempt follow makes send only while the
 // deadline of the task it runs in covers its request's timeout and
 // RecordMargin; otherwise it gives the claim back, due now for the sweep.
 // The deadline is a context's, on the wall clock.

@@ -291,7 +291,7 @@ func TestAResumedAttemptPastItsTasksDeadlineIsGivenBack(t *testing.T) {
 	// cover it and RecordMargin.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	d.resume(ctx, "acme")
+	d.follow(ctx, Outcome{freed: "acme"})
 	if rc.Count() != 0 {
 		t.Fatalf("the receiver got %d requests, want none", rc.Count())
 	}
@@ -300,6 +300,6 @@ func TestAResumedAttemptPastItsTasksDeadlineIsGivenBack(t *testing.T) {
 		t.Fatalf("a1 given back: %s, %d attempts, due %v, queued %v; want Failed, unattempted, due now, unmarked for the sweep", got.Status, got.Attempts, got.NextRetry, got.QueuedAt)
 	}
 	if id := d.share.unpark("acme"); id != "a2" {
-		t.Fatalf("still parked: %q, want a2 (resume stopped at a1)", id)
+		t.Fatalf("still parked: %q, want a2 (follow stopped at a1)", id)
 	}
 }
