@@ -319,6 +319,9 @@ func (d *Dispatcher) park(ctx context.Context, row models.Delivery, now time.Tim
 // the same time is fenced by the claim, and an ID followed after its row
 // moved on is not claimed (ErrNotClaimed).
 func (d *Dispatcher) follow(ctx context.Context, out Outcome) {
+	if out.next == nil && out.freed == "" {
+		return // the common case: nothing left, and nothing allocated
+	}
 	rctx := context.WithValue(ctx, resumedKey{}, true)
 	for {
 		id, mode, next := "", Retry, out.next
