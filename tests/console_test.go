@@ -253,6 +253,20 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.shot("webhooks")
 	b.run(chromedp.Navigate(c.base+"/console/new-webhook"), chromedp.WaitVisible(chromedp.CSS("#webhook-form")))
 	b.shot("webhook-new")
+	// Ordered delivery is chosen in the form: orders, edited to deliver
+	// each document's versions in order, says so on its page and in the API.
+	b.run(chromedp.Navigate(c.base+"/console/webhooks/orders/edit"), chromedp.WaitVisible(chromedp.CSS("#ordering")))
+	if v := b.eval(`document.getElementById("ordering").value`); v != "none" {
+		t.Fatalf("orders' order in its edit form: %q, want none", v)
+	}
+	b.run(chromedp.SetValue(chromedp.CSS("#ordering"), "document"), chromedp.Click(chromedp.CSS("#save")),
+		chromedp.WaitVisible(chromedp.CSS("dd#ordering")))
+	if txt := b.text("dd#ordering"); !strings.Contains(txt, "by document") {
+		t.Fatalf("orders' page after choosing by document: %q", txt)
+	}
+	if r := c.expect(t, http.StatusOK, "GET", "/v1/webhooks/orders", ""); r.body["ordering"] != "document" {
+		t.Fatalf("orders after the browser's edit: %s, want ordering document", r.raw)
+	}
 
 	// A cross-site form without the CSRF token is refused, and does nothing.
 	b.run(chromedp.Navigate(evilURL), chromedp.WaitVisible(chromedp.CSS("#message")))
