@@ -218,9 +218,25 @@ func (h *harness) waitAttempts(eventID string, n int) models.Delivery {
 	return d
 }
 
-// sweep advances the clock by d and runs one sweeper tick.
+// sweep advances the clock by d and runs one sweeper step, once no task
+// is running: an attempt's task ends a moment after its outcome is
+// recorded (what waitAttempts waits for), and a step rightly leaves a due
+// row whose retry task is still active to a later step (busy), so a sweep
+// run in that moment would enqueue nothing whatever the rule says.
 func (h *harness) sweep(d time.Duration) int {
 	h.t.Helper()
+	testenv.Eventually(h.t, "every task to have ended", func() bool {
+		queues, err := h.insp.Queues()
+		if err != nil {
+			return false
+		}
+		for _, q := range queues {
+			if info, err := h.insp.GetQueueInfo(q); err != nil || info.Active > 0 {
+				return false
+			}
+		}
+		return true
+	})
 	h.clock.Advance(d)
 	res, err := h.worker.Sweeper.RunOnce(context.Background())
 	if err != nil {
