@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/homingdev/homing/internal/engine/delivery/send"
+	"github.com/homingdev/homing/internal/lib/clock"
 	"github.com/homingdev/homing/internal/testing/testenv"
 	"github.com/homingdev/homing/internal/testing/testreceiver"
 	"github.com/homingdev/homing/models"
@@ -232,12 +235,7 @@ func TestTenantShareParksWithinItsBounds(t *testing.T) {
 // marked queued.
 func TestAnAttemptOverItsShareWithNoRoomToParkIsDueLater(t *testing.T) {
 	t.Parallel()
-	db := testenv.SQLite(t)
-	rc := testreceiver.New(t)
-	d, clk := tenantBed(t, db, rc)
-	sender := send.NewSender(send.SenderConfig{UserAgent: "test"})
-	t.Cleanup(sender.Close)
-	d = New(db, sender, nil, Config{Clock: clk, TenantRequests: 1, InlineRequests: 2})
+	db, rc, d, clk := shareBed(t)
 	now := clk.Now()
 	for i := range parkPerShare {
 		if !d.share.reservePark("acme") {
@@ -268,12 +266,7 @@ func TestAnAttemptOverItsShareWithNoRoomToParkIsDueLater(t *testing.T) {
 // given back unsent, due now for the sweep, and resume stops.
 func TestAResumedAttemptPastItsTasksDeadlineIsGivenBack(t *testing.T) {
 	t.Parallel()
-	db := testenv.SQLite(t)
-	rc := testreceiver.New(t)
-	d, clk := tenantBed(t, db, rc)
-	sender := send.NewSender(send.SenderConfig{UserAgent: "test"})
-	t.Cleanup(sender.Close)
-	d = New(db, sender, nil, Config{Clock: clk, TenantRequests: 1, InlineRequests: 2})
+	db, rc, d, clk := shareBed(t)
 	now := clk.Now()
 	for _, id := range []string{"a1", "a2"} {
 		r := testenv.PlannedDelivery(id, "ev-"+id, "queued", now)
@@ -302,4 +295,16 @@ func TestAResumedAttemptPastItsTasksDeadlineIsGivenBack(t *testing.T) {
 	if id := d.share.unpark("acme"); id != "a2" {
 		t.Fatalf("still parked: %q, want a2 (follow stopped at a1)", id)
 	}
+}
+
+// shareBed is tenantBed on SQLite with a dispatcher of two slots whose
+// tenants have a share of one request each.
+func shareBed(t *testing.T) (*gorm.DB, *testreceiver.Receiver, *Dispatcher, *clock.Stub) {
+	t.Helper()
+	db := testenv.SQLite(t)
+	rc := testreceiver.New(t)
+	_, clk := tenantBed(t, db, rc)
+	sender := send.NewSender(send.SenderConfig{UserAgent: "test"})
+	t.Cleanup(sender.Close)
+	return db, rc, New(db, sender, nil, Config{Clock: clk, TenantRequests: 1, InlineRequests: 2}), clk
 }
