@@ -438,18 +438,18 @@ func (d *Dispatcher) recordSent(ctx context.Context, row models.Delivery, mode M
 }
 
 // wakeNext queues the first attempt of p, the delivery of a document that
-// the final outcome of the delivery after released (storage.Recorded.Woken),
+// the final outcome of the one before it released (storage.Recorded.Woken),
 // when the goroutine that recorded it does not send it itself (follow): it
 // is due now in the database already, so a lost enqueue costs a sweep's
 // interval, not the delivery.
-func (d *Dispatcher) wakeNext(ctx context.Context, p Pending, after string) {
+func (d *Dispatcher) wakeNext(ctx context.Context, p Pending) {
 	if d.wake == nil {
 		return
 	}
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	if err := d.wake(ctx, p); err != nil {
-		d.log.Warn("next delivery of a document not queued; the sweep sends it", "delivery", p.ID, "after", after, "error", err.Error())
+		d.log.Warn("next delivery of a document not queued; the sweep sends it", "delivery", p.ID, "error", err.Error())
 	}
 }
 
