@@ -280,9 +280,10 @@ func TestAResumedAttemptPastItsTasksDeadlineIsGivenBack(t *testing.T) {
 		}
 		d.share.park("acme", id)
 	}
-	// The webhook's timeout is 5 s: a task with a second left cannot
-	// cover it and RecordMargin.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	// The webhook's timeout is 5 s: a task with 10 s left cannot cover it
+	// and RecordMargin (30 s), and 10 s leave a loaded machine time to
+	// reach the check before the context itself ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	d.follow(ctx, Outcome{freed: "acme"})
 	if rc.Count() != 0 {
