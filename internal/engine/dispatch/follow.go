@@ -21,7 +21,9 @@ import (
 //
 // It stops when nothing is left; when a parked delivery is refused again
 // or postponed (its place was taken, or the webhook's rate limit or health
-// holds it: parked again or due later, as any attempt); when the woken
+// holds it: parked again or due later, as any attempt), unless its tenant
+// then has deliveries parked and no request in flight to resume them
+// (tenantShare.stranded: it goes on with the next); when the woken
 // version is not this goroutine's to send (another claim took it, or the
 // rule holds it still: ErrNotClaimed); when the task's own deadline could
 // no longer cover a request (errResumeEnded: that delivery is given back,
@@ -73,7 +75,16 @@ func (d *Dispatcher) follow(ctx context.Context, out Outcome) {
 			}
 			return
 		case out.Postponed:
-			return
+			// Parked again, or due later (a rate limit, the webhook's
+			// health). What the tenant still has parked is resumed by
+			// the end of one of its requests in flight; with none left
+			// (stranded), by this goroutine, or it would wait for the
+			// mark's lease. Each turn unparks one, and one parked again
+			// means a request of its tenant was in flight: this ends.
+			if out.freed == "" || !d.share.stranded(out.freed) {
+				return
+			}
+			out = Outcome{freed: out.freed}
 		}
 	}
 }

@@ -213,11 +213,24 @@ func (s *tenantShare) reservePark(tenant string) bool {
 }
 
 // park puts id, whose place reservePark kept, at the end of tenant's
-// parked deliveries.
-func (s *tenantShare) park(tenant, id string) {
+// parked deliveries. It says true when tenant has no request in flight
+// left to resume them (stranded: its last ended between the refusal and
+// now), so that the caller resumes them itself.
+func (s *tenantShare) park(tenant, id string) (stranded bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.parked[tenant] = append(s.parked[tenant], id)
+	return s.inflight[tenant] == 0
+}
+
+// stranded says whether tenant has deliveries parked and no request in
+// flight whose end would resume them. A request ending counts out before
+// its goroutine unparks (give, then follow), so a tenant with one in
+// flight is resumed by it; one with none only by whoever sees this.
+func (s *tenantShare) stranded(tenant string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parked[tenant]) > 0 && s.inflight[tenant] == 0
 }
 
 // unreserve gives back a place reservePark kept for a delivery that was
@@ -256,16 +269,22 @@ func (s *tenantShare) dropLocked(tenant string) {
 // overShare gives back the claim of an attempt its tenant's share refused:
 // parked, due now and marked queued, for follow to send as one of the
 // tenant's requests ends; or, with nothing more to be parked, due
-// shareWait later for a sweep. No attempt is counted either way.
+// shareWait later for a sweep. No attempt is counted either way. When
+// the tenant's last request ended between the refusal and the park, no
+// end is left to resume it: the outcome names the tenant (freed), and
+// this goroutine's follow sends it, as a request's end would have.
 func (d *Dispatcher) overShare(ctx context.Context, c claimed) (Outcome, error) {
 	now := d.now()
 	at := now
+	var freed string
 	if tenant := c.row.Tenant; d.share.reservePark(tenant) {
 		if err := d.park(ctx, c.row, now); err != nil {
 			d.share.unreserve(tenant)
 			return Outcome{}, err
 		}
-		d.share.park(tenant, c.row.ID)
+		if d.share.park(tenant, c.row.ID) {
+			freed = tenant
+		}
 	} else {
 		at = now.Add(shareWait)
 		if err := d.release(ctx, c.row, &at); err != nil {
@@ -279,7 +298,7 @@ func (d *Dispatcher) overShare(ctx context.Context, c claimed) (Outcome, error) 
 		d.log.Info(fmt.Sprintf("tenant is past its share of this worker's requests (%d, worker.tenant_share of worker.concurrency) while the worker has no more than that free for other tenants: its further attempts wait, and are sent as its requests end", d.share.max),
 			"tenant", c.row.Tenant, "delivery", c.row.ID, "webhook", c.row.WebhookName)
 	}
-	return Outcome{Status: models.StatusFailed, Postponed: true, Attempt: c.row.Attempts - 1, NextRetry: &at}, nil
+	return Outcome{Status: models.StatusFailed, Postponed: true, Attempt: c.row.Attempts - 1, NextRetry: &at, freed: freed}, nil
 }
 
 // park is release for a delivery parked by its tenant's share

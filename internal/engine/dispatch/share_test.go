@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/homingdev/homing/internal/engine/delivery/send"
+	"github.com/homingdev/homing/internal/engine/ratelimit"
 	"github.com/homingdev/homing/internal/lib/clock"
 	"github.com/homingdev/homing/internal/testing/testenv"
 	"github.com/homingdev/homing/internal/testing/testreceiver"
@@ -295,6 +296,107 @@ func TestAResumedAttemptPastItsTasksDeadlineIsGivenBack(t *testing.T) {
 	}
 	if id := d.share.unpark("acme"); id != "a2" {
 		t.Fatalf("still parked: %q, want a2 (follow stopped at a1)", id)
+	}
+}
+
+// A request's end resumes what its tenant has parked (give counts it out,
+// then its goroutine unparks), so a delivery parked while the tenant has
+// a request in flight waits for that end; one parked after the tenant's
+// last request ended has none to wait for: park and stranded say so.
+func TestTenantShareSaysWhenNoRequestIsLeftToResumeItsParked(t *testing.T) {
+	t.Parallel()
+	s := newTenantShare(1, 2)
+	if s.stranded("acme") {
+		t.Fatal("a tenant with nothing parked is stranded")
+	}
+	s.take(context.Background(), "acme", 0)
+	s.reservePark("acme")
+	if s.park("acme", "a1") || s.stranded("acme") {
+		t.Fatal("a delivery parked with its tenant's request in flight is stranded, want resumed by that request's end")
+	}
+	s.give("acme")
+	if !s.stranded("acme") {
+		t.Fatal("the tenant's last request ended with a1 parked: not stranded")
+	}
+	s.reservePark("acme")
+	if !s.park("acme", "a2") {
+		t.Fatal("a delivery parked with no request of its tenant in flight: park says it will be resumed")
+	}
+	s.unpark("acme")
+	s.unpark("acme")
+	if s.stranded("acme") {
+		t.Fatal("a tenant whose parked deliveries were all taken is stranded")
+	}
+}
+
+// An attempt refused by its tenant's share parks its delivery for the end
+// of one of the tenant's requests; when the last of them ended between the
+// refusal and the park, none is left to end, and the goroutine that
+// parked it sends it, instead of leaving it for the sweep after the queued
+// mark's minute.
+func TestADeliveryParkedAfterItsTenantsLastRequestEndedIsSentAtOnce(t *testing.T) {
+	t.Parallel()
+	db, rc, d, clk := shareBed(t)
+	now := clk.Now()
+	r := testenv.PlannedDelivery("a1", "ev-a1", "queued", now)
+	r.Tenant, r.URL = "acme", rc.URL+"/queued"
+	r.Attempts = 1 // as the refused attempt's claim left it, its lease due a minute on
+	if err := db.Create(&r).Error; err != nil {
+		t.Fatal(err)
+	}
+	// The share refused the attempt while acme had a request in flight;
+	// that request has ended since (none is counted now).
+	out, err := d.overShare(context.Background(), claimed{row: r})
+	if err != nil || !out.Postponed || out.freed != "acme" {
+		t.Fatalf("park with no request of acme in flight: %+v, %v; want postponed, naming acme for this goroutine to resume", out, err)
+	}
+	d.follow(context.Background(), out)
+	if got := loadRow(t, db, "a1"); got.Status != models.StatusDelivered || got.Attempts != 1 {
+		t.Fatalf("a1 after its parker's follow: %s after %d attempts; want Delivered after 1", got.Status, got.Attempts)
+	}
+	if n := rc.Count(); n != 1 {
+		t.Fatalf("the receiver got %d requests, want 1", n)
+	}
+}
+
+// A resumed delivery that is postponed (here by its webhook's rate limit)
+// does not end the resuming when its tenant has no request left in flight
+// to resume the rest: the next parked one is sent.
+func TestAPostponedResumeGoesOnWhenNoRequestIsLeftToResumeTheRest(t *testing.T) {
+	t.Parallel()
+	db, rc, _, clk := shareBed(t)
+	_, rdb := testenv.Redis(t)
+	limiter := ratelimit.New(rdb)
+	sender := send.NewSender(send.SenderConfig{UserAgent: "test"})
+	t.Cleanup(sender.Close)
+	d := New(db, sender, nil, Config{Clock: clk, TenantRequests: 1, InlineRequests: 2, Limiter: limiter})
+	ctx := context.Background()
+	if err := db.Model(&models.Webhook{}).Where("id = ?", "queued").Update("rate_limit", 1).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := limiter.Spend(ctx, "queued", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now()
+	for _, p := range []struct{ id, hook string }{{"a1", "queued"}, {"a2", "inline"}} {
+		r := testenv.PlannedDelivery(p.id, "ev-"+p.id, p.hook, now)
+		r.Tenant, r.URL = "acme", rc.URL+"/"+p.hook
+		r.NextRetry, r.QueuedAt = &now, &now // as Park leaves it
+		if err := db.Create(&r).Error; err != nil {
+			t.Fatal(err)
+		}
+		d.share.reservePark("acme")
+		d.share.park("acme", p.id)
+	}
+	d.follow(ctx, Outcome{freed: "acme"})
+	if got := loadRow(t, db, "a1"); got.Status != models.StatusFailed || got.Attempts != 0 || got.NextRetry == nil || !got.NextRetry.After(now) {
+		t.Fatalf("a1 with its webhook's budget spent: %s, %d attempts, due %v; want Failed, unattempted, due later", got.Status, got.Attempts, got.NextRetry)
+	}
+	if got := loadRow(t, db, "a2"); got.Status != models.StatusDelivered || got.Attempts != 1 {
+		t.Fatalf("a2, parked behind a1 with no request of acme in flight: %s after %d attempts; want Delivered after 1", got.Status, got.Attempts)
+	}
+	if id := d.share.unpark("acme"); id != "" {
+		t.Fatalf("still parked: %q, want nothing", id)
 	}
 }
 
