@@ -153,9 +153,11 @@ func (c *Client) Publish(ctx context.Context, ev Event) (string, error) {
 		return "", err
 	}
 	if _, err := c.queue.EnqueueContext(ctx, task); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// go-redis answers a server that is down with the caller's
 			// deadline once its dials have used it up: say what that means.
+			// asynq keeps only the text of its scripts' errors ("redis eval
+			// error: context deadline exceeded"), so ctx is asked too.
 			err = fmt.Errorf("unreachable, no answer before the deadline (is redis.addr right, and the server up?): %w", err)
 		}
 		return dev.ID, transportError(fmt.Errorf("queue event %s in Redis: %w", dev.ID, err))

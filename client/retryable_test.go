@@ -6,8 +6,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/homingdev/homing/client"
 	"github.com/homingdev/homing/internal/intake/event"
@@ -84,5 +87,37 @@ func TestViaServeRetryable(t *testing.T) {
 				t.Errorf("DeliverNow = %v: retryable %v after %s; want retryable %v after %s", err, client.IsRetryable(err), after, tc.retryable, tc.after)
 			}
 		})
+	}
+}
+
+// A publisher whose deadline ends while go-redis is still dialing a Redis
+// that went down (a loaded machine's dials are slow) hears that Redis is
+// unreachable, not only asynq's "redis eval error: context deadline
+// exceeded", whose text has lost the error it wrapped. The client published
+// once before, so asynq goes straight to its script.
+func TestPublishWithRedisGonePastItsDeadlineSaysUnreachable(t *testing.T) {
+	t.Parallel()
+	m := miniredis.RunT(t)
+	c, err := client.New(client.Config{RedisURL: "redis://" + m.Addr() + "/0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	publish := func(ctx context.Context, id string) error {
+		_, err := c.Publish(ctx, client.Event{ID: id, DocType: "Sales Order", Event: "on_submit", Doc: map[string]any{"name": id}})
+		return err
+	}
+	if err := publish(context.Background(), "so-1"); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = publish(ctx, "so-2")
+	if err == nil || !client.IsRetryable(err) {
+		t.Fatalf("Publish with Redis gone: %v; want a retryable error", err)
+	}
+	if msg := strings.ToLower(err.Error()); !strings.Contains(msg, "redis") || !(strings.Contains(msg, "unreachable") || strings.Contains(msg, "refused") || strings.Contains(msg, "dial")) {
+		t.Fatalf("Publish with Redis gone past its deadline: %q does not say Redis is unreachable", err)
 	}
 }
