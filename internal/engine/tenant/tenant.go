@@ -408,6 +408,9 @@ func (s *Service) Delete(ctx context.Context, name string, force bool, hooks Web
 		what := "deliveries"
 		if len(names) > 0 {
 			what = fmt.Sprintf("%d webhooks", len(names))
+			if len(names) == 1 {
+				what = "1 webhook"
+			}
 		}
 		return fmt.Errorf("%w: %q has %s (give --force to delete the tenant with all of its webhooks, deliveries and events)", ErrHasWebhooks, name, what)
 	}

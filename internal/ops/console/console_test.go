@@ -331,7 +331,7 @@ func TestRecoverFormTakesFailedByDefault(t *testing.T) {
 	}
 	since := time.Now().UTC().Add(-2 * time.Hour).Format("2006-01-02T15:04")
 	res, body := s.do("POST", "/console/webhooks/orders/recover", url.Values{"csrf": {tok}, "since": {since}, "status": {""}, "step": {"count"}}, c, nil)
-	if res.StatusCode != http.StatusOK || !strings.Contains(body, "Dry run: <b>1</b> retrying or given up deliveries") {
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "Dry run: <b>1</b> retrying or given up delivery") {
 		t.Fatalf("dry run: %d\n%s", res.StatusCode, body)
 	}
 }
@@ -424,5 +424,35 @@ func TestWebhookLinksEscapeTheirName(t *testing.T) {
 	res, page := s.do("GET", "/console/webhooks/a%2F..%2F..%2Fb", nil, ck, nil)
 	if res.StatusCode != http.StatusOK || !strings.Contains(page, "a/../../b") {
 		t.Fatalf("the escaped link: %d, want the webhook's page:\n%s", res.StatusCode, page)
+	}
+}
+
+// The overview counts a webhook's failures as a person writes them: "1
+// failure", "2 failures".
+func TestOverviewCountsFailuresInWords(t *testing.T) {
+	t.Parallel()
+	s := newSite(t)
+	ctx := context.Background()
+	if _, err := s.hooks.Create(ctx, "", webhook.Input{Name: ptr("billing"), DocType: ptr("Sales Invoice"), Event: ptr("on_submit"), URL: ptr("https://example.com/billing")}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for name, failures := range map[string]int{"orders": 1, "billing": 2} {
+		var w models.Webhook
+		if err := s.db.Where("name = ?", name).Take(&w).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Save(&models.WebhookHealth{WebhookID: w.ID, Failures: failures, FailingSince: &now}).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body := s.do("GET", "/console/", nil, s.login(s.admin), nil)
+	for _, want := range []string{", 1 failure<", ", 2 failures<"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the overview does not say %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "1 failures") {
+		t.Error(`the overview says "1 failures"`)
 	}
 }

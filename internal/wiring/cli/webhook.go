@@ -722,10 +722,10 @@ func healthLine(h webhook.Health) string {
 		if h.LastProbeAt != nil {
 			probe = "last probe " + h.LastProbeAt.UTC().Format(time.RFC3339)
 		}
-		return fmt.Sprintf("failing since %s (%d failures), %s, %d due retries held back until a probe succeeds",
-			timeOrDash(h.FailingSince), h.Failures, probe, h.HeldBack)
+		return fmt.Sprintf("failing since %s (%s), %s, %s held back until a probe succeeds",
+			timeOrDash(h.FailingSince), counted(int64(h.Failures), "failure", "failures"), probe, counted(h.HeldBack, "due retry", "due retries"))
 	case webhook.HealthDegraded:
-		return fmt.Sprintf("degraded since %s (%d failures since the last success; failing at %d)", timeOrDash(h.FailingSince), h.Failures, models.FailingAfter)
+		return fmt.Sprintf("degraded since %s (%s since the last success; failing at %d)", timeOrDash(h.FailingSince), counted(int64(h.Failures), "failure", "failures"), models.FailingAfter)
 	}
 	return "healthy"
 }
@@ -847,4 +847,12 @@ func newWebhookTestCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&doc, "doc", "", "the document as a JSON object, or @FILE")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// counted says n things as a person writes it: "1 failure", "2 failures".
+func counted(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
