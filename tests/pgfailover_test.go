@@ -496,18 +496,28 @@ func TestPostgresFailover(t *testing.T) {
 		return len(missing) == 0, fmt.Sprintf("%d of %d accepted events not delivered, e.g. %v", len(missing), len(f.accepted), missing[:min(len(missing), 10)])
 	})
 	got := pgArrivals(rc)
-	dups := 0
+	db := s.openDB(t)
+	byEvent := map[string]string{} // event ID → its delivery's
+	for _, d := range deliveriesOf(t, db, "A") {
+		byEvent[d.EventID] = d.ID
+	}
+	dups, receipts := 0, map[string]int{}
 	for id, arr := range got {
+		receipts[byEvent[id]] = len(arr)
 		if len(arr) > 1 {
 			dups += len(arr) - 1
 			t.Logf("event %s arrived %d times", id, len(arr))
 		}
 	}
-	t.Logf("measured: %d requests for %d events (%d repeats); whole test %s", len(rc.Requests()), len(got), dups, time.Since(began).Round(time.Second))
+	beyond, timedOut := repeatsBeyondTimeouts(t, db, receipts)
+	t.Logf("measured: %d requests for %d events (%d repeats, %d of them retries of attempts that timed out); whole test %s",
+		len(rc.Requests()), len(got), dups, timedOut, time.Since(began).Round(time.Second))
 	// A repeat needs an attempt whose request was made but whose record was
-	// lost with a failover: at most the attempts in flight at each.
-	if dups > len(failures)*concurrency {
-		t.Errorf("%d repeated deliveries, more than the %d attempts %d failovers can have in flight", dups, len(failures)*concurrency, len(failures))
+	// lost with a failover: at most the attempts in flight at each. An
+	// attempt that timed out (a receiver slowed by a loaded machine) is
+	// retried by design, whatever the receiver made of it.
+	if beyond > len(failures)*concurrency {
+		t.Errorf("%d repeated deliveries no timeout explains, more than the %d attempts %d failovers can have in flight", beyond, len(failures)*concurrency, len(failures))
 	}
 	// The bound is the promotion's: the delay over the latency the flow
 	// already had in the 10 s before the failure (a few milliseconds on a
@@ -522,7 +532,6 @@ func TestPostgresFailover(t *testing.T) {
 	}
 
 	// Nothing is left behind: every delivery final, the outbox empty.
-	db := s.openDB(t)
 	within(t, time.Minute, "every delivery Delivered and the outbox empty", func() (bool, string) {
 		var open, outbox int64
 		if err := db.Model(&models.Delivery{}).Where("status <> ?", models.StatusDelivered).Count(&open).Error; err != nil {
