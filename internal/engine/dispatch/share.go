@@ -213,14 +213,11 @@ func (s *tenantShare) reservePark(tenant string) bool {
 }
 
 // park puts id, whose place reservePark kept, at the end of tenant's
-// parked deliveries. It says true when tenant has no request in flight
-// left to resume them (stranded: its last ended between the refusal and
-// now), so that the caller resumes them itself.
-func (s *tenantShare) park(tenant, id string) (stranded bool) {
+// parked deliveries.
+func (s *tenantShare) park(tenant, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.parked[tenant] = append(s.parked[tenant], id)
-	return s.inflight[tenant] == 0
 }
 
 // stranded says whether tenant has deliveries parked and no request in
@@ -282,7 +279,8 @@ func (d *Dispatcher) overShare(ctx context.Context, c claimed) (Outcome, error) 
 			d.share.unreserve(tenant)
 			return Outcome{}, err
 		}
-		if d.share.park(tenant, c.row.ID) {
+		d.share.park(tenant, c.row.ID)
+		if d.share.stranded(tenant) {
 			freed = tenant
 		}
 	} else {

@@ -302,7 +302,7 @@ func TestAResumedAttemptPastItsTasksDeadlineIsGivenBack(t *testing.T) {
 // A request's end resumes what its tenant has parked (give counts it out,
 // then its goroutine unparks), so a delivery parked while the tenant has
 // a request in flight waits for that end; one parked after the tenant's
-// last request ended has none to wait for: park and stranded say so.
+// last request ended has none to wait for: stranded says so.
 func TestTenantShareSaysWhenNoRequestIsLeftToResumeItsParked(t *testing.T) {
 	t.Parallel()
 	s := newTenantShare(1, 2)
@@ -311,7 +311,7 @@ func TestTenantShareSaysWhenNoRequestIsLeftToResumeItsParked(t *testing.T) {
 	}
 	s.take(context.Background(), "acme", 0)
 	s.reservePark("acme")
-	if s.park("acme", "a1") || s.stranded("acme") {
+	if s.park("acme", "a1"); s.stranded("acme") {
 		t.Fatal("a delivery parked with its tenant's request in flight is stranded, want resumed by that request's end")
 	}
 	s.give("acme")
@@ -319,8 +319,8 @@ func TestTenantShareSaysWhenNoRequestIsLeftToResumeItsParked(t *testing.T) {
 		t.Fatal("the tenant's last request ended with a1 parked: not stranded")
 	}
 	s.reservePark("acme")
-	if !s.park("acme", "a2") {
-		t.Fatal("a delivery parked with no request of its tenant in flight: park says it will be resumed")
+	if s.park("acme", "a2"); !s.stranded("acme") {
+		t.Fatal("a delivery parked with no request of its tenant in flight: not stranded")
 	}
 	s.unpark("acme")
 	s.unpark("acme")
