@@ -9,7 +9,10 @@ SHELL := /bin/bash
 # indexes the tests may empty).
 
 # make test builds the commands once, with -race, for every package's tests
-# (testenv.Binaries). go vet -race compiles the dependencies as the race
+# (testenv.Binaries), and once without it into bin/test/plain: the
+# end-to-end tests run their long-running processes race-built, and their
+# one-shot command lines and the resource-limit tests' processes plain
+# (tests/e2e_test.go, plainDir). go vet -race compiles the dependencies as the race
 # build and the tests will, so they are compiled once: on an empty build
 # cache vet and the race build took 868 s of CPU with a plain vet, 505 s with
 # vet -race (the files it then leaves out, //go:build !race, are one const).
@@ -70,6 +73,7 @@ test: ## start (or install) PostgreSQL, redis-server, redis-sentinel and chromiu
 	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
 	go vet -race $(PKG)
 	go build -race $(TEST_LDFLAGS) -o $(TESTBIN)/ ./cmd/...
+	go build $(TEST_LDFLAGS) -o $(TESTBIN)/plain/ ./cmd/...
 	HOMING_TEST_BIN=$(TESTBIN) go test $(TEST_FLAGS) $(TEST_PKGS)
 	$(if $(filter ./...,$(PKG)),go test -count=1 $(GONJA_PKGS))
 

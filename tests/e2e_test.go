@@ -29,8 +29,17 @@ import (
 )
 
 // binDir holds the binaries TestMain builds once for every test (or make
-// test built once for every package: testenv.Binaries).
-var binDir string
+// test built once for every package: testenv.Binaries), race-built when
+// the tests are: the long-running processes (worker, scheduler, serve, run,
+// dev) run from it. plainDir holds the same commands built without -race,
+// which the one-shot commands (s.run) run from: a command line that
+// starts, makes a query or two and exits has little for the race detector
+// to see, and internal/wiring/cli's tests race-check its code in process,
+// while a race-built run costs three times the CPU of a plain one (49 ms
+// against 17 for a webhook list; the package makes about 900 of them).
+// A system whose test is about resource limits runs every process plain
+// (system.plain).
+var binDir, plainDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -43,12 +52,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin, _, err := testenv.Binaries(dir, raceBuild)
+	plain := bin
+	if err == nil && raceBuild {
+		plain, _, err = testenv.Binaries(filepath.Join(dir, testenv.PlainSubdir), false)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	binDir = bin
+	binDir, plainDir = bin, plain
 	code := testenv.Run(m)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
@@ -91,6 +104,21 @@ type system struct {
 	t     *testing.T
 	env   []string
 	procs []*process
+	// plain runs the long-running processes from plainDir too: set by the
+	// tests of resource limits (hostile definitions, intake budgets),
+	// whose limits must hold in the build users run, and whose every
+	// definition runs to its limit, four times slower race-built.
+	// Processes that share their code are race-checked by every other
+	// test of this package, and the engines by their packages' tests.
+	plain bool
+}
+
+// bin is the directory s starts its long-running processes from.
+func (s *system) bin() string {
+	if s.plain {
+		return plainDir
+	}
+	return binDir
 }
 
 type process struct {
@@ -144,7 +172,7 @@ func (s *system) start(name string, ready string, args ...string) *process {
 	t := s.t
 	t.Helper()
 	p := &process{name: name, output: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, name), args...)
+	p.cmd = exec.Command(filepath.Join(s.bin(), name), args...)
 	p.cmd.Env = s.env
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
@@ -215,7 +243,7 @@ func (s *system) run(t *testing.T, name string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(plainDir, name), args...)
 	cmd.Env = s.env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

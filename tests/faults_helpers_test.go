@@ -79,7 +79,7 @@ func withEnv(env []string, key, value string) []string {
 func (s *system) spawn(t *testing.T, name, ready string) *process {
 	t.Helper()
 	p := &process{name: name, output: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(filepath.Join(binDir, name))
+	p.cmd = exec.Command(filepath.Join(s.bin(), name))
 	p.cmd.Env = s.env
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {

@@ -9,15 +9,9 @@ import (
 
 // maxServeRSS bounds `homing serve`'s peak resident memory (VmHWM) while it
 // validates every hostile definition: creation evaluates a definition under
-// the same budgets as delivery, in the request's goroutine. Doubled under
-// -race, as maxWorkerRSS is.
-var maxServeRSS int64 = 200 << 20
-
-func init() {
-	if raceBuild {
-		maxServeRSS *= 2
-	}
-}
+// the same budgets as delivery, in the request's goroutine. The bound of
+// the binary users run, which this test runs (system.plain).
+const maxServeRSS int64 = 200 << 20
 
 // TestHostileDefinitionsViaServe POSTs the hostile corpus to a real
 // `homing serve`: every definition that exceeds a limit with the sample
@@ -32,6 +26,7 @@ func TestHostileDefinitionsViaServe(t *testing.T) {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}
 	s := newSystem(t)
+	s.plain = true
 	s.env = withEnv(s.env, "HOMING_API_ADDR", "127.0.0.1:0")
 	s.env = outOfReachTimeLimits(s.env)
 	c := s.startAPI(t)

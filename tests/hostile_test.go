@@ -18,17 +18,9 @@ import (
 
 // maxWorkerRSS is the bound the worker's peak resident memory (VmHWM) must
 // stay under while it fans out an event to every hostile definition: 200
-// MiB for the binary users run. Under -race (make test builds the
-// end-to-end binaries with the race detector, whose shadow memory takes 5
-// to 10 times the program's) the bound is doubled; the plain build was
-// measured at 97–118 MiB.
-var maxWorkerRSS int64 = 200 << 20
-
-func init() {
-	if raceBuild {
-		maxWorkerRSS *= 2
-	}
-}
+// MiB for the binary users run, which this test runs (system.plain; it was
+// measured at 97–118 MiB).
+const maxWorkerRSS int64 = 200 << 20
 
 // concurrentEvents is how many copies of the hostile event the worker fans
 // out at once.
@@ -201,6 +193,7 @@ func TestHostileDefinitions(t *testing.T) {
 		t.Skip("end-to-end test: builds the binaries and runs them against PostgreSQL and Redis")
 	}
 	s := newSystem(t)
+	s.plain = true
 	// Creation (the CLI) and fan-out (the worker) meet each definition's
 	// own limit, never the time limit of a loaded machine first.
 	s.env = outOfReachTimeLimits(s.env)
@@ -315,9 +308,8 @@ func TestHostileDefinitions(t *testing.T) {
 	for i := range concurrentEvents {
 		event := fmt.Sprintf("evt-hostile-%d", i)
 		// A fan-out writes its rows at once, after every definition ran (each
-		// to its limit, in a race-built worker): until then the worker's CPU
-		// time is the progress, and a stall is five minutes without a second
-		// of it.
+		// to its limit): until then the worker's CPU time is the progress,
+		// and a stall is five minutes without a second of it.
 		within(t, 5*time.Minute, "every delivery of "+event+" to be final", func() (bool, string) {
 			list = nil
 			s.ok(t, &list, "homing", "delivery", "list", "--event-id", event, "--limit", "500", "--json")

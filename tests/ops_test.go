@@ -169,7 +169,7 @@ func TestDevModeFromACleanDirectory(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		c := exec.CommandContext(ctx, filepath.Join(binDir, name), args...)
+		c := exec.CommandContext(ctx, filepath.Join(plainDir, name), args...)
 		c.Dir = dir
 		c.Env = append(append([]string(nil), env...), shell...)
 		b, err := c.CombinedOutput()

@@ -197,7 +197,7 @@ func TestMakeRunIsTheWholeSystemOnLoopback(t *testing.T) {
 	shell := withEnv(withEnv(env, "XDG_STATE_HOME", t.TempDir()), "HOMING_LOG_FORMAT", "json")
 	stats := func() (out string, secretsKey []string) {
 		t.Helper()
-		cmd := exec.Command(filepath.Join(binDir, "homing"), "stats", "--json")
+		cmd := exec.Command(filepath.Join(plainDir, "homing"), "stats", "--json")
 		cmd.Env = shell
 		b, err := cmd.Output()
 		if err != nil {

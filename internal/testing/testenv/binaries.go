@@ -9,18 +9,27 @@ import (
 
 // BinariesEnv names a directory holding Homing's commands (homing, worker,
 // scheduler, enqueue) built once for every package's tests: `make test`
-// builds them with -race and sets it, so that tests/ and deploy/ do not
-// each build their own.
+// builds them there with -race, and a plain build of the same commands in
+// its PlainSubdir, and sets it, so that tests/ and deploy/ do not each
+// build their own.
 const BinariesEnv = "HOMING_TEST_BIN"
 
-// Binaries is the directory of Homing's commands for the tests: BinariesEnv's
-// when set, else dir, into which they are built now (race adds -race). The
-// second result reports whether dir was used.
+// PlainSubdir is the directory, inside BinariesEnv's, of the commands built
+// without -race.
+const PlainSubdir = "plain"
+
+// Binaries is the directory of Homing's commands for the tests, built with
+// -race when race is set: BinariesEnv's (its PlainSubdir for a plain build)
+// when set, else dir, into which they are built now. The second result
+// reports whether dir was used.
 func Binaries(dir string, race bool) (string, bool, error) {
 	if bin := os.Getenv(BinariesEnv); bin != "" {
+		if !race {
+			bin = filepath.Join(bin, PlainSubdir)
+		}
 		for _, name := range []string{"homing", "worker", "scheduler", "enqueue"} {
 			if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-				return "", false, fmt.Errorf("%s=%s: %w (unset it, or build them there: go build -race -o %s/ ./cmd/...)", BinariesEnv, bin, err, bin)
+				return "", false, fmt.Errorf("%s=%s: %w (unset it, or build them there: %s)", BinariesEnv, os.Getenv(BinariesEnv), err, buildHint(race, bin))
 			}
 		}
 		return bin, false, nil
@@ -36,4 +45,11 @@ func Binaries(dir string, race bool) (string, bool, error) {
 		return "", false, fmt.Errorf("build the binaries: %w", err)
 	}
 	return dir, true, nil
+}
+
+func buildHint(race bool, dir string) string {
+	if race {
+		return "go build -race -o " + dir + "/ ./cmd/..."
+	}
+	return "go build -o " + dir + "/ ./cmd/..."
 }
