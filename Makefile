@@ -28,8 +28,14 @@ TESTBIN := $(CURDIR)/bin/test
 # which only a debugger reads (race reports and panics symbolize from the
 # binary's own tables): 5.4 s of CPU a link instead of 6.9, over 58 test
 # binaries relinked after a change.
-TEST_LDFLAGS := -ldflags=-w
-TEST_FLAGS ?= -race -count=1 -p 4 -parallel 6 -timeout 20m $(TEST_LDFLAGS)
+# -trimpath: what is compiled does not name the directory it was compiled
+# in, so a clean clone in a new directory reuses the build cache of the
+# last one instead of compiling the module's packages again (vet, both
+# builds and the test binaries: 260 s of CPU in a new clone, 84 with
+# -trimpath). go test runs each package's tests in its directory, so no
+# test needs its source's path.
+TEST_BUILDFLAGS := -trimpath -ldflags=-w
+TEST_FLAGS ?= -race -count=1 -p 4 -parallel 6 -timeout 20m $(TEST_BUILDFLAGS)
 # A race-built binary (every test binary, and the commands the end-to-end
 # tests run) otherwise sleeps a second at exit so that late races can still be
 # reported; races are reported either way.
@@ -71,11 +77,11 @@ test: ## start (or install) PostgreSQL, redis-server, redis-sentinel and chromiu
 	scripts/services.sh
 	@command -v python3 >/dev/null || { echo "make: python3 is needed to test the Frappe app (integrations/frappe/homing_frappe); install Python 3.10+"; exit 1; }
 	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
-	go vet -race $(PKG)
-	go build -race $(TEST_LDFLAGS) -o $(TESTBIN)/ ./cmd/...
-	go build $(TEST_LDFLAGS) -o $(TESTBIN)/plain/ ./cmd/...
+	go vet -race -trimpath $(PKG)
+	go build -race $(TEST_BUILDFLAGS) -o $(TESTBIN)/ ./cmd/...
+	go build $(TEST_BUILDFLAGS) -o $(TESTBIN)/plain/ ./cmd/...
 	HOMING_TEST_BIN=$(TESTBIN) go test $(TEST_FLAGS) $(TEST_PKGS)
-	$(if $(filter ./...,$(PKG)),go test -count=1 $(GONJA_PKGS))
+	$(if $(filter ./...,$(PKG)),go test -count=1 -trimpath $(GONJA_PKGS))
 
 cover: ## the hot path's coverage (dispatch, event, outbox) and every function of it no test reaches
 	scripts/services.sh
@@ -88,8 +94,8 @@ screenshots: ## drive the console in headless Chromium and save its pages into d
 
 test-short: ## go test -short: the same without the end-to-end tests of real processes (never in CI)
 	scripts/services.sh
-	go vet -race $(PKG)
-	go test -race -count=1 -short -timeout 10m $(PKG)
+	go vet -race -trimpath $(PKG)
+	go test -race -count=1 -short -timeout 10m $(TEST_BUILDFLAGS) $(PKG)
 
 # Flags for the benchmark harness: make bench BENCH_FLAGS='-quick' or
 # BENCH_FLAGS='-n 5000 -runs 5 -scenarios baseline,throughput'.

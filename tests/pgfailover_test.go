@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,10 +89,10 @@ func startPGHA(t *testing.T, nodes int) *pgha {
 
 // cmd runs scripts/pgha.sh with args and returns its output.
 func (g *pgha) cmd(args ...string) (string, error) {
-	_, file, _, _ := runtime.Caller(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c := exec.CommandContext(ctx, filepath.Join(filepath.Dir(file), "..", "scripts", "pgha.sh"), args...)
+	// go test runs a package's tests in its directory.
+	c := exec.CommandContext(ctx, filepath.Join("..", "scripts", "pgha.sh"), args...)
 	c.Env = g.env
 	out, err := c.CombinedOutput()
 	return string(out), err
