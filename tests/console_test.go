@@ -157,9 +157,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.run(chromedp.KeyEvent("si-console"))
 	b.tabTo("filter-submit")
 	b.run(chromedp.KeyEvent(kb.Enter))
-	eventually(t, "the filter sent from the keyboard", func() (bool, string) {
-		u := b.location()
-		return strings.Contains(u, "webhook=billing") && strings.Contains(u, "event_id=si-console"), u
+	b.arrived("the filter sent from the keyboard", func(u string) bool {
+		return strings.Contains(u, "webhook=billing") && strings.Contains(u, "event_id=si-console")
 	})
 	if txt := b.text("#deliveries"); !strings.Contains(txt, "Gave up after") || strings.Contains(txt, "HTTP 503") {
 		t.Fatalf("the deliveries the keyboard's filter lists: %q", txt)
@@ -173,10 +172,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	const listed = `Array.from(document.querySelectorAll("#deliveries tr.delivery")).map(r => r.dataset.id).join(" ")`
 	bookmarked := b.eval(listed)
-	b.run(chromedp.Click(chromedp.CSS("#filter-submit")), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
-	eventually(t, "the picker's since in the URL", func() (bool, string) {
-		u := b.location()
-		return strings.Contains(u, "since="+url.QueryEscape(since.Format("2006-01-02T15:04"))), u
+	b.run(chromedp.Click(chromedp.CSS("#filter-submit")))
+	b.arrived("the picker's since in the URL", func(u string) bool {
+		return strings.Contains(u, "since="+url.QueryEscape(since.Format("2006-01-02T15:04")))
 	})
 	if picked := b.eval(listed); picked != bookmarked || !strings.Contains(picked, id) {
 		t.Errorf("the picker's since lists %q, the bookmark's %q; want both to list %s", picked, bookmarked, id)
@@ -376,6 +374,24 @@ func (b browser) login(token string) {
 	b.t.Helper()
 	b.run(chromedp.Navigate(b.base+"/console/login"), chromedp.SetValue(chromedp.CSS("#token"), token),
 		chromedp.Click(chromedp.CSS("#signin")))
+}
+
+// arrived waits until the page the browser is on has a URL match accepts
+// and has loaded. A form sent by a key or a click navigates on its own
+// time: a query made meanwhile can meet the page being left, or a node of
+// a document already replaced ("No node with given id found"). The URL
+// and the document's state are read in one script, so both are the same
+// page's; a script cut short by the navigation is retried.
+func (b browser) arrived(what string, match func(url string) bool) {
+	b.t.Helper()
+	eventually(b.t, what, func() (bool, string) {
+		s, err := do(b, chromedp.Evaluate[string](`location.href + " " + document.readyState`))
+		if err != nil {
+			return false, err.Error()
+		}
+		u, state, _ := strings.Cut(s, " ")
+		return match(u) && state == "complete", s
+	})
 }
 
 // eventually reloads path until cond holds, or fails at the deadline.
