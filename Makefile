@@ -77,11 +77,11 @@ test: ## start (or install) PostgreSQL, redis-server, redis-sentinel and chromiu
 	scripts/services.sh
 	@command -v python3 >/dev/null || { echo "make: python3 is needed to test the Frappe app (integrations/frappe/homing_frappe); install Python 3.10+"; exit 1; }
 	python3 -m unittest discover -s integrations/frappe/homing_frappe -t integrations/frappe/homing_frappe
-	go vet -race -trimpath $(PKG)
+	go vet -race $(TEST_BUILDFLAGS) $(PKG)
 	go build -race $(TEST_BUILDFLAGS) -o $(TESTBIN)/ ./cmd/...
 	go build $(TEST_BUILDFLAGS) -o $(TESTBIN)/plain/ ./cmd/...
 	HOMING_TEST_BIN=$(TESTBIN) go test $(TEST_FLAGS) $(TEST_PKGS)
-	$(if $(filter ./...,$(PKG)),go test -count=1 -trimpath $(GONJA_PKGS))
+	$(if $(filter ./...,$(PKG)),go test -count=1 $(TEST_BUILDFLAGS) $(GONJA_PKGS))
 
 cover: ## the hot path's coverage (dispatch, event, outbox) and every function of it no test reaches
 	scripts/services.sh
@@ -94,7 +94,7 @@ screenshots: ## drive the console in headless Chromium and save its pages into d
 
 test-short: ## go test -short: the same without the end-to-end tests of real processes (never in CI)
 	scripts/services.sh
-	go vet -race -trimpath $(PKG)
+	go vet -race $(TEST_BUILDFLAGS) $(PKG)
 	go test -race -count=1 -short -timeout 10m $(TEST_BUILDFLAGS) $(PKG)
 
 # Flags for the benchmark harness: make bench BENCH_FLAGS='-quick' or

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // BinariesEnv names a directory holding Homing's commands (homing, worker,
@@ -29,17 +30,12 @@ func Binaries(dir string, race bool) (string, bool, error) {
 		}
 		for _, name := range []string{"homing", "worker", "scheduler", "enqueue"} {
 			if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-				return "", false, fmt.Errorf("%s=%s: %w (unset it, or build them there: %s)", BinariesEnv, os.Getenv(BinariesEnv), err, buildHint(race, bin))
+				return "", false, fmt.Errorf("%s=%s: %w (unset it, or build them there: go %s)", BinariesEnv, os.Getenv(BinariesEnv), err, strings.Join(buildArgs(bin, race), " "))
 			}
 		}
 		return bin, false, nil
 	}
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	if race {
-		args = append(args, "-race")
-	}
-	args = append(args, "github.com/homingdev/homing/cmd/...")
-	build := exec.Command("go", args...)
+	build := exec.Command("go", buildArgs(dir, race)...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return "", false, fmt.Errorf("build the binaries: %w", err)
@@ -47,9 +43,11 @@ func Binaries(dir string, race bool) (string, bool, error) {
 	return dir, true, nil
 }
 
-func buildHint(race bool, dir string) string {
+// buildArgs are go's arguments that build the commands into dir.
+func buildArgs(dir string, race bool) []string {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	if race {
-		return "go build -race -o " + dir + "/ ./cmd/..."
+		args = append(args, "-race")
 	}
-	return "go build -o " + dir + "/ ./cmd/..."
+	return append(args, "github.com/homingdev/homing/cmd/...")
 }
